@@ -1,0 +1,7 @@
+"""Entry point of `python -m build_graph`."""
+
+import sys
+
+from build_graph.cli import main
+
+sys.exit(main())

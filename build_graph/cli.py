@@ -1,0 +1,86 @@
+"""`python -m build_graph check|plan|doctor`: the commands that run outside doit."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from build_graph.config import load
+from build_graph.errors import run_cli
+from build_graph.model import Stack
+from build_graph.plan import plan
+
+
+def summary(stack: Stack) -> str:
+    """A human summary of the resolved stack: variants, versions, archs, tiers, notes."""
+    lines = [f"{stack.manifest}: stack {stack.name!r} -> {stack.registry}",
+             f"  cache: {stack.cache.url} (max {stack.cache.max_size_bytes / 2**30:.1f} GiB)"]
+    for variant in stack.variants:
+        default = " (default)" if variant.name == stack.default_variant else ""
+        versions = ", ".join(f"{k} {v}" for k, v in variant.versions.items())
+        lines.append(f"  variant {variant.name}{default}: {versions}")
+        if variant.gpu.arch_list:
+            lines.append(f"    TORCH_CUDA_ARCH_LIST={variant.gpu.torch_cuda_arch_list}"
+                         f"  targets: {', '.join(variant.gpu.targets) or '-'}")
+        for tier in variant.tiers:
+            base = f"parent {tier.parent}" if tier.parent else f"from {tier.from_image}"
+            extra = f", compiles with {tier.compile.builder}" if tier.compile else ""
+            tags = f"  tags: {', '.join(tier.tags)}" if tier.tags else ""
+            lines.append(f"    {tier.name:<16} {base}{extra}{tags}")
+    lines.extend(f"  note: {note}" for note in stack.notes)
+    return "\n".join(lines)
+
+
+def _check(args: argparse.Namespace) -> int:
+    stack = load(args.manifest)
+    plan(stack)  # renders every template, so template errors surface here too
+    print(summary(stack))
+    print("ok")
+    return 0
+
+
+def _plan(args: argparse.Namespace) -> int:
+    stack = load(args.manifest)
+    planned = plan(stack)
+    rows = [{
+        "variant": p.spec.variant, "tier": p.spec.name, "key": p.key, "parent": p.parent_key,
+        "image": p.image, "hash": p.content_hash, "human_tags": list(p.human_tags),
+        "dockerfile": str(p.dockerfile_path),
+    } for p in planned]
+    if not args.offline:
+        from build_graph.availability import describe_availability
+
+        for row, where in zip(rows, describe_availability([p.image for p in planned]),
+                              strict=True):
+            row.update(where)
+    if args.json:
+        json.dump(rows, sys.stdout, indent=2)
+        print()
+    else:
+        for row in rows:
+            print(f"{row['key']:<24} {row['image']}  {row.get('status', '')}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="python -m build_graph", description=__doc__)
+    sub = top.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check", help="validate images.toml and print the resolved stack")
+    check.set_defaults(run=_check)
+    show = sub.add_parser("plan", help="print each tier's hash tag and where it exists")
+    show.add_argument("--json", action="store_true", help="machine-readable output")
+    show.add_argument("--offline", action="store_true",
+                      help="do not ask the Docker daemon or the registry")
+    show.set_defaults(run=_plan)
+    for command in (check, show):
+        command.add_argument("--manifest", type=Path, default=Path("images.toml"),
+                             help="the stack's images.toml (default: ./images.toml)")
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    return run_cli(lambda: int(args.run(args)))

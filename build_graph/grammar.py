@@ -1,0 +1,60 @@
+"""Grammars for values that reach a Dockerfile, so none can smuggle in an instruction."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from packaging.requirements import InvalidRequirement, Requirement
+from pydantic import AfterValidator
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+VERSION_RE = re.compile(r"^[0-9A-Za-z][0-9A-Za-z.+_~-]*$")
+NAME_RE = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$")
+TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+APT_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]+(?:=[A-Za-z0-9.+:~-]+)?$")
+ARG_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_HOST = r"(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?::[0-9]+)?/)?"
+REPO_RE = re.compile(rf"^{_HOST}{_COMPONENT}(?:/{_COMPONENT})*$")
+# Docker's reference grammar (distribution/reference): repository[:tag][@digest].
+IMAGE_RE = re.compile(
+    rf"^{_HOST}{_COMPONENT}(?:/{_COMPONENT})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?"
+    r"(?:@sha256:[0-9a-f]{64})?$"
+)
+
+
+def _matching(pattern: re.Pattern[str], what: str, example: str) -> AfterValidator:
+    def check(value: str) -> str:
+        if not pattern.match(value):
+            raise ValueError(f"{value!r} is not a valid {what} (for example {example!r})")
+        return value
+
+    return AfterValidator(check)
+
+
+def single_line(value: str) -> str:
+    """Reject newlines and control characters (they could start a Dockerfile instruction)."""
+    if _CONTROL.search(value):
+        raise ValueError(f"{value!r} contains a newline or control character")
+    return value
+
+
+def requirement(value: str) -> str:
+    """A pip requirement ('numpy<2', 'torch==2.6.0'): PEP 508, single line."""
+    single_line(value)
+    try:
+        Requirement(value)
+    except InvalidRequirement as exc:
+        raise ValueError(f"{value!r} is not a pip requirement: {exc}") from None
+    return value
+
+
+Text = Annotated[str, AfterValidator(single_line)]
+Version = Annotated[str, _matching(VERSION_RE, "version", "12.4.1")]
+Name = Annotated[str, _matching(NAME_RE, "name (lower case, digits, '.', '_', '-')", "base")]
+Tag = Annotated[str, AfterValidator(single_line)]  # checked by TAG_RE after formatting
+ArgName = Annotated[str, _matching(ARG_RE, "build-arg name", "MAX_JOBS")]
+Repository = Annotated[str, _matching(REPO_RE, "image repository", "127.0.0.1:5000/team")]
+AptPackage = Annotated[str, _matching(APT_RE, "Debian package name", "ccache")]
+PipRequirement = Annotated[str, AfterValidator(requirement)]

@@ -1,0 +1,109 @@
+"""The build plan, computed purely from the Stack: rendered files, hashes and image names.
+
+No Docker, no registry: everything here is a function of the manifest, its templates and
+its context files, so tests can check a whole plan from an inline TOML string.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from build_graph.hashing import FileDigest, content_hash, file_digest, iter_context_files
+from build_graph.model import Stack, TierSpec, VariantSpec
+from build_graph.render import environment, render, tier_context
+
+LATEST = "latest"
+
+
+@dataclass(frozen=True)
+class PlannedTier:
+    spec: TierSpec
+    key: str  # 'base', or 'base@cu124' when the stack has variants
+    build_dir: Path
+    dockerfile: str
+    script: str | None  # the rendered compile script, for tiers that compile
+    context_files: tuple[tuple[str, Path], ...]
+    content_hash: str
+    repository: str  # <registry>/<tier>
+    base_image: str  # what FROM names: the parent's hash tag, or the external image
+    parent_key: str | None
+    builder_key: str | None
+    builder_image: str | None
+    human_tags: tuple[str, ...]  # images.toml tags, plus 'latest' for the default variant
+
+    @property
+    def image(self) -> str:
+        """The immutable reference: <registry>/<tier>:<content hash>."""
+        return f"{self.repository}:{self.content_hash}"
+
+    @property
+    def dockerfile_path(self) -> Path:
+        return self.build_dir / "Dockerfile"
+
+    @property
+    def script_path(self) -> Path:
+        return self.build_dir / "compile.sh"
+
+    @property
+    def wheels_dir(self) -> Path:
+        return self.build_dir / "wheels"
+
+
+def build_root(stack: Stack) -> Path:
+    return stack.root / "build"
+
+
+def task_key(stack: Stack, tier: str, variant: str) -> str:
+    return f"{tier}@{variant}" if stack.has_variants else tier
+
+
+def plan(stack: Stack) -> list[PlannedTier]:
+    """Every (variant, tier) in build order: parents and builders before their users."""
+    env = environment(stack)
+    planned: list[PlannedTier] = []
+    for variant in stack.variants:
+        done: dict[str, PlannedTier] = {}
+        for tier in variant.tiers:
+            done[tier.name] = _plan_tier(stack, env, variant, tier, done)
+        planned.extend(done.values())
+    return planned
+
+
+def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier: TierSpec,
+               done: dict[str, PlannedTier]) -> PlannedTier:
+    parent = done[tier.parent] if tier.parent else None
+    builder = done[tier.compile.builder] if tier.compile else None
+    base_image = parent.image if parent else str(tier.from_image)
+    context = tier_context(stack, variant, tier, base_image, builder.image if builder else None)
+    dockerfile = render(env, tier.template, context)
+    script = render(env, tier.compile.script, context) if tier.compile else None
+    files = tuple(iter_context_files(stack.root, tier.context))
+    sources = _local_sources(stack, tier)
+    digests: list[FileDigest] = [file_digest(n, p) for n, p in (*files, *sources)]
+    tag_hash = content_hash({
+        "dockerfile": dockerfile, "script": script, "context": digests,
+        "build_args": dict(tier.build_args), "parent": parent.content_hash if parent else None,
+        "builder": builder.content_hash if builder else None,
+        "compile": [tier.compile.sources, tier.compile.env, tier.compile.outputs]
+        if tier.compile else None,
+    })
+    is_default = variant.name == stack.default_variant
+    return PlannedTier(
+        spec=tier, key=task_key(stack, tier.name, variant.name),
+        build_dir=build_root(stack) / variant.name / tier.name, dockerfile=dockerfile,
+        script=script, context_files=files, content_hash=tag_hash,
+        repository=f"{stack.registry}/{tier.name}", base_image=base_image,
+        parent_key=parent.key if parent else None, builder_key=builder.key if builder else None,
+        builder_image=builder.image if builder else None,
+        human_tags=tier.tags + ((LATEST,) if is_default else ()))
+
+
+def _local_sources(stack: Stack, tier: TierSpec) -> list[tuple[str, Path]]:
+    """Files of compile sources that are folders below the manifest (URLs hash by name)."""
+    if tier.compile is None:
+        return []
+    local = [src for _, src in tier.compile.sources if "://" not in src]
+    return list(iter_context_files(stack.root, local))

@@ -1,0 +1,126 @@
+"""Jinja rendering of tier Dockerfiles and compile scripts; files rewritten only on change."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from build_graph.errors import TemplateError
+from build_graph.model import Stack, TierSpec, VariantSpec
+from build_graph.resolve import format_fields
+
+# Fixed paths inside the builder container, so compiler-cache keys match on every machine.
+SRC_DIR = "/src"
+OUT_DIR = "/out"
+CCACHE_DIR = "/ccache"
+WHEELS_DIR = "wheels"  # inside a tier's build context
+
+
+def environment(stack: Stack) -> jinja2.Environment:
+    """The Jinja environment: the manifest's templates/ first, then the shipped ones."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader([str(d) for d in stack.template_dirs]),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,  # Dockerfiles and shell, not HTML
+    )
+    env.filters["shquote"] = shlex.quote
+    env.filters["shjoin"] = lambda items: " ".join(shlex.quote(str(i)) for i in items)
+    return env
+
+
+def tier_context(stack: Stack, variant: VariantSpec, tier: TierSpec, base_image: str,
+                 builder_image: str | None = None) -> dict[str, Any]:
+    """Everything a template may use; StrictUndefined makes any other name an error."""
+    return {
+        "stack": {"name": stack.name, "registry": stack.registry},
+        "variant": variant.name,
+        "versions": format_fields(variant.versions, variant.name),
+        "gpu": {
+            "arch_list": list(variant.gpu.arch_list),
+            "ptx": variant.gpu.ptx,
+            "targets": list(variant.gpu.targets),
+            "torch_cuda_arch_list": variant.gpu.torch_cuda_arch_list,
+        },
+        "tier": {
+            "name": tier.name,
+            "description": tier.description,
+            "packages": list(tier.packages),
+            "system_packages": list(tier.system_packages),
+            "build_args": dict(tier.build_args),
+            "context": list(tier.context),
+            "compiles": tier.compile is not None,
+        },
+        "compile": _compile_context(tier),
+        "base_image": base_image,
+        "builder_image": builder_image,
+        "paths": {"src": SRC_DIR, "out": OUT_DIR, "ccache": CCACHE_DIR, "wheels": WHEELS_DIR},
+    }
+
+
+def _compile_context(tier: TierSpec) -> dict[str, Any]:
+    if tier.compile is None:
+        return {"sources": {}, "env": {}, "outputs": ""}
+    return {"sources": dict(tier.compile.sources), "env": dict(tier.compile.env),
+            "outputs": tier.compile.outputs}
+
+
+def render(env: jinja2.Environment, template: str, context: Mapping[str, Any]) -> str:
+    """Render one template; errors name the template, the line and the problem."""
+    try:
+        text = env.get_template(template).render(context)
+    except jinja2.TemplateSyntaxError as exc:
+        raise TemplateError(f"{exc.filename or template}:{exc.lineno}: {exc.message}") from None
+    except jinja2.TemplateNotFound as exc:
+        raise TemplateError(f"{template}: includes {exc.name!r}, which is not in "
+                            f"any template folder") from None
+    except jinja2.UndefinedError as exc:
+        where = _template_frame(exc, template)
+        raise TemplateError(f"{where}: {exc.message}; define it or remove its use "
+                            "(names available: stack, variant, versions, gpu, tier, "
+                            "compile, base_image, builder_image, paths)") from None
+    # Macros that emit nothing leave blank runs; keep the output tidy for golden files.
+    return re.sub(r"\n{3,}", "\n\n", text).lstrip("\n")
+
+
+def _template_frame(exc: BaseException, fallback: str) -> str:
+    """'file.j2:LINE' of the innermost template frame in the traceback."""
+    found = fallback
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if filename.endswith(".j2") or filename.startswith("<template>"):
+            found = f"{filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return found
+
+
+def write_if_changed(path: Path, text: str, mode: int | None = None) -> bool:
+    """Write atomically, only when the bytes differ; returns whether it wrote.
+
+    An unchanged file keeps its mtime, so doit's file checks see nothing new.
+    """
+    data = text.encode("utf-8")
+    if path.is_file() and path.read_bytes() == data:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return True

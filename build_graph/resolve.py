@@ -1,0 +1,263 @@
+"""Turn a structurally valid Manifest into a frozen Stack: variants, version fields, checks."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+from build_graph import schema
+from build_graph.errors import ConfigError, did_you_mean
+from build_graph.grammar import IMAGE_RE, TAG_RE
+from build_graph.graph import CycleError, topological_order
+from build_graph.model import (
+    DEFAULT_VARIANT,
+    CacheSpec,
+    CompileSpec,
+    GpuSpec,
+    Stack,
+    TierSpec,
+    VariantSpec,
+    VerifySpec,
+)
+from build_graph.rules import RULES, Report, major_minor
+
+SHIPPED_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
+_GCS_RE = re.compile(r"^gs://([a-z0-9][a-z0-9._-]{1,220}[a-z0-9])(/[^\s]*)?$")
+
+
+def resolve_stack(path: Path, manifest: schema.Manifest) -> Stack:
+    """Resolve every variant and apply every rule; raise ConfigError listing all problems."""
+    report = Report(path)
+    root = path.parent
+    template_dirs = tuple(dict.fromkeys([root / "templates", SHIPPED_TEMPLATES]))
+    order = _check_graph(manifest, report)
+    _check_files(manifest, root, template_dirs, report)
+    cache = _resolve_cache(manifest.cache, root, report)
+    names = list(manifest.variants) or [DEFAULT_VARIANT]
+    default = manifest.stack.default_variant or names[0]
+    if default not in names:
+        report.error("stack.default_variant",
+                     f"no variant named {default!r}{did_you_mean(default, names)}")
+    variants = tuple(_resolve_variant(manifest, name, order, report) for name in names)
+    _check_tags(variants, report)
+    if report.issues:
+        raise ConfigError(report.issues)
+    return Stack(manifest=path, name=manifest.stack.name, registry=manifest.stack.registry,
+                 description=manifest.stack.description, cache=cache, variants=variants,
+                 default_variant=default, template_dirs=template_dirs,
+                 has_variants=bool(manifest.variants), notes=tuple(report.notes))
+
+
+def parse_size(text: str) -> int | None:
+    """'20G', '500MiB', '1.5 GB' -> bytes (binary units); None if unparseable."""
+    match = _SIZE_RE.match(text)
+    if not match:
+        return None
+    power = " KMGT".index(match[2].upper() or " ")
+    return int(float(match[1]) * 1024**power)
+
+
+def format_fields(versions: Mapping[str, str], variant: str) -> dict[str, str]:
+    """Fields usable as {name} in from, tags, build_args and compile sources."""
+    fields = dict(versions)
+    for key in ("cuda", "python", "torch"):
+        mm = major_minor(versions.get(key, ""))
+        if mm:
+            fields[f"{key}_mm"] = f"{mm[0]}.{mm[1]}"
+    cuda = major_minor(versions.get("cuda", ""))
+    if cuda:
+        fields["cuda_tag"] = f"cu{cuda[0]}{cuda[1]}"
+    fields["variant"] = variant
+    return fields
+
+
+def _fill(text: str, fields: Mapping[str, str], key: str, report: Report) -> str:
+    """Fill {field}s; an unknown field is reported (naming the known ones)."""
+    try:
+        names = [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
+    except ValueError as exc:
+        report.error(key, f"{text!r}: {exc}; write a version field as {{torch}}")
+        return text
+    for name in names:
+        if name not in fields:
+            report.error(key, f"unknown field {{{name}}}{did_you_mean(name, fields)}; "
+                              f"known: {', '.join(sorted(fields))}")
+            return text
+    return text.format_map(fields)
+
+
+def _check_graph(manifest: schema.Manifest, report: Report) -> list[str]:
+    deps: dict[str, list[str]] = {}
+    for name, tier in manifest.tiers.items():
+        deps[name] = []
+        refs = [("parent", tier.parent)]
+        if tier.compile:
+            refs.append(("compile.builder", tier.compile.builder))
+        for key, ref in refs:
+            if ref is None:
+                continue
+            if ref not in manifest.tiers:
+                report.error(f"tiers.{name}.{key}",
+                             f"no tier named {ref!r}{did_you_mean(ref, manifest.tiers)}")
+            deps[name].append(ref)
+    try:
+        return topological_order(deps)
+    except CycleError as exc:
+        report.error(f"tiers.{exc.cycle[0]}.parent",
+                     f"tiers depend on each other in a cycle: {exc}; break the loop")
+        return list(manifest.tiers)
+
+
+def _find_template(name: str, dirs: tuple[Path, ...]) -> Path | None:
+    for folder in dirs:
+        if (folder / name).is_file():
+            return folder / name
+    return None
+
+
+def _check_files(manifest: schema.Manifest, root: Path, dirs: tuple[Path, ...],
+                 report: Report) -> None:
+    known = sorted({p.name for d in dirs if d.is_dir() for p in d.iterdir()})
+    for name, tier in manifest.tiers.items():
+        templates = [("template", tier.template)]
+        if tier.compile:
+            templates.append(("compile.script", tier.compile.script))
+        for key, template in templates:
+            if _find_template(template, dirs) is None:
+                where = " or ".join(str(d) for d in dirs)
+                report.error(f"tiers.{name}.{key}", f"no template {template!r} in {where}"
+                             f"{did_you_mean(template, known)}")
+        for entry in tier.context:
+            if not (root / entry).exists():
+                report.error(f"tiers.{name}.context",
+                             f"{entry!r} does not exist (paths are relative to {root})")
+        for src_name, src in (tier.compile.sources.items() if tier.compile else ()):
+            if "://" not in src and "{" not in src and not (root / src).exists():
+                report.error(f"tiers.{name}.compile.sources.{src_name}",
+                             f"{src!r} is neither a URL nor a path below {root}")
+
+
+def _resolve_cache(cache: schema.Cache, root: Path, report: Report) -> CacheSpec:
+    url = cache.url or f"file://{root / 'build' / 'ccache-store'}"
+    if url.startswith("file://"):
+        folder = Path(url.removeprefix("file://"))
+        url = f"file://{folder if folder.is_absolute() else (root / folder).resolve()}"
+    elif not _GCS_RE.match(url):
+        report.error("cache.url", f"{url!r} is not a cache location; write "
+                     "'gs://bucket/prefix' or 'file://path' (or leave it out for a local folder)")
+    size = parse_size(cache.max_size)
+    if size is None:
+        report.error("cache.max_size", f"{cache.max_size!r} is not a size; write e.g. '20G'")
+    return CacheSpec(url=url, max_size_bytes=size or 0)
+
+
+def _variant_keys(manifest: schema.Manifest, name: str) -> set[str]:
+    variant = manifest.variants.get(name)
+    if variant is None:
+        return set()
+    keys = {f"versions.{k}" for k in variant.versions}
+    if variant.gpu:
+        keys |= {f"gpu.{k}" for k in variant.gpu.model_fields_set}
+    return keys
+
+
+def _resolve_variant(manifest: schema.Manifest, name: str, order: list[str],
+                     report: Report) -> VariantSpec:
+    variant = manifest.variants.get(name, schema.Variant())
+    overridden = _variant_keys(manifest, name)
+
+    def where(section: str, key: str) -> str:
+        if f"{section}.{key}" in overridden:
+            return f"variants.{name}.{section}.{key}"
+        return f"{section}.{key}" + (f" (variant {name})" if manifest.variants else "")
+
+    base_versions = {k: v for k, v in manifest.versions.model_dump().items() if v is not None}
+    versions = {**base_versions, **variant.versions}
+    gpu_data = manifest.gpu.model_dump()
+    if variant.gpu:
+        gpu_data.update({k: getattr(variant.gpu, k) for k in variant.gpu.model_fields_set})
+    gpu = GpuSpec(tuple(gpu_data["arch_list"]), gpu_data["ptx"], tuple(gpu_data["targets"]))
+    for rule in RULES:
+        rule(versions, gpu, where, report)
+    fields = format_fields(versions, name)
+    tiers = tuple(_resolve_tier(n, manifest.tiers[n], name, versions, fields, report)
+                  for n in order if n in manifest.tiers)
+    return VariantSpec(name=name, description=variant.description,
+                       versions=MappingProxyType(versions), gpu=gpu, tiers=tiers)
+
+
+def _resolve_tier(name: str, tier: schema.Tier, variant: str, versions: Mapping[str, str],
+                  fields: Mapping[str, str], report: Report) -> TierSpec:
+    key = f"tiers.{name}"
+    from_image = None
+    if tier.from_ is not None:
+        from_image = _fill(tier.from_, fields, f"{key}.from", report)
+        if "{" not in from_image and not IMAGE_RE.match(from_image):
+            report.error(f"{key}.from", f"{from_image!r} is not an image reference "
+                         "(for example 'nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04')")
+    tags = tuple(_fill(t, fields, f"{key}.tags", report) for t in tier.tags)
+    for tag in tags:
+        if "{" not in tag and not TAG_RE.match(tag):
+            report.error(f"{key}.tags", f"{tag!r} is not a Docker tag (letters, digits, "
+                         "'_', '.', '-'; at most 128)")
+    args = tuple((k, _fill(v, fields, f"{key}.build_args.{k}", report))
+                 for k, v in tier.build_args.items())
+    return TierSpec(
+        name=name, variant=variant, parent=tier.parent, from_image=from_image,
+        template=tier.template, description=tier.description, context=tuple(tier.context),
+        packages=tuple(tier.packages), system_packages=tuple(tier.system_packages),
+        build_args=args, tags=tags,
+        compile=_resolve_compile(tier.compile, fields, key, report),
+        verify=_resolve_verify(tier.verify, versions, fields, key, report))
+
+
+def _resolve_compile(spec: schema.Compile | None, fields: Mapping[str, str], key: str,
+                     report: Report) -> CompileSpec | None:
+    if spec is None:
+        return None
+    sources = tuple((n, _fill(s, fields, f"{key}.compile.sources.{n}", report))
+                    for n, s in spec.sources.items())
+    env = tuple((n, _fill(v, fields, f"{key}.compile.env.{n}", report))
+                for n, v in spec.env.items())
+    return CompileSpec(builder=spec.builder, script=spec.script, sources=sources, env=env,
+                       outputs=spec.outputs)
+
+
+def _resolve_verify(spec: schema.Verify, versions: Mapping[str, str],
+                    fields: Mapping[str, str], key: str, report: Report) -> VerifySpec:
+    size = None
+    if spec.max_size is not None:
+        size = parse_size(spec.max_size)
+        if size is None:
+            report.error(f"{key}.verify.max_size",
+                         f"{spec.max_size!r} is not a size; write e.g. '8G'")
+    return VerifySpec(python=spec.python or versions.get("python"), conda=spec.conda,
+                      single_python=spec.single_python, pip_check=spec.pip_check,
+                      packages=tuple((n, _fill(v, fields, f"{key}.verify.packages.{n}", report))
+                                     for n, v in spec.packages.items()),
+                      archs=spec.archs,
+                      max_size_bytes=size, smoke=tuple(spec.smoke))
+
+
+def _check_tags(variants: tuple[VariantSpec, ...], report: Report) -> None:
+    """A human tag must name one image: unique per tier across variants; 'latest' is ours."""
+    seen: dict[tuple[str, str], str] = {}
+    for variant in variants:
+        for tier in variant.tiers:
+            for tag in tier.tags:
+                if tag == "latest":
+                    report.error(f"tiers.{tier.name}.tags", "'latest' is moved by promote to "
+                                 "the verified default variant; remove it from tags")
+                    continue
+                other = seen.get((tier.name, tag))
+                if other is not None:
+                    where = (f"variants {other} and {variant.name}" if other != variant.name
+                             else f"variant {variant.name}")
+                    report.error(f"tiers.{tier.name}.tags",
+                                 f"tag {tag!r} is given twice ({where}); make it unique, "
+                                 "e.g. '{torch}-{cuda_tag}'")
+                seen[(tier.name, tag)] = variant.name
