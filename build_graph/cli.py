@@ -45,7 +45,7 @@ def _check(args: argparse.Namespace) -> int:
 def _plan(args: argparse.Namespace) -> int:
     stack = load(args.manifest)
     planned = plan(stack)
-    rows = [{
+    rows: list[dict[str, object]] = [{
         "variant": p.spec.variant, "tier": p.spec.name, "key": p.key, "parent": p.parent_key,
         "image": p.image, "hash": p.content_hash, "human_tags": list(p.human_tags),
         "dockerfile": str(p.dockerfile_path),

@@ -79,8 +79,13 @@ def run_cli(main: Callable[[], int]) -> int:
     try:
         return main()
     except BuildGraphError as exc:
-        if os.environ.get("BUILD_GRAPH_DEBUG"):
-            traceback.print_exc()
-        for line in str(exc).splitlines() or [type(exc).__name__]:
-            print(f"error: {line}", file=sys.stderr)
-        return exc.exit_code
+        return report(exc)
+
+
+def report(exc: BuildGraphError) -> int:
+    """Print `exc` as 'error: ...' lines on stderr; returns its exit code."""
+    if os.environ.get("BUILD_GRAPH_DEBUG"):
+        traceback.print_exception(exc)
+    for line in str(exc).splitlines() or [type(exc).__name__]:
+        print(f"error: {line}", file=sys.stderr)
+    return exc.exit_code

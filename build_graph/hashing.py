@@ -31,7 +31,7 @@ def iter_context_files(root: Path, entries: Iterable[str]) -> Iterator[tuple[str
         if base.is_file():
             yield entry, base
             continue
-        found = []
+        found: list[Path] = []
         for folder, dirs, files in os.walk(base):
             dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
             found.extend(Path(folder) / f for f in files if not f.endswith(".pyc"))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import jinja2
 
-from build_graph.hashing import FileDigest, content_hash, file_digest, iter_context_files
+from build_graph.hashing import content_hash, file_digest, iter_context_files
 from build_graph.model import Stack, TierSpec, VariantSpec
 from build_graph.render import environment, render, tier_context
 
@@ -33,6 +33,7 @@ class PlannedTier:
     builder_key: str | None
     builder_image: str | None
     human_tags: tuple[str, ...]  # images.toml tags, plus 'latest' for the default variant
+    compile_hash: str | None  # hash of what the compile stage reads (builder, script, sources)
 
     @property
     def image(self) -> str:
@@ -50,6 +51,15 @@ class PlannedTier:
     @property
     def wheels_dir(self) -> Path:
         return self.build_dir / "wheels"
+
+    @property
+    def push_record(self) -> Path:
+        return self.build_dir / "push.json"
+
+    @property
+    def verify_record(self) -> Path:
+        """The run manifest verify writes: fingerprints, digest, every check."""
+        return self.build_dir / "verify.json"
 
 
 def build_root(stack: Stack) -> Path:
@@ -82,13 +92,16 @@ def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier
     script = render(env, tier.compile.script, context) if tier.compile else None
     files = tuple(iter_context_files(stack.root, tier.context))
     sources = _local_sources(stack, tier)
-    digests: list[FileDigest] = [file_digest(n, p) for n, p in (*files, *sources)]
+    compile_hash = None
+    if tier.compile is not None and builder is not None:
+        compile_hash = content_hash({
+            "builder": builder.content_hash, "script": script,
+            "sources": [file_digest(n, p) for n, p in sources],
+            "spec": [tier.compile.sources, tier.compile.env, tier.compile.outputs]})
     tag_hash = content_hash({
-        "dockerfile": dockerfile, "script": script, "context": digests,
+        "dockerfile": dockerfile, "context": [file_digest(n, p) for n, p in files],
         "build_args": dict(tier.build_args), "parent": parent.content_hash if parent else None,
-        "builder": builder.content_hash if builder else None,
-        "compile": [tier.compile.sources, tier.compile.env, tier.compile.outputs]
-        if tier.compile else None,
+        "compile": compile_hash,
     })
     is_default = variant.name == stack.default_variant
     return PlannedTier(
@@ -98,7 +111,7 @@ def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier
         repository=f"{stack.registry}/{tier.name}", base_image=base_image,
         parent_key=parent.key if parent else None, builder_key=builder.key if builder else None,
         builder_image=builder.image if builder else None,
-        human_tags=tier.tags + ((LATEST,) if is_default else ()))
+        human_tags=tier.tags + ((LATEST,) if is_default else ()), compile_hash=compile_hash)
 
 
 def _local_sources(stack: Stack, tier: TierSpec) -> list[tuple[str, Path]]:

@@ -34,6 +34,7 @@ def environment(stack: Stack) -> jinja2.Environment:
         autoescape=False,  # Dockerfiles and shell, not HTML
     )
     env.filters["shquote"] = shlex.quote
+    env.filters["pin"] = lambda name, versions: f"{name}=={versions[name]}"
     env.filters["shjoin"] = lambda items: " ".join(shlex.quote(str(i)) for i in items)
     return env
 
@@ -88,6 +89,9 @@ def render(env: jinja2.Environment, template: str, context: Mapping[str, Any]) -
         raise TemplateError(f"{where}: {exc.message}; define it or remove its use "
                             "(names available: stack, variant, versions, gpu, tier, "
                             "compile, base_image, builder_image, paths)") from None
+    except Exception as exc:  # a template bug (bad filter use, type error): name the line
+        where = _template_frame(exc, template)
+        raise TemplateError(f"{where}: {type(exc).__name__}: {exc}") from None
     # Macros that emit nothing leave blank runs; keep the output tidy for golden files.
     return re.sub(r"\n{3,}", "\n\n", text).lstrip("\n")
 

@@ -1,0 +1,39 @@
+"""The tar stream sent to `docker build`: the rendered Dockerfile, context files, wheels."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import tempfile
+from pathlib import Path
+from typing import IO
+
+from build_graph.plan import PlannedTier
+from build_graph.render import WHEELS_DIR
+
+
+def _add(archive: tarfile.TarFile, name: str, data: bytes, executable: bool = False) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mode = 0o755 if executable else 0o644
+    info.mtime = 0  # deterministic: identical inputs give an identical context
+    archive.addfile(info, io.BytesIO(data))
+
+
+def context_tar(tier: PlannedTier) -> IO[bytes]:
+    """A seekable tar (spooled to disk past 64 MiB) positioned at its start."""
+    spool = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115 (returned)
+    with tarfile.open(fileobj=spool, mode="w") as archive:
+        _add(archive, "Dockerfile", tier.dockerfile.encode("utf-8"))
+        for name, path in tier.context_files:
+            _add(archive, name, path.read_bytes(), _executable(path))
+        if tier.spec.compile is not None:
+            for wheel in sorted(tier.wheels_dir.glob("*")):
+                if wheel.is_file() and not wheel.name.startswith("."):
+                    _add(archive, f"{WHEELS_DIR}/{wheel.name}", wheel.read_bytes())
+    spool.seek(0)
+    return spool
+
+
+def _executable(path: Path) -> bool:
+    return bool(path.stat().st_mode & 0o111)

@@ -1,0 +1,79 @@
+"""The compile stage: run a tier's compile script in its builder image, collect the wheels.
+
+Fixed container paths (/src, /ccache, /out) keep compiler-cache keys identical on every
+machine. Wheels appear in the tier's wheels/ folder only when the whole compile succeeded.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from build_graph import docker_ops, site
+from build_graph.availability import Availability
+from build_graph.docker_ops import Mount, log
+from build_graph.errors import BuildFailed
+from build_graph.model import Stack
+from build_graph.plan import PlannedTier
+from build_graph.render import CCACHE_DIR, OUT_DIR, SRC_DIR, write_if_changed
+from build_graph.stages import image_available
+
+SCRIPT_IN_CONTAINER = "/build/compile.sh"
+STAMP = ".compile-hash"
+
+
+def ccache_dir(stack: Stack, tier: PlannedTier) -> Path:
+    return stack.root / "build" / "ccache" / tier.spec.variant / tier.spec.name
+
+
+def wheels_current(tier: PlannedTier) -> bool:
+    stamp = tier.wheels_dir / STAMP
+    return stamp.is_file() and stamp.read_text().strip() == tier.compile_hash
+
+
+def compiled(tier: PlannedTier, seen: Availability) -> bool:
+    """Up to date: the image already exists (no wheels needed) or the wheels are current."""
+    return image_available(tier, seen) or wheels_current(tier)
+
+
+def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> None:
+    assert tier.spec.compile is not None and tier.script is not None
+    work = tier.build_dir
+    src, staging = work / "src", work / "wheels.partial"
+    _stage_sources(stack, tier, src)
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    cache = ccache_dir(stack, tier)
+    cache.mkdir(parents=True, exist_ok=True)
+    write_if_changed(tier.script_path, tier.script, mode=0o755)
+    docker_ops.ensure_local(builder.image)
+    mounts = (Mount(str(tier.script_path), SCRIPT_IN_CONTAINER, read_only=True),
+              Mount(str(src), SRC_DIR), Mount(str(cache), CCACHE_DIR),
+              Mount(str(staging), OUT_DIR))
+    log(f"[{tier.key}] compiling in {builder.image}")
+    with docker_ops.container(builder.image, [SCRIPT_IN_CONTAINER], entrypoint=["bash"],
+                              mounts=mounts,
+                              env={**site.build_args(), **dict(tier.spec.compile.env)}) as box:
+        code, output = docker_ops.run_to_end(box, lambda line: log(f"[{tier.key}]   {line}"))
+    if code != 0:
+        tail = "\n".join(f"    {line}" for line in output.splitlines()[-30:])
+        raise BuildFailed(f"compile of {tier.key} failed (exit {code}); last output:\n{tail}")
+    outputs = sorted(staging.glob(tier.spec.compile.outputs))
+    if not outputs:
+        raise BuildFailed(f"compile of {tier.key} wrote nothing matching "
+                          f"{tier.spec.compile.outputs!r} to {OUT_DIR}")
+    (staging / STAMP).write_text(f"{tier.compile_hash}\n")
+    shutil.rmtree(tier.wheels_dir, ignore_errors=True)
+    staging.rename(tier.wheels_dir)
+    log(f"[{tier.key}] wheels: {', '.join(p.name for p in outputs)}")
+
+
+def _stage_sources(stack: Stack, tier: PlannedTier, src: Path) -> None:
+    """Fresh copies of local sources under src/<name>; URL sources are fetched by the script."""
+    assert tier.spec.compile is not None
+    shutil.rmtree(src, ignore_errors=True)
+    src.mkdir(parents=True)
+    for name, source in tier.spec.compile.sources:
+        if "://" not in source:
+            shutil.copytree(stack.root / source, src / name,
+                            ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))

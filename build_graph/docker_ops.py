@@ -1,0 +1,251 @@
+"""The only module that talks to Docker (docker-py): build, run, push, pull, tag, probe.
+
+Each call logs what it does ('+ docker build ...'). A missing daemon, an unreachable
+registry or a refused push becomes an EnvironmentProblem/RegistryError with one line that
+says what to start or fix.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from enum import Enum
+from typing import IO, Any
+
+import docker
+import docker.errors
+from docker.models.containers import Container
+from docker.utils import parse_repository_tag
+
+from build_graph.errors import BuildFailed, EnvironmentProblem, RegistryError
+
+_STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)")
+_client: docker.DockerClient | None = None
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def client() -> docker.DockerClient:
+    """A shared client; long timeout because a silent compile step can last many minutes."""
+    global _client
+    if _client is None:
+        try:
+            _client = docker.from_env(timeout=24 * 3600)
+            _client.ping()
+        except docker.errors.DockerException as exc:
+            _client = None
+            raise EnvironmentProblem(
+                f"cannot reach the Docker daemon ({_short(exc)}); start it "
+                "(scripts/services.sh up, or systemctl start docker) or set DOCKER_HOST"
+            ) from None
+    return _client
+
+
+def split_ref(ref: str) -> tuple[str, str]:
+    """'host:5000/repo/x:tag' -> ('host:5000/repo/x', 'tag')."""
+    repo, _, tag = ref.rpartition(":")
+    if not repo or "/" in tag:
+        return ref, "latest"
+    return repo, tag
+
+
+def registry_of(ref: str) -> str:
+    first = ref.split("/", 1)[0]
+    return first if ("." in first or ":" in first or first == "localhost") else "docker.io"
+
+
+class Presence(Enum):
+    PRESENT = "present"
+    ABSENT = "absent"
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class Probe:
+    """What the registry said about one reference: never guesses on error."""
+
+    presence: Presence
+    digest: str | None = None
+    error: str | None = None
+
+
+def probe_registry(ref: str) -> Probe:
+    """Ask the registry (through the daemon) for `ref`'s manifest digest."""
+    try:
+        info = client().api.inspect_distribution(ref)  # type: ignore[no-untyped-call]
+    except docker.errors.NotFound:
+        return Probe(Presence.ABSENT)
+    except docker.errors.APIError as exc:
+        text = _short(exc)
+        if "manifest unknown" in text or "not found" in text.lower():
+            return Probe(Presence.ABSENT)
+        return Probe(Presence.ERROR, error=text)
+    except docker.errors.DockerException as exc:
+        return Probe(Presence.ERROR, error=_short(exc))
+    return Probe(Presence.PRESENT, digest=str(info["Descriptor"]["digest"]))
+
+
+def image_exists_locally(ref: str) -> bool:
+    try:
+        client().images.get(ref)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
+def local_repo_digest(ref: str) -> str | None:
+    """The registry digest the daemon recorded for `ref` when it was pushed or pulled."""
+    try:
+        image = client().images.get(ref)
+    except docker.errors.ImageNotFound:
+        return None
+    repo, _ = split_ref(ref)
+    for item in image.attrs.get("RepoDigests") or []:
+        if str(item).startswith(f"{repo}@"):
+            return str(item).split("@", 1)[1]
+    return None
+
+
+def build(context: IO[bytes], tag: str, *, name: str, labels: Mapping[str, str],
+          buildargs: Mapping[str, str] | None = None,
+          on_line: Callable[[str], None] = log) -> str:
+    """Build from a tar context (Dockerfile at its root); returns the image id.
+
+    The tag is applied only when every step succeeded. A failing step raises
+    BuildFailed naming the step, the instruction and the output's last lines.
+    """
+    log(f"+ docker build --network=host -t {tag} (tier {name})")
+    started = time.monotonic()
+    step, tail = "", list[str]()
+    image_id = None
+    stream = client().api.build(fileobj=context, custom_context=True, tag=tag, rm=True,
+                                forcerm=True, decode=True, network_mode="host",
+                                labels=dict(labels), buildargs=dict(buildargs or {}),
+                                pull=False)
+    for chunk in stream:
+        if "error" in chunk:
+            detail = "\n".join(f"    {line}" for line in tail[-25:])
+            raise BuildFailed(f"build of {name} failed at step {step or '?'}: "
+                              f"{chunk['error'].strip()}\n  last output:\n{detail}")
+        line = str(chunk.get("stream", "")).rstrip()
+        if "aux" in chunk and "ID" in chunk["aux"]:
+            image_id = str(chunk["aux"]["ID"])
+        if not line:
+            continue
+        match = _STEP_RE.match(line)
+        if match:
+            step = f"{match[1]}/{match[2]} ({match[3][:100]})"
+            tail = []
+            on_line(f"[{name}] step {match[1]}/{match[2]} "
+                    f"{time.monotonic() - started:6.1f}s  {match[3][:120]}")
+        else:
+            tail.append(line)
+            on_line(f"[{name}]   {line}")
+    if image_id is None:
+        image_id = str(client().images.get(tag).id)
+    log(f"[{name}] built {tag} in {time.monotonic() - started:.1f}s")
+    return image_id
+
+
+def push(ref: str) -> str:
+    """Push `ref`; returns the manifest digest the registry reported."""
+    repo, tag = split_ref(ref)
+    log(f"+ docker push {ref}")
+    digest = None
+    try:
+        for chunk in client().api.push(repo, tag=tag, stream=True, decode=True):
+            if "error" in chunk:
+                raise RegistryError(f"push of {ref} refused by {registry_of(ref)}: "
+                                    f"{chunk['error'].strip()}; is the registry running "
+                                    "(scripts/services.sh up) and are you logged in?")
+            aux = chunk.get("aux") or {}
+            if "Digest" in aux:
+                digest = str(aux["Digest"])
+    except docker.errors.APIError as exc:
+        raise RegistryError(f"push of {ref} failed: {_short(exc)}") from None
+    if digest is None:
+        raise RegistryError(f"push of {ref} reported no digest; check the registry logs")
+    return digest
+
+
+def pull(ref: str) -> None:
+    """Pull `ref` (a tag or a digest reference)."""
+    repo, tag_or_digest = parse_repository_tag(ref)
+    log(f"+ docker pull {ref}")
+    try:
+        for chunk in client().api.pull(repo, tag=tag_or_digest or "latest", stream=True,
+                                       decode=True):
+            if "error" in chunk:
+                raise RegistryError(f"pull of {ref} failed: {chunk['error'].strip()}")
+    except docker.errors.APIError as exc:
+        raise RegistryError(f"pull of {ref} failed: {_short(exc)}") from None
+
+
+def ensure_local(ref: str) -> None:
+    """Make `ref` available to the daemon, pulling it when only the registry has it."""
+    if not image_exists_locally(ref):
+        pull(ref)
+
+
+def tag(source: str, target: str) -> None:
+    repo, tag_name = split_ref(target)
+    log(f"+ docker tag {source} {target}")
+    client().api.tag(source, repo, tag_name, force=True)
+
+
+@dataclass(frozen=True)
+class Mount:
+    host: str
+    container: str
+    read_only: bool = False
+
+
+@contextmanager
+def container(image: str, command: list[str], *, mounts: tuple[Mount, ...] = (),
+              env: Mapping[str, str] | None = None, entrypoint: list[str] | None = None,
+              device_requests: list[Any] | None = None) -> Iterator[Container]:
+    """A started container (host network) that is always removed afterwards."""
+    volumes = {m.host: {"bind": m.container, "mode": "ro" if m.read_only else "rw"}
+               for m in mounts}
+    log(f"+ docker run --network=host {image} {' '.join(command)}")
+    try:
+        box = client().containers.run(image, command, detach=True, network_mode="host",
+                                      volumes=volumes, environment=dict(env or {}),
+                                      entrypoint=entrypoint, device_requests=device_requests)
+    except docker.errors.APIError as exc:
+        raise BuildFailed(f"could not start {image}: {_short(exc)}") from None
+    try:
+        yield box
+    finally:
+        with suppress(docker.errors.DockerException):
+            box.remove(force=True)
+
+
+def run_to_end(box: Container, on_line: Callable[[str], None] | None = None) -> tuple[int, str]:
+    """Follow a container's output until it exits; (exit code, combined output)."""
+    lines: list[str] = []
+    buffer = b""
+    for piece in box.logs(stream=True, follow=True):
+        buffer += piece
+        *complete, buffer = buffer.split(b"\n")
+        for raw in complete:
+            text = raw.decode("utf-8", "replace")
+            lines.append(text)
+            if on_line:
+                on_line(text)
+    if buffer:
+        lines.append(buffer.decode("utf-8", "replace"))
+    status = box.wait()
+    return int(status.get("StatusCode", 1)), "\n".join(lines)
+
+
+def _short(exc: BaseException) -> str:
+    explanation = getattr(exc, "explanation", None)
+    text = str(explanation or exc)
+    return text.strip().splitlines()[0][:300] if text.strip() else type(exc).__name__

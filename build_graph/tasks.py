@@ -1,0 +1,160 @@
+"""doit task dicts for every (variant, tier) and stage; the only module that knows doit.
+
+Stages, in order: render, compile (tiers with a compile section), build, push, verify,
+promote. Task names are '<stage>:<tier>' or '<stage>:<tier>@<variant>'. Up-to-date checks
+ask where images exist (probed concurrently, once per run), so a fresh machine with an empty
+doit database rebuilds and pushes nothing the registry already holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from doit.exceptions import TaskFailed
+from doit.tools import config_changed
+
+from build_graph import compile_stage, stages
+from build_graph.availability import Availability
+from build_graph.errors import BuildGraphError
+from build_graph.model import Stack
+from build_graph.plan import PlannedTier, build_root, plan
+from build_graph.render import write_if_changed
+from build_graph.verify import stage as verify_stage
+from build_graph.verify.checks import Expectation, expectation
+
+STAGE_DOCS = {
+    "render": "write each tier's Dockerfile (and compile script) under build/",
+    "compile": "run a tier's compile script in its builder image with a compiler cache",
+    "build": "docker build a tier, tagged <registry>/<tier>:<content hash>",
+    "push": "push a tier's hash tag to the registry",
+    "verify": "probe the pushed image and check it against images.toml",
+    "promote": "move the human tags and 'latest' to the verified digest",
+}
+DoitTask = dict[str, Any]
+
+
+def doit_config(stack: Stack) -> dict[str, Any]:
+    return {
+        "dep_file": str(build_root(stack) / ".build-graph-doit.json"),
+        "backend": "json",
+        "default_tasks": ["promote"],
+        "verbosity": 2,
+    }
+
+
+def action(fn: Callable[..., None], *args: Any) -> Callable[[], TaskFailed | bool]:
+    """A doit python-action: our errors become a clean TaskFailed message (no traceback)."""
+    def run() -> TaskFailed | bool:
+        try:
+            fn(*args)
+        except BuildGraphError as exc:
+            return TaskFailed(str(exc))
+        return True
+
+    run.__name__ = fn.__name__
+    return run
+
+
+def check(fn: Callable[..., bool], *args: Any) -> Callable[[], bool]:
+    """An uptodate callable; a problem reads as 'not up to date' and the action explains."""
+    def up_to_date() -> bool:
+        try:
+            return fn(*args)
+        except BuildGraphError:
+            return False
+
+    up_to_date.__name__ = fn.__name__
+    return up_to_date
+
+
+@dataclass
+class StackTasks:
+    stack: Stack
+
+    @cached_property
+    def planned(self) -> list[PlannedTier]:
+        return plan(self.stack)
+
+    @cached_property
+    def seen(self) -> Availability:
+        seen = Availability()
+        for tier in self.planned:
+            seen.register([tier.image, *(f"{tier.repository}:{t}" for t in tier.human_tags)])
+        return seen
+
+    @cached_property
+    def by_key(self) -> dict[str, PlannedTier]:
+        return {t.key: t for t in self.planned}
+
+    def expectation(self, tier: PlannedTier) -> Expectation:
+        chain = [tier]
+        while chain[0].parent_key:
+            chain.insert(0, self.by_key[chain[0].parent_key])
+        return expectation([t.spec.verify for t in chain], self.stack.variant(tier.spec.variant))
+
+    def describe(self, tier: PlannedTier) -> str:
+        spec, variant = tier.spec, self.stack.variant(tier.spec.variant)
+        base = f"on {tier.parent_key}" if tier.parent_key else f"from {spec.from_image}"
+        facts = [f"{k} {variant.versions[k]}" for k in ("python", "torch", "cuda")
+                 if k in variant.versions]
+        if variant.gpu.arch_list and spec.compile:
+            facts.append(f"archs {variant.gpu.torch_cuda_arch_list}")
+        return f"{spec.description or spec.name} ({base}; {', '.join(facts)})"
+
+    def stage(self, name: str) -> Iterator[DoitTask]:
+        yield {"basename": name, "name": None, "doc": STAGE_DOCS[name]}
+        make = getattr(self, f"_{name}")
+        for tier in self.planned:
+            task = make(tier)
+            if task is not None:
+                yield {"basename": name, "name": tier.key, "doc": self.describe(tier), **task}
+
+    def _render(self, tier: PlannedTier) -> DoitTask:
+        files = {tier.dockerfile_path: tier.dockerfile}
+        if tier.script is not None:
+            files[tier.script_path] = tier.script
+        digest = hashlib.sha256("\0".join(files.values()).encode()).hexdigest()
+        return {"actions": [action(_write_files, files)], "targets": list(files),
+                "uptodate": [config_changed(digest)], "verbosity": 1}
+
+    def _compile(self, tier: PlannedTier) -> DoitTask | None:
+        if tier.builder_key is None:
+            return None
+        builder = self.by_key[tier.builder_key]
+        return {"actions": [action(compile_stage.compile_tier, self.stack, tier, builder)],
+                "task_dep": [f"render:{tier.key}", f"build:{builder.key}"],
+                "uptodate": [check(compile_stage.compiled, tier, self.seen)]}
+
+    def _build(self, tier: PlannedTier) -> DoitTask:
+        deps = [f"render:{tier.key}"]
+        deps += [f"build:{tier.parent_key}"] if tier.parent_key else []
+        deps += [f"compile:{tier.key}"] if tier.builder_key else []
+        return {"actions": [action(stages.build, self.stack, tier, self.seen)],
+                "task_dep": deps, "uptodate": [check(stages.image_available, tier, self.seen)]}
+
+    def _push(self, tier: PlannedTier) -> DoitTask:
+        return {"actions": [action(stages.push, tier, self.seen)],
+                "task_dep": [f"build:{tier.key}"],
+                "uptodate": [check(stages.pushed, tier, self.seen)]}
+
+    def _verify(self, tier: PlannedTier) -> DoitTask:
+        want = self.expectation(tier)
+        return {"actions": [action(verify_stage.verify, tier, want, self.seen)],
+                "task_dep": [f"push:{tier.key}"],
+                "uptodate": [check(verify_stage.verified, tier, want, self.seen)]}
+
+    def _promote(self, tier: PlannedTier) -> DoitTask:
+        deps = [f"verify:{tier.key}"]
+        deps += [f"promote:{tier.parent_key}"] if tier.parent_key else []
+        return {"actions": [action(stages.promote, tier, self.seen)], "task_dep": deps,
+                "uptodate": [check(stages.promoted, tier, self.seen)]}
+
+
+def _write_files(files: dict[Path, str]) -> None:
+    for path, text in files.items():
+        write_if_changed(path, text, mode=0o755 if path.suffix == ".sh" else None)

@@ -1,0 +1,56 @@
+"""doit entry point: `doit` builds, pushes, verifies and promotes the stack in images.toml.
+
+`doit manifest=PATH` picks another manifest; `doit list --all` shows every tier;
+`doit list --all --status` is the plan; `doit info build:<tier>` says why it would run.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from doit import get_var
+
+from build_graph.config import load
+from build_graph.errors import BuildGraphError, report
+from build_graph.tasks import StackTasks, doit_config
+
+_MANIFEST = Path(get_var("manifest", "images.toml"))
+
+
+def _load() -> StackTasks:
+    try:
+        return StackTasks(load(_MANIFEST))
+    except BuildGraphError as exc:
+        # A config problem fails before any build starts, with every error listed.
+        sys.exit(report(exc))
+
+
+_TASKS = _load()
+DOIT_CONFIG: dict[str, Any] = doit_config(_TASKS.stack)
+
+
+def task_render() -> Iterator[dict[str, Any]]:
+    yield from _TASKS.stage("render")
+
+
+def task_compile() -> Iterator[dict[str, Any]]:
+    yield from _TASKS.stage("compile")
+
+
+def task_build() -> Iterator[dict[str, Any]]:
+    yield from _TASKS.stage("build")
+
+
+def task_push() -> Iterator[dict[str, Any]]:
+    yield from _TASKS.stage("push")
+
+
+def task_verify() -> Iterator[dict[str, Any]]:
+    yield from _TASKS.stage("verify")
+
+
+def task_promote() -> Iterator[dict[str, Any]]:
+    yield from _TASKS.stage("promote")

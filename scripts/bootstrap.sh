@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Idempotent set-up of the Python side: a virtualenv in .venv with the project and its
+# test tools. Re-running it only installs what changed.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+if [ ! -f "$stamp" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e '.[test]'
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi

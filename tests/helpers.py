@@ -1,0 +1,51 @@
+"""Shared test helpers: inline manifests written to a temporary folder."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from build_graph.config import load
+from build_graph.errors import ConfigError
+from build_graph.model import Stack
+
+REPO = Path(__file__).resolve().parent.parent
+
+MINIMAL = """
+[stack]
+name = "demo"
+registry = "127.0.0.1:5000/demo"
+
+[versions]
+python = "3.11"
+
+[tiers.base]
+from = "debian:bookworm-slim"
+template = "python-runtime.Dockerfile.j2"
+"""
+
+
+def write_manifest(folder: Path, text: str) -> Path:
+    path = folder / "images.toml"
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def load_text(folder: Path, text: str) -> Stack:
+    return load(write_manifest(folder, text))
+
+
+def config_errors(folder: Path, text: str) -> list[str]:
+    """Every issue line of a manifest that must fail to load."""
+    with pytest.raises(ConfigError) as caught:
+        load_text(folder, text)
+    return [f"{issue.key}: {issue.message}" for issue in caught.value.issues]
+
+
+def one_error(folder: Path, text: str, key: str) -> str:
+    """The message of the single issue at `key` (fails if there is not exactly one)."""
+    matching = [e for e in config_errors(folder, text) if e.startswith(f"{key}: ")]
+    assert len(matching) == 1, matching
+    return matching[0]

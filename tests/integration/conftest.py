@@ -1,0 +1,140 @@
+"""Integration fixtures: the real Docker daemon, a private loopback registry per module,
+and copies of the quickstart stack pointed at it. Needs `scripts/services.sh up`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO
+
+pytestmark = pytest.mark.integration
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class Registry:
+    """A CNCF distribution registry on loopback, with its own storage; stoppable."""
+
+    folder: Path
+    port: int
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        config = self.folder / "config.yml"
+        config.write_text(
+            "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n"
+            f"    rootdirectory: {self.folder / 'data'}\n  delete:\n    enabled: true\n"
+            f"http:\n  addr: {self.address}\n")
+        self.process = subprocess.Popen(["docker-registry", "serve", str(config)],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://{self.address}/v2/", timeout=1)
+                return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError(f"registry on {self.address} did not start")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+            self.process = None
+
+    def tags(self, repo: str) -> list[str]:
+        import json
+
+        try:
+            with urllib.request.urlopen(f"http://{self.address}/v2/{repo}/tags/list") as resp:
+                return sorted(json.load(resp).get("tags") or [])
+        except OSError:
+            return []
+
+    def digest(self, repo: str, tag: str) -> str | None:
+        request = urllib.request.Request(
+            f"http://{self.address}/v2/{repo}/manifests/{tag}", method="HEAD",
+            headers={"Accept": "application/vnd.docker.distribution.manifest.v2+json"})
+        try:
+            with urllib.request.urlopen(request) as resp:
+                return str(resp.headers["Docker-Content-Digest"])
+        except OSError:
+            return None
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    reg = Registry(tmp_path_factory.mktemp("registry"), free_port())
+    reg.start()
+    yield reg
+    reg.stop()
+
+
+@dataclass
+class Workspace:
+    """A copy of the quickstart stack pushed to a private registry."""
+
+    root: Path
+    registry: Registry
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "images.toml"
+
+    def doit(self, *args: str,
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"),
+                   f"manifest={self.manifest}", *args]
+        result = subprocess.run(command, capture_output=True, text=True, check=False,
+                                env={**os.environ, **(env or {})}, timeout=1800)
+        print(result.stdout[-20000:], result.stderr[-20000:])
+        return result
+
+    def edit(self, old: str, new: str) -> None:
+        text = self.manifest.read_text()
+        assert old in text, old
+        self.manifest.write_text(text.replace(old, new, 1))
+
+
+def make_workspace(folder: Path, registry: Registry) -> Workspace:
+    root = folder / "quickstart"
+    shutil.copytree(REPO / "examples" / "quickstart", root,
+                    ignore=shutil.ignore_patterns("build", "gen"))
+    ws = Workspace(root, registry)
+    ws.edit('registry = "127.0.0.1:5000/quickstart"',
+            f'registry = "{registry.address}/quickstart"')
+    # Two kernels instead of eight: the tests exercise the mechanism, not the cache's value.
+    ws.edit('sources = { fastext = "src/fastext" } }',
+            'sources = { fastext = "src/fastext" }, env = { FASTEXT_KERNELS = "2" } }')
+    return ws
+
+
+def built(output: str) -> list[str]:
+    """Tier keys that `docker build` ran for, from doit's output."""
+    return [line.split("(tier ", 1)[1].rstrip(")") for line in output.splitlines()
+            if line.startswith("+ docker build ")]
+
+
+def pushed(output: str) -> list[str]:
+    return [line.removeprefix("+ docker push ") for line in output.splitlines()
+            if line.startswith("+ docker push ")]

@@ -1,0 +1,80 @@
+"""Failures are loud and safe: nothing unverified is promoted, nothing absent is assumed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from tests.integration.conftest import Registry, Workspace, built, make_workspace
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def ws(tmp_path: pytest.TempPathFactory, registry: Registry) -> Iterator[Workspace]:
+    yield make_workspace(tmp_path, registry)  # type: ignore[arg-type]
+
+
+def test_failed_verify_promotes_neither_the_tier_nor_its_children(ws: Workspace) -> None:
+    ws.edit('packages = { teamlib = ">=0.1" }', 'packages = { teamlib = ">=9" }')
+    result = ws.doit()
+    assert result.returncode != 0
+    text = result.stdout + result.stderr
+    assert "verify of base" in text and "package teamlib: expected >=9; got 0.1.0" in text
+    assert "Traceback" not in text
+    reg = ws.registry
+    assert "latest" in reg.tags("quickstart/fastext")  # the parent passed: promoted
+    for tier in ("base", "training", "runner"):
+        assert "latest" not in reg.tags(f"quickstart/{tier}"), tier
+    report = (ws.root / "build" / "default" / "base" / "verify.json").read_text()
+    assert '"passed": false' in report
+
+
+def test_stopped_registry_fails_clearly_and_moves_no_tag(ws: Workspace) -> None:
+    first = ws.doit("promote:fastext")
+    assert first.returncode == 0
+    before = ws.registry.digest("quickstart/fastext", "latest")
+    ws.edit('context = ["src/teamlib"]', 'context = ["src/teamlib"]\nbuild_args = { EDIT = "1" }')
+    ws.registry.stop()
+    try:
+        result = ws.doit()
+    finally:
+        ws.registry.start()
+    text = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "cannot ask the registry" in text and "scripts/services.sh up" in text
+    assert "Traceback" not in text
+    assert built(text) == []  # an unanswered probe is never read as 'absent'
+    assert ws.registry.digest("quickstart/fastext", "latest") == before
+    assert "latest" not in ws.registry.tags("quickstart/base")
+
+
+def test_missing_docker_daemon_is_one_clear_line(ws: Workspace) -> None:
+    result = ws.doit("build:builder", env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"})
+    text = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "cannot reach the Docker daemon" in text and "scripts/services.sh up" in text
+    assert "Traceback" not in text
+
+
+def test_bad_manifest_fails_before_anything_runs(ws: Workspace) -> None:
+    ws.edit('parent = "base"', 'parent = "bse"')
+    result = ws.doit()
+    assert result.returncode == 2
+    assert "tiers.training.parent: no tier named 'bse' (did you mean 'base'?)" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert not (ws.root / "build").exists()
+
+
+def test_plan_json_says_registry_errors(ws: Workspace) -> None:
+    ws.registry.stop()
+    try:
+        out = subprocess.run([sys.executable, "-m", "build_graph", "plan", "--json",
+                              "--manifest", str(ws.manifest)],
+                             capture_output=True, text=True, check=True).stdout
+    finally:
+        ws.registry.start()
+    assert '"registry": "error"' in out and '"registry": "absent"' not in out

@@ -1,0 +1,115 @@
+"""The quickstart end to end against the real daemon and a private registry.
+
+The tests run in file order on one workspace: full run, no-op, touch, edit, fresh machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import pytest
+
+from tests.helpers import REPO
+from tests.integration.conftest import Registry, Workspace, built, make_workspace, pushed
+
+pytestmark = pytest.mark.integration
+TIERS = ["builder", "fastext", "base", "training", "runner"]
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory, registry: Registry) -> Iterator[Workspace]:
+    yield make_workspace(tmp_path_factory.mktemp("ws"), registry)
+
+
+def output(result: subprocess.CompletedProcess[str]) -> str:
+    return result.stdout + result.stderr
+
+
+def test_full_run_builds_pushes_verifies_and_promotes(ws: Workspace) -> None:
+    result = ws.doit()
+    assert result.returncode == 0
+    assert sorted(built(output(result))) == sorted(TIERS)
+    for tier in TIERS:
+        tags = ws.registry.tags(f"quickstart/{tier}")
+        assert "latest" in tags and len(tags) >= 2  # the hash tag and latest
+        report = json.loads((ws.root / "build" / "default" / tier / "verify.json").read_text())
+        assert report["passed"] is True
+        assert report["digest"] == ws.registry.digest(f"quickstart/{tier}", "latest")
+    assert "py3.11" in ws.registry.tags("quickstart/fastext")
+    labels = docker.from_env().images.get(
+        f"{ws.registry.address}/quickstart/base:latest").labels
+    assert labels["io.build-graph.tier"] == "base"
+    assert labels["org.opencontainers.image.revision"]
+    assert len(labels["io.build-graph.content-hash"]) == 20
+    # The runner really runs the training code through the launcher.
+    run = subprocess.run(["docker", "run", "--rm", "--network=host",
+                          f"{ws.registry.address}/quickstart/runner:latest", "2"],
+                         capture_output=True, text=True, check=False, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.count("fingerprint=") == 2
+
+
+def test_second_run_builds_and_pushes_nothing(ws: Workspace) -> None:
+    result = ws.doit()
+    assert result.returncode == 0
+    assert built(output(result)) == [] and pushed(output(result)) == []
+    for stage in ("build", "push", "verify", "promote"):
+        assert f"-- {stage}:runner" in result.stdout
+
+
+def test_touching_a_file_without_changing_it_rebuilds_nothing(ws: Workspace) -> None:
+    (ws.root / "train" / "train.py").touch()
+    ws.manifest.touch()
+    result = ws.doit()
+    assert result.returncode == 0
+    assert built(output(result)) == []
+
+
+def test_editing_one_tier_rebuilds_it_and_its_descendants_only(ws: Workspace) -> None:
+    before = ws.registry.digest("quickstart/base", "latest")
+    train = ws.root / "train" / "train.py"
+    train.write_text(train.read_text() + "\n# a change to the training code\n")
+    result = ws.doit()
+    assert result.returncode == 0
+    assert built(output(result)) == ["training", "runner"]
+    assert ws.registry.digest("quickstart/base", "latest") == before
+    report = json.loads((ws.root / "build" / "default" / "runner" / "verify.json").read_text())
+    assert report["digest"] == ws.registry.digest("quickstart/runner", "latest")
+
+
+def test_fresh_machine_rebuilds_and_pushes_nothing(ws: Workspace) -> None:
+    client = docker.from_env()
+    plan = json.loads(subprocess.run(
+        [sys.executable, "-m", "build_graph", "plan", "--json", "--manifest", str(ws.manifest)],
+        capture_output=True, text=True, check=True).stdout)
+    assert {row["registry"] for row in plan} == {"present"}
+    shutil.rmtree(ws.root / "build")  # the doit database, wheels, reports: all gone
+    for row in plan:
+        for ref in [row["image"], *(f"{row['image'].rsplit(':', 1)[0]}:{t}"
+                                    for t in row["human_tags"])]:
+            with contextlib.suppress(docker.errors.ImageNotFound):
+                client.images.remove(ref, force=True)
+    result = ws.doit()
+    assert result.returncode == 0
+    assert built(output(result)) == []
+    assert pushed(output(result)) == []
+    assert "-- compile:fastext" in result.stdout  # the image exists: no wheels needed
+
+
+def test_plan_json_reports_hash_tags_and_presence(ws: Workspace) -> None:
+    rows = json.loads(subprocess.run(
+        [sys.executable, "-m", "build_graph", "plan", "--json", "--manifest", str(ws.manifest)],
+        capture_output=True, text=True, check=True, cwd=REPO).stdout)
+    assert [r["tier"] for r in rows] == TIERS
+    base = rows[2]
+    assert base["parent"] == "fastext" and base["human_tags"] == ["latest"]
+    assert base["image"].endswith(f":{base['hash']}")
+    assert Path(base["dockerfile"]).is_file()
+    assert base["registry"] == "present" and base["digest"].startswith("sha256:")

@@ -1,0 +1,119 @@
+"""Rendering: golden files of the shipped stack, hadolint, strict templates, stable writes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from build_graph.config import load
+from build_graph.errors import TemplateError
+from build_graph.plan import PlannedTier, plan
+from build_graph.render import write_if_changed
+from tests.helpers import MINIMAL, REPO, load_text
+
+GOLDEN = REPO / "tests" / "golden"
+MANIFESTS = sorted([REPO / "images.toml", *REPO.glob("examples/*/images.toml")])
+
+
+def rendered_files(planned: list[PlannedTier]) -> dict[str, str]:
+    files = {}
+    for tier in planned:
+        files[f"{tier.spec.variant}/{tier.spec.name}.Dockerfile"] = tier.dockerfile
+        if tier.script is not None:
+            files[f"{tier.spec.variant}/{tier.spec.name}.compile.sh"] = tier.script
+    return files
+
+
+def test_shipped_stack_matches_golden_files() -> None:
+    """Regenerate with UPDATE_GOLDEN=1 after an intended template change, then review."""
+    files = rendered_files(plan(load(REPO / "images.toml")))
+    if os.environ.get("UPDATE_GOLDEN"):
+        shutil.rmtree(GOLDEN, ignore_errors=True)
+        for name, text in files.items():
+            (GOLDEN / name).parent.mkdir(parents=True, exist_ok=True)
+            (GOLDEN / name).write_text(text)
+    on_disk = {p.relative_to(GOLDEN).as_posix() for p in GOLDEN.rglob("*") if p.is_file()}
+    assert on_disk == set(files), "golden files out of date: run UPDATE_GOLDEN=1 pytest"
+    for name, text in files.items():
+        assert (GOLDEN / name).read_text() == text, f"{name} differs from its golden file"
+
+
+def test_golden_stack_has_the_promised_shape() -> None:
+    files = rendered_files(plan(load(REPO / "images.toml")))
+    script = files["cu128/pytorch-clean.compile.sh"]
+    assert "export TORCH_CUDA_ARCH_LIST='7.5;8.0;8.6;8.9;9.0;10.0;12.0+PTX'" in script
+    for needle in ("CMAKE_CUDA_COMPILER_LAUNCHER=ccache", "-Xfatbin -compress-all",
+                   "USE_CUDNN=1", "USE_NCCL=1", "CMAKE_GENERATOR=Ninja", "MAX_JOBS",
+                   "https://github.com/pytorch/pytorch@v2.7.0"):
+        assert needle in script
+    runtime = files["cu124/pytorch-clean.Dockerfile"]
+    assert runtime.count("FROM ") == 1
+    assert "FROM nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04" in runtime
+    assert "pip==26.3" in runtime and "conda" not in runtime
+    assert "gcc" not in runtime and "ccache" not in runtime  # no compilers at runtime
+
+
+@pytest.mark.parametrize("manifest", MANIFESTS, ids=lambda p: p.parent.name)
+def test_hadolint_passes_on_every_rendered_dockerfile(manifest: Path, tmp_path: Path) -> None:
+    planned = plan(load(manifest))
+    paths = []
+    for tier in planned:
+        path = tmp_path / f"{tier.key.replace('@', '_')}.Dockerfile"
+        path.write_text(tier.dockerfile)
+        paths.append(str(path))
+    result = subprocess.run(
+        ["hadolint", "--no-color", "--config", str(REPO / ".hadolint.yaml"), *paths],
+        capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_undefined_name_names_template_line_and_name(tmp_path: Path) -> None:
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "bad.Dockerfile.j2").write_text(
+        "FROM {{ base_image }}\n\nRUN echo {{ tier.nme }}\n")
+    stack = load_text(tmp_path, MINIMAL.replace("python-runtime.Dockerfile.j2",
+                                                "bad.Dockerfile.j2"))
+    with pytest.raises(TemplateError) as caught:
+        plan(stack)
+    message = str(caught.value)
+    assert "bad.Dockerfile.j2:3" in message
+    assert "'nme'" in message
+
+
+def test_template_syntax_error_names_the_line(tmp_path: Path) -> None:
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "bad.Dockerfile.j2").write_text("FROM x\n{% if %}\n")
+    stack = load_text(tmp_path, MINIMAL.replace("python-runtime.Dockerfile.j2",
+                                                "bad.Dockerfile.j2"))
+    with pytest.raises(TemplateError, match=r"bad.Dockerfile.j2:2"):
+        plan(stack)
+
+
+def test_manifest_templates_folder_overrides_shipped_ones(tmp_path: Path) -> None:
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "python-runtime.Dockerfile.j2").write_text(
+        "FROM {{ base_image }}\nLABEL custom=yes\n")
+    [tier] = plan(load_text(tmp_path, MINIMAL))
+    assert tier.dockerfile == "FROM debian:bookworm-slim\nLABEL custom=yes\n"
+
+
+def test_build_args_and_packages_are_quoted(tmp_path: Path) -> None:
+    text = MINIMAL + 'packages = ["numpy<2", "rich>=13"]\nbuild_args = { NOTE = "a $b \\"c\\"" }\n'
+    [tier] = plan(load_text(tmp_path, text))
+    assert "pip install --no-cache-dir 'numpy<2' 'rich>=13'" in tier.dockerfile
+    assert 'ARG NOTE="a $b \\"c\\""' in tier.dockerfile
+
+
+def test_write_if_changed_keeps_unchanged_files_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "out" / "Dockerfile"
+    assert write_if_changed(path, "FROM a\n")
+    os.utime(path, (1_000_000, 1_000_000))
+    assert not write_if_changed(path, "FROM a\n")
+    assert path.stat().st_mtime == 1_000_000
+    assert write_if_changed(path, "FROM b\n")
+    assert path.read_text() == "FROM b\n"
+    assert [p.name for p in path.parent.iterdir()] == ["Dockerfile"]  # no temp files left
