@@ -13,16 +13,16 @@ from typing import Any
 
 from doit import get_var
 
-from build_graph.config import load
 from build_graph.errors import BuildGraphError, report
+from build_graph.plan_cache import load_plan
 from build_graph.tasks import StackTasks, doit_config
 
-_MANIFEST = Path(get_var("manifest", "images.toml"))
+_MANIFEST = Path(get_var("manifest", "images.toml") or "images.toml")
 
 
 def _load() -> StackTasks:
     try:
-        return StackTasks(load(_MANIFEST))
+        return StackTasks(*load_plan(_MANIFEST))
     except BuildGraphError as exc:
         # A config problem fails before any build starts, with every error listed.
         sys.exit(report(exc))

@@ -14,14 +14,15 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from enum import Enum
-from typing import IO, Any
-
-import docker
-import docker.errors
-from docker.models.containers import Container
-from docker.utils import parse_repository_tag
+from typing import IO, TYPE_CHECKING, Any
 
 from build_graph.errors import BuildFailed, EnvironmentProblem, RegistryError
+
+# docker-py (and requests under it) is imported on first use: a no-op run whose records
+# answer every question never pays for it.
+if TYPE_CHECKING:
+    import docker
+    from docker.models.containers import Container
 
 _STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)")
 _client: docker.DockerClient | None = None
@@ -34,6 +35,9 @@ def log(message: str) -> None:
 def client() -> docker.DockerClient:
     """A shared client; long timeout because a silent compile step can last many minutes."""
     global _client
+    import docker
+    import docker.errors
+
     if _client is None:
         try:
             _client = docker.from_env(timeout=24 * 3600)
@@ -77,6 +81,8 @@ class Probe:
 
 def probe_registry(ref: str) -> Probe:
     """Ask the registry (through the daemon) for `ref`'s manifest digest."""
+    import docker.errors
+
     try:
         info = client().api.inspect_distribution(ref)  # type: ignore[no-untyped-call]
     except docker.errors.NotFound:
@@ -92,6 +98,8 @@ def probe_registry(ref: str) -> Probe:
 
 
 def image_exists_locally(ref: str) -> bool:
+    import docker.errors
+
     try:
         client().images.get(ref)
     except docker.errors.ImageNotFound:
@@ -101,6 +109,8 @@ def image_exists_locally(ref: str) -> bool:
 
 def local_repo_digest(ref: str) -> str | None:
     """The registry digest the daemon recorded for `ref` when it was pushed or pulled."""
+    import docker.errors
+
     try:
         image = client().images.get(ref)
     except docker.errors.ImageNotFound:
@@ -155,6 +165,8 @@ def build(context: IO[bytes], tag: str, *, name: str, labels: Mapping[str, str],
 
 def push(ref: str) -> str:
     """Push `ref`; returns the manifest digest the registry reported."""
+    import docker.errors
+
     repo, tag = split_ref(ref)
     log(f"+ docker push {ref}")
     digest = None
@@ -176,6 +188,9 @@ def push(ref: str) -> str:
 
 def pull(ref: str) -> None:
     """Pull `ref` (a tag or a digest reference)."""
+    import docker.errors
+    from docker.utils import parse_repository_tag
+
     repo, tag_or_digest = parse_repository_tag(ref)
     log(f"+ docker pull {ref}")
     try:
@@ -211,6 +226,8 @@ def container(image: str, command: list[str], *, mounts: tuple[Mount, ...] = (),
               env: Mapping[str, str] | None = None, entrypoint: list[str] | None = None,
               device_requests: list[Any] | None = None) -> Iterator[Container]:
     """A started container (host network) that is always removed afterwards."""
+    import docker.errors
+
     volumes = {m.host: {"bind": m.container, "mode": "ro" if m.read_only else "rw"}
                for m in mounts}
     log(f"+ docker run --network=host {image} {' '.join(command)}")

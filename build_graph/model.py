@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,6 +10,39 @@ from pathlib import Path
 from build_graph.gpu_rules import torch_cuda_arch_list
 
 DEFAULT_VARIANT = "default"
+
+
+class FrozenDict(dict[str, str]):
+    """A read-only dict that pickles (MappingProxyType does not): resolved version maps."""
+
+    def _read_only(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("resolved versions are read-only")
+
+    __setitem__ = __delitem__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[type[FrozenDict], tuple[dict[str, str]]]:
+        return (FrozenDict, (dict(self),))
+
+
+def major_minor(version: str) -> tuple[int, int] | None:
+    """'12.4.1' -> (12, 4); None when the text does not start with two numbers."""
+    match = re.match(r"^(\d+)\.(\d+)", version)
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def format_fields(versions: Mapping[str, str], variant: str) -> dict[str, str]:
+    """Fields usable as {name} in from, tags, build_args and compile sources."""
+    fields = dict(versions)
+    for key in ("cuda", "python", "torch"):
+        mm = major_minor(versions.get(key, ""))
+        if mm:
+            fields[f"{key}_mm"] = f"{mm[0]}.{mm[1]}"
+    cuda = major_minor(versions.get("cuda", ""))
+    if cuda:
+        fields["cuda_tag"] = f"cu{cuda[0]}{cuda[1]}"
+    fields["variant"] = variant
+    return fields
 
 
 @dataclass(frozen=True)

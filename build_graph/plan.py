@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-
-import jinja2
+from typing import TYPE_CHECKING
 
 from build_graph.hashing import content_hash, file_digest, iter_context_files
 from build_graph.model import Stack, TierSpec, VariantSpec
 from build_graph.render import environment, render, tier_context
+
+if TYPE_CHECKING:
+    import jinja2
 
 LATEST = "latest"
 
@@ -55,6 +57,10 @@ class PlannedTier:
     @property
     def push_record(self) -> Path:
         return self.build_dir / "push.json"
+
+    @property
+    def promote_record(self) -> Path:
+        return self.build_dir / "promote.json"
 
     @property
     def verify_record(self) -> Path:

@@ -8,13 +8,13 @@ import shlex
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-import jinja2
+from typing import TYPE_CHECKING, Any
 
 from build_graph.errors import TemplateError
-from build_graph.model import Stack, TierSpec, VariantSpec
-from build_graph.resolve import format_fields
+from build_graph.model import Stack, TierSpec, VariantSpec, format_fields
+
+if TYPE_CHECKING:  # Jinja is imported only when something is rendered (not on a no-op)
+    import jinja2
 
 # Fixed paths inside the builder container, so compiler-cache keys match on every machine.
 SRC_DIR = "/src"
@@ -25,6 +25,8 @@ WHEELS_DIR = "wheels"  # inside a tier's build context
 
 def environment(stack: Stack) -> jinja2.Environment:
     """The Jinja environment: the manifest's templates/ first, then the shipped ones."""
+    import jinja2
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader([str(d) for d in stack.template_dirs]),
         undefined=jinja2.StrictUndefined,
@@ -77,6 +79,8 @@ def _compile_context(tier: TierSpec) -> dict[str, Any]:
 
 def render(env: jinja2.Environment, template: str, context: Mapping[str, Any]) -> str:
     """Render one template; errors name the template, the line and the problem."""
+    import jinja2
+
     try:
         text = env.get_template(template).render(context)
     except jinja2.TemplateSyntaxError as exc:
@@ -113,7 +117,10 @@ def write_if_changed(path: Path, text: str, mode: int | None = None) -> bool:
 
     An unchanged file keeps its mtime, so doit's file checks see nothing new.
     """
-    data = text.encode("utf-8")
+    return write_bytes_if_changed(path, text.encode("utf-8"), mode)
+
+
+def write_bytes_if_changed(path: Path, data: bytes, mode: int | None = None) -> bool:
     if path.is_file() and path.read_bytes() == data:
         return False
     path.parent.mkdir(parents=True, exist_ok=True)

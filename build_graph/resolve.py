@@ -6,7 +6,6 @@ import re
 import string
 from collections.abc import Mapping
 from pathlib import Path
-from types import MappingProxyType
 
 from build_graph import schema
 from build_graph.errors import ConfigError, did_you_mean
@@ -16,13 +15,15 @@ from build_graph.model import (
     DEFAULT_VARIANT,
     CacheSpec,
     CompileSpec,
+    FrozenDict,
     GpuSpec,
     Stack,
     TierSpec,
     VariantSpec,
     VerifySpec,
+    format_fields,
 )
-from build_graph.rules import RULES, Report, major_minor
+from build_graph.rules import RULES, Report
 
 SHIPPED_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
@@ -59,20 +60,6 @@ def parse_size(text: str) -> int | None:
         return None
     power = " KMGT".index(match[2].upper() or " ")
     return int(float(match[1]) * 1024**power)
-
-
-def format_fields(versions: Mapping[str, str], variant: str) -> dict[str, str]:
-    """Fields usable as {name} in from, tags, build_args and compile sources."""
-    fields = dict(versions)
-    for key in ("cuda", "python", "torch"):
-        mm = major_minor(versions.get(key, ""))
-        if mm:
-            fields[f"{key}_mm"] = f"{mm[0]}.{mm[1]}"
-    cuda = major_minor(versions.get("cuda", ""))
-    if cuda:
-        fields["cuda_tag"] = f"cu{cuda[0]}{cuda[1]}"
-    fields["variant"] = variant
-    return fields
 
 
 def _fill(text: str, fields: Mapping[str, str], key: str, report: Report) -> str:
@@ -187,7 +174,7 @@ def _resolve_variant(manifest: schema.Manifest, name: str, order: list[str],
     tiers = tuple(_resolve_tier(n, manifest.tiers[n], name, versions, fields, report)
                   for n in order if n in manifest.tiers)
     return VariantSpec(name=name, description=variant.description,
-                       versions=MappingProxyType(versions), gpu=gpu, tiers=tiers)
+                       versions=FrozenDict(versions), gpu=gpu, tiers=tiers)
 
 
 def _resolve_tier(name: str, tier: schema.Tier, variant: str, versions: Mapping[str, str],

@@ -6,7 +6,6 @@ listing it in RULES. `where(section, key)` gives the key path the user should ed
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +21,7 @@ from build_graph.gpu_rules import (
     parse_target,
     split_arch_list,
 )
-from build_graph.model import GpuSpec
+from build_graph.model import GpuSpec, major_minor
 
 
 @dataclass
@@ -46,11 +45,6 @@ class Report:
 
 Where = Callable[[str, str], str]
 Rule = Callable[[Mapping[str, str], GpuSpec, Where, Report], None]
-
-
-def major_minor(version: str) -> tuple[int, int] | None:
-    match = re.match(r"^(\d+)\.(\d+)", version)
-    return (int(match[1]), int(match[2])) if match else None
 
 
 def _fmt(mm: tuple[int, int]) -> str:

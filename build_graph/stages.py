@@ -30,9 +30,22 @@ def registry_answer(tier: PlannedTier, seen: Availability, ref: str | None = Non
     return probe
 
 
+def recorded_digest(tier: PlannedTier) -> str | None:
+    """The digest this machine pushed (or found) for the tier's hash tag, from push.json.
+
+    Records are written only after success, so they answer 'is it in the registry?' without
+    asking; a fresh machine has none and asks the registry instead.
+    """
+    record = read_record(tier.push_record)
+    if record and record.get("image") == tier.image and record.get("digest"):
+        return str(record["digest"])
+    return None
+
+
 def image_available(tier: PlannedTier, seen: Availability) -> bool:
-    """Up to date for build: the hash tag exists locally or in the registry."""
-    return seen.local(tier.image) or seen.registry(tier.image).presence is Presence.PRESENT
+    """Up to date for build: the hash tag was pushed, or exists locally or in the registry."""
+    return (recorded_digest(tier) is not None or seen.local(tier.image)
+            or seen.registry(tier.image).presence is Presence.PRESENT)
 
 
 def build(stack: Stack, tier: PlannedTier, seen: Availability) -> None:
@@ -83,7 +96,8 @@ def _git_facts(root: Path) -> tuple[str, str]:
 
 
 def pushed(tier: PlannedTier, seen: Availability) -> bool:
-    return seen.registry(tier.image).presence is Presence.PRESENT
+    return (recorded_digest(tier) is not None
+            or seen.registry(tier.image).presence is Presence.PRESENT)
 
 
 def push(tier: PlannedTier, seen: Availability) -> None:
@@ -98,6 +112,9 @@ def push(tier: PlannedTier, seen: Availability) -> None:
 
 
 def image_digest(tier: PlannedTier, seen: Availability) -> str | None:
+    recorded = recorded_digest(tier)
+    if recorded is not None:
+        return recorded
     probe = seen.registry(tier.image)
     return probe.digest if probe.presence is Presence.PRESENT else None
 
@@ -107,8 +124,14 @@ def promoted(tier: PlannedTier, seen: Availability) -> bool:
     digest = image_digest(tier, seen)
     if digest is None or not _verified(tier, digest):
         return False
-    return all(seen.registry(f"{tier.repository}:{t}").digest == digest
-               for t in tier.human_tags)
+    record = read_record(tier.promote_record)
+    if record and record.get("digest") == digest and record.get("tags") == list(tier.human_tags):
+        return True
+    if all(seen.registry(f"{tier.repository}:{t}").digest == digest for t in tier.human_tags):
+        # Remember the registry's answer, as promote would have: the next run need not ask.
+        write_record(tier.promote_record, {"digest": digest, "tags": list(tier.human_tags)})
+        return True
+    return False
 
 
 def _verified(tier: PlannedTier, digest: str) -> bool:
@@ -122,10 +145,17 @@ def promote(tier: PlannedTier, seen: Availability) -> None:
     if probe.digest is None or not _verified(tier, probe.digest):
         raise BuildFailed(f"{tier.key}: {tier.image} has no passing verify report for its "
                           "registry digest; human tags stay where they were")
-    docker_ops.ensure_local(tier.image)
+    # Tag exactly the verified manifest (by digest), never whatever the daemon calls the
+    # hash tag locally.
+    verified_ref = f"{tier.repository}@{probe.digest}"
+    docker_ops.ensure_local(verified_ref)
     for name in tier.human_tags:
         ref = f"{tier.repository}:{name}"
-        docker_ops.tag(tier.image, ref)
+        docker_ops.tag(verified_ref, ref)
         digest = docker_ops.push(ref)
         seen.pushed(ref, digest)
+        if digest != probe.digest:
+            raise BuildFailed(f"{ref} was pushed as {digest}, not the verified {probe.digest}; "
+                              "check the registry for concurrent writers")
         log(f"[{tier.key}] {ref} -> {digest}")
+    write_record(tier.promote_record, {"digest": probe.digest, "tags": list(tier.human_tags)})

@@ -22,7 +22,7 @@ from build_graph import compile_stage, stages
 from build_graph.availability import Availability
 from build_graph.errors import BuildGraphError
 from build_graph.model import Stack
-from build_graph.plan import PlannedTier, build_root, plan
+from build_graph.plan import PlannedTier, build_root
 from build_graph.render import write_if_changed
 from build_graph.verify import stage as verify_stage
 from build_graph.verify.checks import Expectation, expectation
@@ -75,10 +75,7 @@ def check(fn: Callable[..., bool], *args: Any) -> Callable[[], bool]:
 @dataclass
 class StackTasks:
     stack: Stack
-
-    @cached_property
-    def planned(self) -> list[PlannedTier]:
-        return plan(self.stack)
+    planned: list[PlannedTier]
 
     @cached_property
     def seen(self) -> Availability:

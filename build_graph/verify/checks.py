@@ -10,9 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
-
 from build_graph.gpu_rules import parse_arch
 from build_graph.model import VariantSpec, VerifySpec
 
@@ -106,6 +103,9 @@ def check_packages(want: Expectation, probe: dict[str, Any]) -> list[Result]:
 
 
 def _satisfies(installed: str | None, spec: str) -> Status:
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
     if installed is None:
         return "fail"
     try:

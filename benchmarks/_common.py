@@ -1,0 +1,35 @@
+"""Shared helpers for the benchmark scripts (timing subprocesses, printing figures)."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def doit_command(manifest: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), f"manifest={manifest}",
+            *args]
+
+
+def timed(command: list[str], runs: int, cwd: Path = REPO) -> tuple[float, str]:
+    """Median wall time of `runs` runs, and the last run's combined output."""
+    times, output = [], ""
+    for _ in range(runs):
+        started = time.perf_counter()
+        result = subprocess.run(command, capture_output=True, text=True, cwd=cwd,
+                                env=os.environ.copy(), check=False)
+        times.append(time.perf_counter() - started)
+        output = result.stdout + result.stderr
+        if result.returncode != 0:
+            raise SystemExit(f"{' '.join(command)} failed:\n{output[-3000:]}")
+    return statistics.median(times), output
+
+
+def count(output: str, prefix: str) -> int:
+    return sum(1 for line in output.splitlines() if line.startswith(prefix))

@@ -1,0 +1,65 @@
+"""No-op run of the quickstart: `doit` vs the naive script (one cached `docker build` per tier).
+
+Run after a full quickstart run (scripts/quickstart.sh). Prints medians and their ratio;
+both are measured in this one run, side by side, since these machines are noisy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import tempfile
+from pathlib import Path
+
+from _common import REPO, count, doit_command, timed
+
+from build_graph import site
+from build_graph.config import load
+from build_graph.plan import plan
+
+
+def naive_script(manifest: Path, folder: Path) -> Path:
+    """A shell script of one `docker build` per tier, each with its full context, as teams
+    write them by hand: every run re-sends every context and asks the daemon."""
+    lines = ["#!/bin/sh", "set -e"]
+    for tier in plan(load(manifest)):
+        ctx = folder / tier.key
+        ctx.mkdir(parents=True)
+        (ctx / "Dockerfile").write_text(tier.dockerfile)
+        for name, path in tier.context_files:
+            (ctx / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, ctx / name)
+        if tier.spec.compile is not None:
+            shutil.copytree(tier.wheels_dir, ctx / "wheels")
+        args = "".join(f" --build-arg {k}={shlex.quote(v)}" for k, v in site.build_args().items())
+        lines.append(f"docker build -q --network=host{args} -t {tier.image}-naive {ctx} "
+                     ">/dev/null")
+    script = folder / "naive.sh"
+    script.write_text("\n".join(lines) + "\n")
+    return script
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--manifest", type=Path,
+                        default=REPO / "examples" / "quickstart" / "images.toml")
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    manifest = args.manifest.resolve()
+    ours, output = timed(doit_command(manifest), 1)  # make sure everything is done
+    with tempfile.TemporaryDirectory() as tmp:
+        script = naive_script(manifest, Path(tmp))
+        timed(["sh", str(script)], 1)  # warm the naive script's layer cache
+        naive, _ = timed(["sh", str(script)], args.runs)
+    ours, output = timed(doit_command(manifest), args.runs)
+    tiers = len(plan(load(manifest)))
+    print(f"quickstart no-op ({tiers} tiers, median of {args.runs}):")
+    print(f"  doit (render..promote, registry probed): {ours:.3f} s "
+          f"[{count(output, '+ docker build')} builds, {count(output, '+ docker push')} pushes]")
+    print(f"  naive cached docker build per tier:      {naive:.3f} s")
+    print(f"  ratio doit/naive: {ours / naive:.2f}")
+
+
+if __name__ == "__main__":
+    main()
