@@ -1,0 +1,134 @@
+"""Restore a tier's compiler cache from the store before a compile, save it back after.
+
+One archive per (stack, tier, variant, toolchain) key, the toolchain being the builder
+image's content hash. Restore falls back to the newest archive of the same tier. Save
+uploads only when the cache changed, under a generation precondition, so an older cache
+never replaces a newer one. Nothing here fails a build: each problem is one warning line.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from build_graph import ccache_archive
+from build_graph.ccache_store import CacheConflict, CacheUnavailable, Found, Store, open_store
+from build_graph.docker_ops import log
+from build_graph.model import Stack
+from build_graph.plan import PlannedTier
+from build_graph.records import read_record, write_record
+
+
+@dataclass
+class Transfer:
+    """What moved and how long it took; reported after every compile."""
+
+    restored_from: str | None = None
+    bytes_down: int = 0
+    restore_s: float = 0.0
+    bytes_up: int = 0
+    save_s: float = 0.0
+    saved: str = "not saved"
+    warnings: list[str] = field(default_factory=list)
+
+
+def cache_key(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> str:
+    return f"{tier_prefix(stack, tier)}{tier.spec.variant}-{builder.content_hash}.tar.zst"
+
+
+def tier_prefix(stack: Stack, tier: PlannedTier) -> str:
+    return f"{stack.name}/{tier.spec.name}/"
+
+
+class CacheSync:
+    def __init__(self, stack: Stack, tier: PlannedTier, builder: PlannedTier,
+                 folder: Path) -> None:
+        self.store: Store = open_store(stack.cache.url)
+        self.key = cache_key(stack, tier, builder)
+        self.prefix = tier_prefix(stack, tier)
+        self.folder = folder
+        self.state_path = folder.with_name(folder.name + ".state.json")
+        self.name = tier.key
+        self.transfer = Transfer()
+        self._exact_generation = 0  # generation of our key when restored; 0 = absent
+
+    def _warn(self, message: str) -> None:
+        line = f"[{self.name}] warning: compiler cache: {message}; compiling without it"
+        self.transfer.warnings.append(message)
+        log(line)
+
+    def restore(self) -> None:
+        """Bring the local cache folder up to the store's newest fitting archive."""
+        started = time.monotonic()
+        try:
+            exact = self.store.stat(self.key)
+            self._exact_generation = exact.generation if exact else 0
+            found = exact or self.store.newest(self.prefix)
+        except CacheUnavailable as exc:
+            self._exact_generation = -1  # unknown: never upload blindly
+            self._warn(f"{self.store.url} unavailable ({exc})")
+            return
+        state = read_record(self.state_path) or {}
+        if found is None:
+            log(f"[{self.name}] compiler cache: no archive in {self.store.url} yet (cold)")
+        elif state.get("key") == found.key and state.get("generation") == found.generation \
+                and ccache_archive.fingerprint(self.folder) == state.get("fingerprint"):
+            log(f"[{self.name}] compiler cache: local copy is {found.key}")
+        else:
+            self._download(found)
+        self.transfer.restore_s = time.monotonic() - started
+        self._write_state(found)
+
+    def _download(self, found: Found) -> None:
+        with tempfile.TemporaryDirectory(dir=self.folder.parent) as tmp:
+            archive = Path(tmp) / "cache.tar.zst"
+            try:
+                self.store.download(found, archive)
+                ccache_archive.unpack(archive, self.folder)
+            except (CacheUnavailable, ccache_archive.ArchiveError) as exc:
+                self._warn(f"could not restore {found.key} ({exc})")
+                return
+        self.transfer.restored_from = found.key
+        self.transfer.bytes_down = found.size
+        log(f"[{self.name}] compiler cache: restored {found.key} ({found.size / 2**20:.1f} MiB)")
+
+    def _write_state(self, found: Found | None) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        write_record(self.state_path, {
+            "key": found.key if found else None, "generation": found.generation if found else 0,
+            "fingerprint": ccache_archive.fingerprint(self.folder)})
+
+    def save(self) -> None:
+        """Upload the cache if it changed, never over an archive newer than ours."""
+        state = read_record(self.state_path) or {}
+        if ccache_archive.fingerprint(self.folder) == state.get("fingerprint"):
+            self.transfer.saved = "unchanged: not uploaded"
+            return
+        if self._exact_generation < 0:
+            self.transfer.saved = "store unavailable: not uploaded"
+            return
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(dir=self.folder.parent) as tmp:
+            archive = Path(tmp) / "cache.tar.zst"
+            try:
+                ccache_archive.pack(self.folder, archive)
+                saved = self.store.upload(archive, self.key, self._exact_generation)
+            except CacheConflict:
+                log(f"[{self.name}] compiler cache: another build saved {self.key} meanwhile; "
+                    "kept theirs (not overwritten)")
+                self.transfer.saved = "newer archive in store: not overwritten"
+                return
+            except (CacheUnavailable, OSError) as exc:
+                log(f"[{self.name}] warning: compiler cache: could not save ({exc})")
+                self.transfer.warnings.append(f"save failed: {exc}")
+                self.transfer.saved = "save failed"
+                return
+        self._exact_generation = saved.generation
+        self.transfer.bytes_up, self.transfer.save_s = saved.size, time.monotonic() - started
+        self.transfer.saved = f"saved {saved.key}"
+        self._write_state(saved)
+
+    def summary(self) -> dict[str, object]:
+        return asdict(self.transfer)
