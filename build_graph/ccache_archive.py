@@ -18,6 +18,7 @@ import zstandard
 
 LEVEL = 1  # entries are zstd-compressed by ccache already; more effort buys little
 _CHUNK = 1 << 20
+_BOOKKEEPING = {"stats", "CACHEDIR.TAG", "ccache.conf"}
 
 
 class ArchiveError(Exception):
@@ -52,12 +53,18 @@ def unpack(archive_path: Path, folder: Path) -> None:
 
 
 def fingerprint(folder: Path) -> str:
-    """Changes whenever a file is added, removed, resized or rewritten."""
+    """Changes when a cache entry is added, removed or resized.
+
+    Entries are content-addressed (the name is the key), so name and size identify them.
+    ccache's counters, locks and temporary files, and the times it touches on every hit,
+    are left out: a compile that only hit the cache leaves the fingerprint unchanged.
+    """
     digest = hashlib.sha256()
     for path in sorted(_files(folder)):
-        info = path.stat()
-        digest.update(f"{path.relative_to(folder)}\0{info.st_size}\0{info.st_mtime_ns}\n"
-                      .encode())
+        relative = path.relative_to(folder)
+        if path.name in _BOOKKEEPING or path.suffix == ".lock" or "tmp" in relative.parts:
+            continue
+        digest.update(f"{relative}\0{path.stat().st_size}\n".encode())
     return digest.hexdigest()
 
 

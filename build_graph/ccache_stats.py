@@ -1,0 +1,49 @@
+"""Read ccache's counters after a compile and report hits, misses and sizes."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from build_graph import docker_ops
+from build_graph.docker_ops import Mount
+from build_graph.render import CCACHE_DIR
+
+
+@dataclass(frozen=True)
+class CcacheStats:
+    hits: int
+    misses: int
+    cache_bytes: int
+    files: int
+
+    @property
+    def hit_rate(self) -> float:
+        total = self.hits + self.misses
+        return self.hits / total if total else 0.0
+
+    def as_dict(self) -> dict[str, object]:
+        return {**asdict(self), "hit_rate": round(self.hit_rate, 4)}
+
+
+def parse(text: str) -> CcacheStats:
+    """Parse `ccache --print-stats` (one 'name<TAB>value' per line)."""
+    values: dict[str, int] = {}
+    for line in text.splitlines():
+        name, _, value = line.partition("\t")
+        if value.strip().isdigit():
+            values[name.strip()] = int(value)
+    return CcacheStats(
+        hits=values.get("direct_cache_hit", 0) + values.get("preprocessed_cache_hit", 0),
+        misses=values.get("cache_miss", 0),
+        cache_bytes=values.get("cache_size_kibibyte", 0) * 1024,
+        files=values.get("files_in_cache", 0))
+
+
+def read_stats(image: str, cache_dir: Path) -> CcacheStats | None:
+    """The counters of the cache folder, read by the builder image's own ccache."""
+    mount = Mount(str(cache_dir), CCACHE_DIR)
+    with docker_ops.container(image, ["--print-stats"], entrypoint=["ccache"],
+                              mounts=(mount,), env={"CCACHE_DIR": CCACHE_DIR}) as box:
+        code, output = docker_ops.run_to_end(box)
+    return parse(output) if code == 0 else None
