@@ -67,7 +67,8 @@ def test_warm_compile_on_a_wiped_workspace_hits(ws: Workspace, gcs: GcsEmulator)
     assert stats["stats"]["hit_rate"] >= 0.9
     assert stats["transfer"]["restored_from"] is not None
     assert stats["transfer"]["saved"] == "unchanged: not uploaded"
-    assert "compiler cache: restored ccache/quickstart/fastext/" not in output  # key has no bucket prefix
+    # Keys are named without the bucket prefix.
+    assert "compiler cache: restored ccache/quickstart/fastext/" not in output
     assert "compiler cache: restored quickstart/fastext/default-" in output
     assert archives(gcs) == before
     assert FIRST_WHEEL and wheel_contents(ws) == FIRST_WHEEL
