@@ -65,6 +65,13 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    from build_graph.doctor import doctor
+
+    return doctor(args.manifest, args.tier, args.variant, args.fail_on_mismatch,
+                  args.emit_json)
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m build_graph", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
@@ -75,7 +82,14 @@ def parser() -> argparse.ArgumentParser:
     show.add_argument("--offline", action="store_true",
                       help="do not ask the Docker daemon or the registry")
     show.set_defaults(run=_plan)
-    for command in (check, show):
+    doc = sub.add_parser("doctor", help="check this machine against a tier of the stack")
+    doc.add_argument("--tier", required=True, help="the tier whose promises to check")
+    doc.add_argument("--variant", help="the variant (default: the stack's default)")
+    doc.add_argument("--fail-on-mismatch", action="store_true",
+                     help="exit 1 when any check fails")
+    doc.add_argument("--emit-json", type=Path, help="write the report to this file")
+    doc.set_defaults(run=_doctor)
+    for command in (check, show, doc):
         command.add_argument("--manifest", type=Path, default=Path("images.toml"),
                              help="the stack's images.toml (default: ./images.toml)")
     return top

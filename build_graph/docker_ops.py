@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from enum import Enum
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from build_graph.errors import BuildFailed, EnvironmentProblem, RegistryError
 
@@ -224,9 +224,12 @@ class Mount:
 @contextmanager
 def container(image: str, command: list[str], *, mounts: tuple[Mount, ...] = (),
               env: Mapping[str, str] | None = None, entrypoint: list[str] | None = None,
-              device_requests: list[Any] | None = None) -> Iterator[Container]:
+              gpus: bool = False) -> Iterator[Container]:
     """A started container (host network) that is always removed afterwards."""
     import docker.errors
+    from docker.types import DeviceRequest
+
+    device_requests = [DeviceRequest(count=-1, capabilities=[["gpu"]])] if gpus else None
 
     volumes = {m.host: {"bind": m.container, "mode": "ro" if m.read_only else "rw"}
                for m in mounts}
@@ -242,6 +245,12 @@ def container(image: str, command: list[str], *, mounts: tuple[Mount, ...] = (),
     finally:
         with suppress(docker.errors.DockerException):
             box.remove(force=True)
+
+
+def has_gpu_runtime() -> bool:
+    """Whether containers here can be given GPUs (the daemon knows the nvidia runtime)."""
+    runtimes = client().info().get("Runtimes") or {}
+    return "nvidia" in runtimes
 
 
 def run_to_end(box: Container, on_line: Callable[[str], None] | None = None) -> tuple[int, str]:

@@ -64,6 +64,7 @@ class VerifySpec:
     archs: bool
     max_size_bytes: int | None
     smoke: tuple[str, ...]
+    cuda_libraries: tuple[str, ...]  # globs inside the image, read for SASS/PTX archs
 
 
 @dataclass(frozen=True)

@@ -227,7 +227,8 @@ def _resolve_verify(spec: schema.Verify, versions: Mapping[str, str],
                       packages=tuple((n, _fill(v, fields, f"{key}.verify.packages.{n}", report))
                                      for n, v in spec.packages.items()),
                       archs=spec.archs,
-                      max_size_bytes=size, smoke=tuple(spec.smoke))
+                      max_size_bytes=size, smoke=tuple(spec.smoke),
+                      cuda_libraries=tuple(spec.cuda_libraries))
 
 
 def _check_tags(variants: tuple[VariantSpec, ...], report: Report) -> None:

@@ -85,6 +85,7 @@ class Verify(Strict):
     archs: bool = True
     max_size: Text | None = None
     smoke: list[Text] = Field(default_factory=list)
+    cuda_libraries: list[Text] = Field(default_factory=list)
 
 
 class Tier(Strict):

@@ -96,8 +96,14 @@ def _git_facts(root: Path) -> tuple[str, str]:
 
 
 def pushed(tier: PlannedTier, seen: Availability) -> bool:
-    return (recorded_digest(tier) is not None
-            or seen.registry(tier.image).presence is Presence.PRESENT)
+    if recorded_digest(tier) is not None:
+        return True
+    probe = seen.registry(tier.image)
+    if probe.presence is Presence.PRESENT and probe.digest:
+        # Remember the registry's answer, as push would have: the next run need not ask.
+        write_record(tier.push_record, {"image": tier.image, "digest": probe.digest})
+        return True
+    return False
 
 
 def push(tier: PlannedTier, seen: Availability) -> None:

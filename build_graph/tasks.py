@@ -25,7 +25,7 @@ from build_graph.model import Stack
 from build_graph.plan import PlannedTier, build_root
 from build_graph.render import write_if_changed
 from build_graph.verify import stage as verify_stage
-from build_graph.verify.checks import Expectation, expectation
+from build_graph.verify.checks import expectation_for
 
 STAGE_DOCS = {
     "render": "write each tier's Dockerfile (and compile script) under build/",
@@ -88,12 +88,6 @@ class StackTasks:
     def by_key(self) -> dict[str, PlannedTier]:
         return {t.key: t for t in self.planned}
 
-    def expectation(self, tier: PlannedTier) -> Expectation:
-        chain = [tier]
-        while chain[0].parent_key:
-            chain.insert(0, self.by_key[chain[0].parent_key])
-        return expectation([t.spec.verify for t in chain], self.stack.variant(tier.spec.variant))
-
     def describe(self, tier: PlannedTier) -> str:
         spec, variant = tier.spec, self.stack.variant(tier.spec.variant)
         base = f"on {tier.parent_key}" if tier.parent_key else f"from {spec.from_image}"
@@ -140,7 +134,7 @@ class StackTasks:
                 "uptodate": [check(stages.pushed, tier, self.seen)]}
 
     def _verify(self, tier: PlannedTier) -> DoitTask:
-        want = self.expectation(tier)
+        want = expectation_for(self.stack.variant(tier.spec.variant), tier.spec.name)
         return {"actions": [action(verify_stage.verify, tier, want, self.seen)],
                 "task_dep": [f"push:{tier.key}"],
                 "uptodate": [check(verify_stage.verified, tier, want, self.seen)]}

@@ -10,7 +10,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from build_graph.gpu_rules import parse_arch
+from build_graph.gpu_rules import (
+    Arch,
+    Coverage,
+    coverage,
+    parse_arch,
+    parse_target,
+    split_arch_list,
+)
 from build_graph.model import VariantSpec, VerifySpec
 
 Status = Literal["pass", "fail", "not checked"]
@@ -41,6 +48,17 @@ class Expectation:
     archs: list[str] = field(default_factory=list)  # promised SASS archs, e.g. ['8.0', '9.0']
     max_size_bytes: int | None = None
     smoke: tuple[str, ...] = ()
+    ptx: list[str] = field(default_factory=list)  # promised PTX archs
+    targets: list[tuple[str, tuple[int, int]]] = field(default_factory=list)
+    libraries: tuple[str, ...] = ()  # globs of CUDA libraries to read, besides torch/lib
+
+
+def expectation_for(variant: VariantSpec, tier: str) -> Expectation:
+    """The merged checks of `tier` and its ancestors (the image tree is the data)."""
+    chain = [variant.tier(tier)]
+    while chain[0].parent is not None:
+        chain.insert(0, variant.tier(chain[0].parent))
+    return expectation([t.verify for t in chain], variant)
 
 
 def expectation(chain: list[VerifySpec], variant: VariantSpec) -> Expectation:
@@ -50,11 +68,16 @@ def expectation(chain: list[VerifySpec], variant: VariantSpec) -> Expectation:
     for spec in chain:
         packages.update(dict(spec.packages))
     cuda = variant.versions.get("cuda")
-    archs = [str(parse_arch(a)[0]) for a in variant.gpu.arch_list] if own.archs else []
+    sass, ptx = split_arch_list(list(variant.gpu.arch_list), variant.gpu.ptx)
+    checked = own.archs and bool(sass)
+    targets = [(t, parse_target(t)) for t in variant.gpu.targets] if checked else []
     return Expectation(
         python=next((s.python for s in reversed(chain) if s.python), None),
         conda=own.conda, single_python=own.single_python, pip_check=own.pip_check,
-        packages=packages, cuda=".".join(cuda.split(".")[:2]) if cuda else None, archs=archs,
+        packages=packages, cuda=".".join(cuda.split(".")[:2]) if cuda else None,
+        archs=[str(a) for a in sass] if checked else [],
+        ptx=[str(a) for a in ptx] if checked else [], targets=targets,
+        libraries=tuple(g for spec in chain for g in spec.cuda_libraries),
         max_size_bytes=next((s.max_size_bytes for s in reversed(chain) if s.max_size_bytes),
                             None),
         smoke=tuple(cmd for spec in chain for cmd in spec.smoke))
@@ -134,6 +157,82 @@ def check_arch_list(want: Expectation, probe: dict[str, Any]) -> list[Result]:
                    ", ".join(f"sm_{a.replace('.', '')}" for a in want.archs), actual)]
 
 
+def _fatbins(probe: dict[str, Any]) -> dict[str, tuple[list[Arch], list[Arch]]]:
+    """Libraries that carry device code: name -> (SASS archs, PTX archs)."""
+    found = {}
+    for path, entry in (probe.get("libraries") or {}).items():
+        if entry.get("sass") or entry.get("ptx"):
+            found[path.rsplit("/", 1)[-1]] = ([parse_arch(a)[0] for a in entry["sass"]],
+                                              [parse_arch(a)[0] for a in entry["ptx"]])
+    return found
+
+
+def check_binaries(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+    """Every promised arch is really in each CUDA library, as SASS (and PTX where promised)."""
+    if not want.archs:
+        return []
+    libraries = _fatbins(probe)
+    scanned = probe.get("libraries") or {}
+    if not libraries:
+        if not scanned and probe.get("torch") is None and not want.libraries:
+            return []  # nothing in this image claims device code
+        where = ", ".join(sorted(scanned)) or "no library matched"
+        return [Result("device code", "fail", "SASS for " + ", ".join(want.archs),
+                       f"no fatbin in {where}")]
+    results = []
+    for name, (sass, ptx) in sorted(libraries.items()):
+        have_sass, have_ptx = {str(a) for a in sass}, {str(a) for a in ptx}
+        missing = [f"SASS {a}" for a in want.archs if a not in have_sass]
+        missing += [f"PTX {a}" for a in want.ptx if a not in have_ptx]
+        actual = (f"SASS {', '.join(sorted(have_sass)) or '-'}; "
+                  f"PTX {', '.join(sorted(have_ptx)) or '-'}")
+        if missing:
+            actual += f" (missing {', '.join(missing)})"
+        expected = f"SASS {', '.join(want.archs)}; PTX {', '.join(want.ptx) or '-'}"
+        results.append(Result(f"archs in {name}", "fail" if missing else "pass", expected,
+                              actual))
+    return results
+
+
+def check_targets(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+    """Each gpu.targets GPU can run every CUDA library (CUDA's compatibility rules)."""
+    libraries = _fatbins(probe)
+    results = []
+    for label, cc in want.targets if libraries else []:
+        lines, worst = [], Coverage.EXACT_SASS
+        for name, (sass, ptx) in sorted(libraries.items()):
+            result = coverage(sass, ptx, cc)
+            if result.coverage is not Coverage.EXACT_SASS:
+                lines.append(f"{name}: {result.describe(cc)}")
+            if list(Coverage).index(result.coverage) > list(Coverage).index(worst):
+                worst = result.coverage
+        status: Status = "fail" if worst is Coverage.NONE else "pass"
+        actual = "; ".join(lines) or f"own SASS sm_{cc[0]}{cc[1]} in every library"
+        results.append(Result(f"runs on {label}", status, "runnable", actual))
+    return results
+
+
+def check_gpu(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+    """With a GPU present: a kernel really launches and gives the right answer."""
+    if not want.archs:
+        return []
+    gpu = probe.get("gpu")
+    if gpu is None:
+        reason = probe.get("gpu_absent_reason") or "no GPU"
+        return [Result("GPU kernel launch", "not checked", "a kernel runs", reason)]
+    launch = gpu.get("launch") or {}
+    cc = tuple(gpu["capability"])
+    via = [f"{name}: {coverage(sass, ptx, (cc[0], cc[1])).describe((cc[0], cc[1]))}"
+           for name, (sass, ptx) in sorted(_fatbins(probe).items())]
+    actual = (f"{gpu['name']} (sm_{cc[0]}{cc[1]}, driver {gpu.get('driver')}): "
+              + ("ran, correct result" if launch.get("ok") else
+                 f"failed: {launch.get('error', launch.get('result'))}"))
+    results = [Result("GPU kernel launch", "pass" if launch.get("ok") else "fail",
+                      "a kernel runs", actual)]
+    results += [Result("GPU code path", "pass", "recorded", line) for line in via[:3]]
+    return results
+
+
 def check_size(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     size = probe.get("image_size_bytes")
     if want.max_size_bytes is None:
@@ -153,8 +252,8 @@ def check_smoke(want: Expectation, probe: dict[str, Any]) -> list[Result]:
 
 Check = Callable[[Expectation, dict[str, Any]], list[Result]]
 CHECKS: tuple[Check, ...] = (check_python, check_conda, check_single_python, check_pip,
-                             check_packages, check_torch_cuda, check_arch_list, check_size,
-                             check_smoke)
+                             check_packages, check_torch_cuda, check_arch_list,
+                             check_binaries, check_targets, check_gpu, check_size, check_smoke)
 
 
 def evaluate(want: Expectation, probe: dict[str, Any]) -> list[Result]:

@@ -1,17 +1,26 @@
 """Runs inside an image (or on a host) and prints one JSON document describing it.
 
 Standard library only: it must run in any image with a Python. It uses torch when torch is
-importable. Usage: python3 probe.py PACKAGE [PACKAGE ...]  (the packages to report on).
+importable, and fatbin.py (mounted beside it) to read CUDA libraries.
+Usage: python3 probe.py '{"packages": [...], "libraries": [globs], "gpu": true}'
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
 import subprocess
 import sys
 from importlib import metadata
+from pathlib import Path
+
+try:
+    from build_graph.verify import fatbin  # the doctor, on a host with this package
+except ImportError:  # in an image: fatbin.py is mounted beside this file
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import fatbin  # type: ignore[import-not-found,no-redef]
 
 PREFIXES = ("/usr/bin", "/usr/local/bin", "/bin", "/opt/conda/bin", "/opt/python/bin")
 CONDA_PLACES = ("/opt/conda", "/opt/miniconda", "/opt/miniconda3", "/opt/anaconda3",
@@ -100,7 +109,54 @@ def torch_facts() -> dict[str, object] | None:
     return facts
 
 
+def libraries(patterns: list[str], torch: dict[str, object] | None) -> dict[str, object]:
+    """SASS/PTX archs of torch/lib/*.so* (when torch is there) and of the given globs."""
+    if torch is not None:
+        patterns = [os.path.join(str(torch["lib_dir"]), "*.so*"), *patterns]
+    found: dict[str, object] = {}
+    for pattern in patterns:
+        for path in sorted(glob.glob(pattern)):
+            if os.path.isfile(path) and not os.path.islink(path):
+                try:
+                    found[path] = fatbin.scan_library(Path(path)).as_dict()
+                except (OSError, ValueError) as exc:
+                    found[path] = {"error": str(exc)}
+    return found
+
+
+def gpu_facts() -> dict[str, object] | None:
+    """The device and a real kernel launch, through torch; None without a usable GPU."""
+    try:
+        import torch
+    except Exception:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    major, minor = torch.cuda.get_device_capability(0)
+    facts: dict[str, object] = {"name": torch.cuda.get_device_name(0),
+                                "capability": [major, minor], "driver": _driver_version()}
+    try:
+        values = torch.arange(4096, device="cuda", dtype=torch.float32)
+        total = float((values * 2 + 1).sum().item())
+        torch.cuda.synchronize()
+        facts["launch"] = {"ok": total == 4096.0 * 4096.0, "result": total}
+    except Exception as exc:  # "no kernel image is available" lands here
+        facts["launch"] = {"ok": False, "error": str(exc).splitlines()[0]}
+    return facts
+
+
+def _driver_version() -> str | None:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    out = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"],
+                         capture_output=True, text=True, timeout=30, check=False)
+    return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout else None
+
+
 def main(argv: list[str]) -> int:
+    request = json.loads(argv[0]) if argv else {}
+    torch = torch_facts()
     report = {
         "probe_version": 1,
         "python": {"executable": sys.executable, "version": sys.version.split()[0],
@@ -109,8 +165,10 @@ def main(argv: list[str]) -> int:
         "interpreters": interpreters(),
         "conda": conda(),
         "pip_check": pip_check(),
-        "packages": packages(argv),
-        "torch": torch_facts(),
+        "packages": packages(list(request.get("packages", []))),
+        "torch": torch,
+        "libraries": libraries(list(request.get("libraries", [])), torch),
+        "gpu": gpu_facts() if request.get("gpu") else None,
     }
     json.dump(report, sys.stdout, indent=1, sort_keys=True)
     print()

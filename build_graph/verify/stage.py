@@ -19,13 +19,19 @@ from build_graph.stages import image_digest, registry_answer
 from build_graph.verify.checks import Expectation, Result, evaluate
 
 PROBE = Path(__file__).with_name("probe.py")
-PROBE_IN_IMAGE = "/opt/build-graph/probe.py"
+PROBE_FILES = (PROBE, Path(__file__).with_name("fatbin.py"))  # stdlib-only, mounted together
+IN_IMAGE = "/opt/build-graph"
 
 
 def fingerprint(want: Expectation) -> str:
     """Changes when the probe or the promised checks change (so verify runs again)."""
-    probe_sha = hashlib.sha256(PROBE.read_bytes()).hexdigest()
+    probe_sha = [hashlib.sha256(p.read_bytes()).hexdigest() for p in PROBE_FILES]
     return content_hash({"probe": probe_sha, "want": dataclasses.asdict(want)})
+
+
+def probe_request(want: Expectation, gpu: bool) -> str:
+    return json.dumps({"packages": sorted(want.packages), "libraries": list(want.libraries),
+                       "gpu": gpu})
 
 
 def verified(tier: PlannedTier, want: Expectation, seen: Availability) -> bool:
@@ -44,7 +50,10 @@ def verify(tier: PlannedTier, want: Expectation, seen: Availability) -> None:
         raise BuildFailed(f"{tier.key}: {tier.image} is not in the registry; run push:{tier.key}")
     ref = f"{tier.repository}@{digest}"
     docker_ops.ensure_local(ref)
-    probe = run_probe(ref, sorted(want.packages))
+    gpu = docker_ops.has_gpu_runtime()
+    probe = run_probe(ref, probe_request(want, gpu), gpu)
+    if not gpu:
+        probe["gpu_absent_reason"] = "no GPU: the Docker daemon has no nvidia runtime"
     probe["image_size_bytes"] = docker_ops.client().images.get(ref).attrs.get("Size")
     probe["smoke"] = [run_smoke(ref, command) for command in want.smoke]
     results = evaluate(want, probe)
@@ -56,10 +65,10 @@ def verify(tier: PlannedTier, want: Expectation, seen: Availability) -> None:
     log(f"[{tier.key}] verified {ref}\n{lines}")
 
 
-def run_probe(ref: str, packages: list[str]) -> dict[str, Any]:
-    with docker_ops.container(ref, [PROBE_IN_IMAGE, *packages], entrypoint=["python3"],
-                              mounts=(Mount(str(PROBE), PROBE_IN_IMAGE, read_only=True),)
-                              ) as box:
+def run_probe(ref: str, request: str, gpu: bool) -> dict[str, Any]:
+    mounts = tuple(Mount(str(p), f"{IN_IMAGE}/{p.name}", read_only=True) for p in PROBE_FILES)
+    with docker_ops.container(ref, [f"{IN_IMAGE}/probe.py", request], entrypoint=["python3"],
+                              mounts=mounts, gpus=gpu) as box:
         code, output = docker_ops.run_to_end(box)
         stdout = box.logs(stdout=True, stderr=False).decode("utf-8", "replace")
     if code != 0:
@@ -88,7 +97,8 @@ def report(tier: PlannedTier, digest: str, want: Expectation, probe: dict[str, A
         "fingerprints": {"python": probe["python"]["version"], "torch": torch.get("version"),
                          "cuda": torch.get("cuda"), "cudnn": torch.get("cudnn"),
                          "arch_list": torch.get("arch_list")},
-        "gpu": "not checked: no GPU",
+        "gpu": next((f"{r.status}: {r.actual}" for r in results
+                     if r.name == "GPU kernel launch"), "not applicable: no GPU archs promised"),
         "checks": [dataclasses.asdict(r) for r in results],
         "probe": probe,
     }

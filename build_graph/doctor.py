@@ -1,0 +1,59 @@
+"""`python -m build_graph doctor`: the verify probe and checks, run on this machine.
+
+The CI-parity check for GPU runners and notebooks: proves the environment here matches a
+tier of the pinned stack. Exit 0 when it matches (or without --fail-on-mismatch), 1 when a
+check failed and --fail-on-mismatch was given, 2 for a bad manifest, tier or variant.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from build_graph.config import load
+from build_graph.errors import BuildFailed, ConfigError, ConfigIssue, did_you_mean
+from build_graph.verify.checks import Expectation, evaluate, expectation_for
+from build_graph.verify.stage import PROBE, probe_request
+
+
+def run_local_probe(want: Expectation) -> dict[str, Any]:
+    """The probe in a fresh interpreter (this one), GPU checks included when a GPU is here."""
+    result = subprocess.run([sys.executable, str(PROBE), probe_request(want, gpu=True)],
+                            capture_output=True, text=True, timeout=600, check=False)
+    if result.returncode != 0:
+        raise BuildFailed(f"the probe failed here: {result.stderr.strip()[-1500:]}")
+    data: dict[str, Any] = json.loads(result.stdout)
+    if data.get("gpu") is None:
+        data["gpu_absent_reason"] = "no GPU: torch sees no CUDA device here"
+    return data
+
+
+def doctor(manifest: Path, tier: str, variant: str | None, fail_on_mismatch: bool,
+           emit_json: Path | None) -> int:
+    stack = load(manifest)
+    name = variant or stack.default_variant
+    names = [v.name for v in stack.variants]
+    if name not in names:
+        raise ConfigError([ConfigIssue(stack.manifest, "variants", f"no variant {name!r}"
+                                       f"{did_you_mean(name, names)}")])
+    spec = stack.variant(name)
+    tiers = [t.name for t in spec.tiers]
+    if tier not in tiers:
+        raise ConfigError([ConfigIssue(stack.manifest, "tiers", f"no tier {tier!r}"
+                                       f"{did_you_mean(tier, tiers)}; known: {', '.join(tiers)}")])
+    want = expectation_for(spec, tier)
+    probe = run_local_probe(want)
+    results = evaluate(want, probe)
+    failed = [r for r in results if r.status == "fail"]
+    print(f"doctor: this machine against {tier} ({name}) of {stack.manifest}")
+    for result in results:
+        print(result.line())
+    print(f"{len(results) - len(failed)} of {len(results)} checks passed; {len(failed)} failed")
+    if emit_json is not None:
+        emit_json.write_text(json.dumps({
+            "tier": tier, "variant": name, "passed": not failed,
+            "checks": [r.__dict__ for r in results], "probe": probe}, indent=2) + "\n")
+    return 1 if failed and fail_on_mismatch else 0
