@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import IO
 
 from build_graph.plan import PlannedTier
-from build_graph.render import WHEELS_DIR
+from build_graph.render import WHEELS_DIR, dockerquote
 
 
 def _add(archive: tarfile.TarFile, name: str, data: bytes, executable: bool = False) -> None:
@@ -20,11 +20,22 @@ def _add(archive: tarfile.TarFile, name: str, data: bytes, executable: bool = Fa
     archive.addfile(info, io.BytesIO(data))
 
 
-def context_tar(tier: PlannedTier) -> IO[bytes]:
-    """A seekable tar (spooled to disk past 64 MiB) positioned at its start."""
+def label_instruction(labels: dict[str, str]) -> str:
+    """One LABEL instruction for all labels (docker-py's `labels=` adds a step per label)."""
+    pairs = " ".join(f"{dockerquote(k)}={dockerquote(v)}" for k, v in sorted(labels.items()))
+    return f"LABEL {pairs}\n"
+
+
+def context_tar(tier: PlannedTier, labels: dict[str, str]) -> IO[bytes]:
+    """A seekable tar (spooled to disk past 64 MiB) positioned at its start.
+
+    The labels are appended to the Dockerfile sent to the daemon, not to the rendered file
+    that is hashed: they describe the build (time, revision), not the image's inputs.
+    """
     spool = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115 (returned)
+    dockerfile = tier.dockerfile.rstrip("\n") + "\n" + label_instruction(labels)
     with tarfile.open(fileobj=spool, mode="w") as archive:
-        _add(archive, "Dockerfile", tier.dockerfile.encode("utf-8"))
+        _add(archive, "Dockerfile", dockerfile.encode("utf-8"))
         for name, path in tier.context_files:
             _add(archive, name, path.read_bytes(), _executable(path))
         if tier.spec.compile is not None:

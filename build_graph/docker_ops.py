@@ -122,7 +122,7 @@ def local_repo_digest(ref: str) -> str | None:
     return None
 
 
-def build(context: IO[bytes], tag: str, *, name: str, labels: Mapping[str, str],
+def build(context: IO[bytes], tag: str, *, name: str,
           buildargs: Mapping[str, str] | None = None,
           on_line: Callable[[str], None] = log) -> str:
     """Build from a tar context (Dockerfile at its root); returns the image id.
@@ -136,7 +136,7 @@ def build(context: IO[bytes], tag: str, *, name: str, labels: Mapping[str, str],
     image_id = None
     stream = client().api.build(fileobj=context, custom_context=True, tag=tag, rm=True,
                                 forcerm=True, decode=True, network_mode="host",
-                                labels=dict(labels), buildargs=dict(buildargs or {}),
+                                buildargs=dict(buildargs or {}),
                                 pull=False)
     for chunk in stream:
         if "error" in chunk:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -36,9 +37,19 @@ def environment(stack: Stack) -> jinja2.Environment:
         autoescape=False,  # Dockerfiles and shell, not HTML
     )
     env.filters["shquote"] = shlex.quote
+    env.filters["dockerquote"] = dockerquote
     env.filters["pin"] = lambda name, versions: f"{name}=={versions[name]}"
     env.filters["shjoin"] = lambda items: " ".join(shlex.quote(str(i)) for i in items)
     return env
+
+
+def dockerquote(value: object) -> str:
+    """A double-quoted Dockerfile word (ARG/ENV/LABEL value).
+
+    Not Jinja's `tojson`: that escapes &, <, > and ' as \\u0026 etc. for HTML, and Docker
+    keeps such escapes literally. Values are single-line (the config grammar ensures it).
+    """
+    return json.dumps(str(value), ensure_ascii=False)
 
 
 def tier_context(stack: Stack, variant: VariantSpec, tier: TierSpec, base_image: str,

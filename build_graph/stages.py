@@ -57,9 +57,8 @@ def build(stack: Stack, tier: PlannedTier, seen: Availability) -> None:
         return
     if tier.spec.compile is not None and not any(tier.wheels_dir.glob("*.whl")):
         raise BuildFailed(f"{tier.key}: no wheels in {tier.wheels_dir}; run compile:{tier.key}")
-    with context_tar(tier) as context:
-        docker_ops.build(context, tier.image, name=tier.key, labels=labels(stack, tier),
-                         buildargs=site.build_args())
+    with context_tar(tier, labels(stack, tier)) as context:
+        docker_ops.build(context, tier.image, name=tier.key, buildargs=site.build_args())
     seen.built(tier.image)
 
 

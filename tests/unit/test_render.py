@@ -108,6 +108,14 @@ def test_build_args_and_packages_are_quoted(tmp_path: Path) -> None:
     assert 'ARG NOTE="a $b \\"c\\""' in tier.dockerfile
 
 
+def test_build_arg_values_reach_docker_unmangled(tmp_path: Path) -> None:
+    """Jinja's tojson would write & as \\u0026, which Docker keeps literally."""
+    text = MINIMAL + "build_args = { CMD = \"a && echo 'x' > /y\", NOTE = \"café <b>\" }\n"
+    [tier] = plan(load_text(tmp_path, text))
+    assert "ARG CMD=\"a && echo 'x' > /y\"" in tier.dockerfile
+    assert 'ARG NOTE="café <b>"' in tier.dockerfile
+
+
 def test_write_if_changed_keeps_unchanged_files_untouched(tmp_path: Path) -> None:
     path = tmp_path / "out" / "Dockerfile"
     assert write_if_changed(path, "FROM a\n")
