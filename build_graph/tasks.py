@@ -60,16 +60,24 @@ def action(fn: Callable[..., None], *args: Any) -> Callable[[], TaskFailed | boo
     return run
 
 
-def check(fn: Callable[..., bool], *args: Any) -> Callable[[], bool]:
-    """An uptodate callable; a problem reads as 'not up to date' and the action explains."""
-    def up_to_date() -> bool:
+class Condition:
+    """An uptodate callable that `doit info` prints as the sentence it tests.
+
+    A problem while checking (daemon down, ...) reads as 'not up to date'; the action then
+    runs and explains it.
+    """
+
+    def __init__(self, says: str, fn: Callable[..., bool], *args: Any) -> None:
+        self.says, self.fn, self.args = says, fn, args
+
+    def __call__(self) -> bool:
         try:
-            return fn(*args)
+            return bool(self.fn(*self.args))
         except BuildGraphError:
             return False
 
-    up_to_date.__name__ = fn.__name__
-    return up_to_date
+    def __repr__(self) -> str:
+        return f"up to date when {self.says}"
 
 
 @dataclass
@@ -119,31 +127,40 @@ class StackTasks:
         builder = self.by_key[tier.builder_key]
         return {"actions": [action(compile_stage.compile_tier, self.stack, tier, builder)],
                 "task_dep": [f"render:{tier.key}", f"build:{builder.key}"],
-                "uptodate": [check(compile_stage.compiled, tier, self.seen)]}
+                "uptodate": [Condition(
+                    f"{tier.image} exists, or {tier.wheels_dir} holds wheels of compile "
+                    f"inputs {tier.compile_hash}", compile_stage.compiled, tier, self.seen)]}
 
     def _build(self, tier: PlannedTier) -> DoitTask:
         deps = [f"render:{tier.key}"]
         deps += [f"build:{tier.parent_key}"] if tier.parent_key else []
         deps += [f"compile:{tier.key}"] if tier.builder_key else []
         return {"actions": [action(stages.build, self.stack, tier, self.seen)],
-                "task_dep": deps, "uptodate": [check(stages.image_available, tier, self.seen)]}
+                "task_dep": deps, "uptodate": [Condition(
+                    f"{tier.image} was pushed, or exists here or in the registry",
+                    stages.image_available, tier, self.seen)]}
 
     def _push(self, tier: PlannedTier) -> DoitTask:
         return {"actions": [action(stages.push, tier, self.seen)],
                 "task_dep": [f"build:{tier.key}"],
-                "uptodate": [check(stages.pushed, tier, self.seen)]}
+                "uptodate": [Condition(f"the registry holds {tier.image}", stages.pushed,
+                                       tier, self.seen)]}
 
     def _verify(self, tier: PlannedTier) -> DoitTask:
         want = expectation_for(self.stack.variant(tier.spec.variant), tier.spec.name)
         return {"actions": [action(verify_stage.verify, tier, want, self.seen)],
                 "task_dep": [f"push:{tier.key}"],
-                "uptodate": [check(verify_stage.verified, tier, want, self.seen)]}
+                "uptodate": [Condition(
+                    f"{tier.verify_record} passed for the pushed digest and these checks",
+                    verify_stage.verified, tier, want, self.seen)]}
 
     def _promote(self, tier: PlannedTier) -> DoitTask:
         deps = [f"verify:{tier.key}"]
         deps += [f"promote:{tier.parent_key}"] if tier.parent_key else []
         return {"actions": [action(stages.promote, tier, self.seen)], "task_dep": deps,
-                "uptodate": [check(stages.promoted, tier, self.seen)]}
+                "uptodate": [Condition(
+                    f"{', '.join(tier.human_tags) or 'no tags'} name the verified digest",
+                    stages.promoted, tier, self.seen)]}
 
 
 def _write_files(files: dict[Path, str]) -> None:
