@@ -13,7 +13,9 @@ from typing import Any
 
 from doit import get_var
 
+from build_graph import run_lock
 from build_graph.errors import BuildGraphError, report
+from build_graph.plan import build_root
 from build_graph.plan_cache import load_plan
 from build_graph.tasks import StackTasks, doit_config
 
@@ -22,9 +24,12 @@ _MANIFEST = Path(get_var("manifest", "images.toml") or "images.toml")
 
 def _load() -> StackTasks:
     try:
-        return StackTasks(*load_plan(_MANIFEST))
+        tasks = StackTasks(*load_plan(_MANIFEST))
+        run_lock.acquire(build_root(tasks.stack), sys.argv)
+        return tasks
     except BuildGraphError as exc:
-        # A config problem fails before any build starts, with every error listed.
+        # A config problem fails before any build starts, with every error listed;
+        # a second concurrent run of the stack stops here too.
         sys.exit(report(exc))
 
 

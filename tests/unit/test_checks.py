@@ -118,3 +118,19 @@ def test_cpu_stack_has_no_gpu_checks(tmp_path: Path) -> None:
     want = expectation_for(stack.variants[0], "base")
     names = {r.name for r in evaluate(want, probe(torch=None, libraries={}))}
     assert not any(n.startswith(("GPU", "runs on", "archs in", "device")) for n in names)
+
+
+def test_size_budget_and_smoke_commands(tmp_path: Path) -> None:
+    text = GPU_STACK.replace('verify = { packages = { numpy = "<2" } }',
+                             'verify = { max_size = "1G", smoke = ["python3 -c 1"] }')
+    stack = load_text(tmp_path, text)
+    want = expectation_for(stack.variants[0], "child")
+    assert want.smoke == ("python3 -c 1",)
+    smoke = [{"command": "python3 -c 1", "exit_code": 3, "output": "boom"}]
+    found = {r.name: r for r in evaluate(want, probe(image_size_bytes=2 << 30, smoke=smoke))}
+    assert found["image size"].status == "fail"
+    assert found["image size"].actual == "2.00 GiB"
+    assert found["smoke: python3 -c 1"].status == "fail"
+    assert "exit 3: boom" in found["smoke: python3 -c 1"].actual
+    unknown = {r.name: r for r in evaluate(want, probe())}
+    assert unknown["image size"].status == "not checked"
