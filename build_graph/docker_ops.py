@@ -107,21 +107,6 @@ def image_exists_locally(ref: str) -> bool:
     return True
 
 
-def local_repo_digest(ref: str) -> str | None:
-    """The registry digest the daemon recorded for `ref` when it was pushed or pulled."""
-    import docker.errors
-
-    try:
-        image = client().images.get(ref)
-    except docker.errors.ImageNotFound:
-        return None
-    repo, _ = split_ref(ref)
-    for item in image.attrs.get("RepoDigests") or []:
-        if str(item).startswith(f"{repo}@"):
-            return str(item).split("@", 1)[1]
-    return None
-
-
 def build(context: IO[bytes], tag: str, *, name: str,
           buildargs: Mapping[str, str] | None = None,
           on_line: Callable[[str], None] = log) -> str:

@@ -1,8 +1,8 @@
-"""The tier DAG: parents, topological order, ancestors and descendants, cycle reports."""
+"""The tier DAG: topological order over parents and compile builders, cycle reports."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 
 class CycleError(ValueError):
@@ -36,19 +36,3 @@ def topological_order(deps: Mapping[str, Sequence[str]]) -> list[str]:
     for name in deps:
         visit(name, [])
     return order
-
-
-def ancestors(parents: Mapping[str, str | None], name: str) -> list[str]:
-    """The parent chain of `name`, nearest first (excluding `name`)."""
-    chain: list[str] = []
-    current = parents.get(name)
-    while current is not None and current not in chain:
-        chain.append(current)
-        current = parents.get(current)
-    return chain
-
-
-def descendants(parents: Mapping[str, str | None], names: Iterable[str]) -> set[str]:
-    """Every tier below any of `names` (excluding them unless they descend from another)."""
-    roots = set(names)
-    return {t for t in parents if t not in roots and roots & set(ancestors(parents, t))}
