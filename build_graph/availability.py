@@ -19,19 +19,18 @@ _WORKERS = 16
 
 class Availability:
     def __init__(self) -> None:
-        self._wanted: list[str] = []
+        self._wanted: dict[str, None] = {}  # ordered set
         self._registry: dict[str, Probe] = {}
         self._local: dict[str, bool] = {}
         self._lock = threading.Lock()
 
     def register(self, refs: Iterable[str]) -> None:
         """References the run may ask about; probed together on the first question."""
-        self._wanted.extend(r for r in refs if r not in self._wanted)
+        self._wanted.update(dict.fromkeys(refs))
 
     def _probe_all(self, ref: str) -> None:
         with self._lock:
-            missing = [r for r in dict.fromkeys([*self._wanted, ref])
-                       if r not in self._registry]
+            missing = [r for r in {**self._wanted, ref: None} if r not in self._registry]
             if not missing:
                 return
             with ThreadPoolExecutor(max_workers=_WORKERS) as pool:

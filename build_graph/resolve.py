@@ -195,7 +195,9 @@ def _resolve_tier(name: str, tier: schema.Tier, variant: str, versions: Mapping[
                  for k, v in tier.build_args.items())
     return TierSpec(
         name=name, variant=variant, parent=tier.parent, from_image=from_image,
-        template=tier.template, description=tier.description, context=tuple(tier.context),
+        template=tier.template, description=_fill(tier.description, fields,
+                                                  f"{key}.description", report),
+        context=tuple(tier.context),
         packages=tuple(tier.packages), system_packages=tuple(tier.system_packages),
         build_args=args, tags=tags,
         compile=_resolve_compile(tier.compile, fields, key, report),

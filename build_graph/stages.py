@@ -63,7 +63,8 @@ def build(stack: Stack, tier: PlannedTier, seen: Availability) -> None:
 
 
 def labels(stack: Stack, tier: PlannedTier) -> dict[str, str]:
-    """OCI annotations plus ours; kept out of the Dockerfile so they never change the hash."""
+    """OCI annotations plus ours; added only to the Dockerfile sent to the daemon, never to
+    the rendered (hashed) one, so a build time or revision never changes a tag."""
     revision, source = _git_facts(stack.root)
     return {
         "org.opencontainers.image.title": f"{stack.name}/{tier.spec.name}",

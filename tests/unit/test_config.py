@@ -146,9 +146,11 @@ def test_latest_is_reserved_for_promote(tmp_path: Path) -> None:
 def test_version_fields_fill_tags_and_from(tmp_path: Path) -> None:
     text = MINIMAL.replace('python = "3.11"', 'python = "3.11"\ncuda = "12.4.1"\ntorch = "2.6.0"')
     text = text.replace('"debian:bookworm-slim"', '"nvidia/cuda:{cuda}-runtime-ubuntu22.04"')
-    stack = load_text(tmp_path, text + 'tags = ["{torch}-{cuda_tag}", "py{python_mm}"]\n')
+    stack = load_text(tmp_path, text + 'tags = ["{torch}-{cuda_tag}", "py{python_mm}"]\n'
+                      'description = "torch {torch} on CUDA {cuda_mm}"\n')
     tier = stack.variants[0].tier("base")
     assert tier.from_image == "nvidia/cuda:12.4.1-runtime-ubuntu22.04"
+    assert tier.description == "torch 2.6.0 on CUDA 12.4"
     assert tier.tags == ("2.6.0-cu124", "py3.11")
 
 
