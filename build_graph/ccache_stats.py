@@ -7,6 +7,7 @@ from pathlib import Path
 
 from build_graph import docker_ops
 from build_graph.docker_ops import Mount
+from build_graph.errors import BuildGraphError
 from build_graph.render import CCACHE_DIR
 
 
@@ -41,9 +42,15 @@ def parse(text: str) -> CcacheStats:
 
 
 def read_stats(image: str, cache_dir: Path) -> CcacheStats | None:
-    """The counters of the cache folder, read by the builder image's own ccache."""
+    """The counters of the cache folder, read by the builder image's own ccache.
+
+    None when they cannot be read: statistics never decide a compile's outcome.
+    """
     mount = Mount(str(cache_dir), CCACHE_DIR)
-    with docker_ops.container(image, ["--print-stats"], entrypoint=["ccache"],
-                              mounts=(mount,), env={"CCACHE_DIR": CCACHE_DIR}) as box:
-        code, output = docker_ops.run_to_end(box)
+    try:
+        with docker_ops.container(image, ["--print-stats"], entrypoint=["ccache"],
+                                  mounts=(mount,), env={"CCACHE_DIR": CCACHE_DIR}) as box:
+            code, output = docker_ops.run_to_end(box)
+    except BuildGraphError:
+        return None
     return parse(output) if code == 0 else None
