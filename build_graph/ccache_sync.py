@@ -79,15 +79,18 @@ class CacheSync:
             self._warn(f"{self.store.url} unavailable ({exc})")
             return
         state = read_record(self.state_path) or {}
+        current: str | None = None  # the folder's fingerprint, once known and still valid
         if found is None:
             log(f"[{self.name}] compiler cache: no archive in {self.store.url} yet (cold)")
         elif state.get("key") == found.key and state.get("generation") == found.generation \
-                and ccache_archive.fingerprint(self.folder) == state.get("fingerprint"):
+                and (current := ccache_archive.fingerprint(self.folder)) == state.get(
+                    "fingerprint"):
             log(f"[{self.name}] compiler cache: local copy is {found.key}")
         else:
             self._download(found)
+            current = None  # the folder changed
         self.transfer.restore_s = time.monotonic() - started
-        self._write_state(found)
+        self._write_state(found, current)
 
     def _download(self, found: Found) -> None:
         with tempfile.TemporaryDirectory(dir=self.folder.parent) as tmp:
@@ -102,11 +105,13 @@ class CacheSync:
         self.transfer.bytes_down = found.size
         log(f"[{self.name}] compiler cache: restored {found.key} ({found.size / 2**20:.1f} MiB)")
 
-    def _write_state(self, found: Found | None) -> None:
+    def _write_state(self, found: Found | None, fingerprint: str | None = None) -> None:
+        """Record what the local folder holds; `fingerprint` if already computed for it
+        (a walk of every cache file, so never done twice for the same folder state)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         write_record(self.state_path, {
             "key": found.key if found else None, "generation": found.generation if found else 0,
-            "fingerprint": ccache_archive.fingerprint(self.folder)})
+            "fingerprint": fingerprint or ccache_archive.fingerprint(self.folder)})
 
     def save(self) -> None:
         """Upload the cache if it changed, never over an archive newer than ours."""
@@ -118,7 +123,8 @@ class CacheSync:
 
     def _save(self) -> None:
         state = read_record(self.state_path) or {}
-        if ccache_archive.fingerprint(self.folder) == state.get("fingerprint"):
+        current = ccache_archive.fingerprint(self.folder)
+        if current == state.get("fingerprint"):
             self.transfer.saved = "unchanged: not uploaded"
             return
         if self._exact_generation < 0:
@@ -143,7 +149,7 @@ class CacheSync:
         self._exact_generation = saved.generation
         self.transfer.bytes_up, self.transfer.save_s = saved.size, time.monotonic() - started
         self.transfer.saved = f"saved {saved.key}"
-        self._write_state(saved)
+        self._write_state(saved, current)  # packing read the folder; it did not change it
 
     def summary(self) -> dict[str, object]:
         return asdict(self.transfer)

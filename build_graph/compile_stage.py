@@ -17,7 +17,7 @@ from build_graph.ccache_sync import CacheSync
 from build_graph.docker_ops import Mount, log
 from build_graph.errors import BuildFailed
 from build_graph.model import Stack
-from build_graph.plan import PlannedTier
+from build_graph.plan import PlannedTier, build_root
 from build_graph.records import write_record
 from build_graph.render import CCACHE_DIR, OUT_DIR, SRC_DIR, write_if_changed
 from build_graph.stages import image_available
@@ -27,7 +27,7 @@ STAMP = ".compile-hash"
 
 
 def ccache_dir(stack: Stack, tier: PlannedTier) -> Path:
-    return stack.root / "build" / "ccache" / tier.spec.variant / tier.spec.name
+    return build_root(stack) / "ccache" / tier.spec.variant / tier.spec.name
 
 
 def wheels_current(tier: PlannedTier) -> bool:

@@ -52,11 +52,12 @@ def client() -> docker.DockerClient:
 
 
 def split_ref(ref: str) -> tuple[str, str]:
-    """'host:5000/repo/x:tag' -> ('host:5000/repo/x', 'tag')."""
-    repo, _, tag = ref.rpartition(":")
-    if not repo or "/" in tag:
-        return ref, "latest"
-    return repo, tag
+    """'host:5000/repo/x:tag' -> ('host:5000/repo/x', 'tag'); a digest ref keeps its digest
+    as the tag; no tag means 'latest'. docker-py's own parser, so we agree with the daemon."""
+    from docker.utils import parse_repository_tag
+
+    repo, tag = parse_repository_tag(ref)
+    return repo, tag or "latest"
 
 
 def registry_of(ref: str) -> str:
@@ -174,17 +175,22 @@ def push(ref: str) -> str:
 def pull(ref: str) -> None:
     """Pull `ref` (a tag or a digest reference)."""
     import docker.errors
-    from docker.utils import parse_repository_tag
 
-    repo, tag_or_digest = parse_repository_tag(ref)
+    repo, tag_or_digest = split_ref(ref)
     log(f"+ docker pull {ref}")
     try:
-        for chunk in client().api.pull(repo, tag=tag_or_digest or "latest", stream=True,
+        for chunk in client().api.pull(repo, tag=tag_or_digest, stream=True,
                                        decode=True):
             if "error" in chunk:
                 raise RegistryError(f"pull of {ref} failed: {chunk['error'].strip()}")
     except docker.errors.APIError as exc:
         raise RegistryError(f"pull of {ref} failed: {_short(exc)}") from None
+
+
+def image_size(ref: str) -> int | None:
+    """The local image's size in bytes (as `docker images` reports it)."""
+    size = client().images.get(ref).attrs.get("Size")
+    return int(size) if size is not None else None
 
 
 def ensure_local(ref: str) -> None:

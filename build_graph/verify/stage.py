@@ -54,7 +54,7 @@ def verify(tier: PlannedTier, want: Expectation, seen: Availability) -> None:
     probe = run_probe(ref, probe_request(want, gpu), gpu)
     if not gpu:
         probe["gpu_absent_reason"] = "no GPU: the Docker daemon has no nvidia runtime"
-    probe["image_size_bytes"] = docker_ops.client().images.get(ref).attrs.get("Size")
+    probe["image_size_bytes"] = docker_ops.image_size(ref)
     probe["smoke"] = [run_smoke(ref, command) for command in want.smoke]
     results = evaluate(want, probe)
     passed = all(r.status != "fail" for r in results)
