@@ -15,8 +15,8 @@ from doit import get_var
 
 from build_graph import run_lock
 from build_graph.errors import BuildGraphError, report
-from build_graph.plan import build_root
-from build_graph.plan_cache import load_plan
+from build_graph.plan.cache import load_plan
+from build_graph.plan.paths import build_root
 from build_graph.tasks import StackTasks, doit_config
 
 _MANIFEST = Path(get_var("manifest", "images.toml") or "images.toml")

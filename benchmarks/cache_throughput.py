@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from build_graph import ccache_archive
+from build_graph.ccache import archive as ccache_archive
 
 
 def make_cache(folder: Path, total: int) -> None:

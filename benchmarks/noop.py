@@ -14,9 +14,9 @@ from pathlib import Path
 
 from _common import REPO, count, doit_command, timed
 
-from build_graph import site
-from build_graph.config import load
-from build_graph.plan import plan
+from build_graph import settings
+from build_graph.manifest.load import load
+from build_graph.plan.plan import plan
 
 
 def naive_script(manifest: Path, folder: Path) -> Path:
@@ -32,7 +32,8 @@ def naive_script(manifest: Path, folder: Path) -> Path:
             shutil.copy2(path, ctx / name)
         if tier.spec.compile is not None:
             shutil.copytree(tier.wheels_dir, ctx / "wheels")
-        args = "".join(f" --build-arg {k}={shlex.quote(v)}" for k, v in site.build_args().items())
+        args = "".join(f" --build-arg {k}={shlex.quote(v)}"
+                       for k, v in settings.build_args().items())
         lines.append(f"docker build -q --network=host{args} -t {tier.image}-naive {ctx} "
                      ">/dev/null")
     script = folder / "naive.sh"

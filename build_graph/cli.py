@@ -8,10 +8,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from build_graph.config import load
 from build_graph.errors import run_cli
-from build_graph.model import Stack
-from build_graph.plan import plan
+from build_graph.manifest.load import load
+from build_graph.manifest.model import Stack
+from build_graph.plan.plan import plan
 
 
 def summary(stack: Stack) -> str:
@@ -51,7 +51,7 @@ def _plan(args: argparse.Namespace) -> int:
         "dockerfile": str(p.dockerfile_path),
     } for p in planned]
     if not args.offline:
-        from build_graph.availability import describe_availability
+        from build_graph.engine.availability import describe_availability
 
         for row, where in zip(rows, describe_availability([p.image for p in planned]),
                               strict=True):

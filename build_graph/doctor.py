@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from build_graph.config import load
 from build_graph.errors import BuildFailed, ConfigError, ConfigIssue, did_you_mean
+from build_graph.manifest.load import load
 from build_graph.verify.checks import Expectation, evaluate, expectation_for
-from build_graph.verify.stage import PROBE, probe_request
+from build_graph.verify.request import PROBE, probe_request
 
 
 def run_local_probe(want: Expectation) -> dict[str, Any]:

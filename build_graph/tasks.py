@@ -18,13 +18,15 @@ from typing import Any
 from doit.exceptions import TaskFailed
 from doit.tools import config_changed
 
-from build_graph import compile_stage, stages
-from build_graph.availability import Availability
+from build_graph.engine.availability import Availability
 from build_graph.errors import BuildGraphError
-from build_graph.model import Stack
-from build_graph.plan import PlannedTier, build_root
-from build_graph.render import write_if_changed
-from build_graph.verify import stage as verify_stage
+from build_graph.fs import write_if_changed
+from build_graph.manifest.model import Stack
+from build_graph.plan.paths import build_root
+from build_graph.plan.plan import PlannedTier
+from build_graph.stages import build, promote, push
+from build_graph.stages import compile as compile_stage
+from build_graph.stages import verify as verify_stage
 from build_graph.verify.checks import expectation_for
 
 STAGE_DOCS = {
@@ -135,15 +137,15 @@ class StackTasks:
         deps = [f"render:{tier.key}"]
         deps += [f"build:{tier.parent_key}"] if tier.parent_key else []
         deps += [f"compile:{tier.key}"] if tier.builder_key else []
-        return {"actions": [action(stages.build, self.stack, tier, self.seen)],
+        return {"actions": [action(build.build, self.stack, tier, self.seen)],
                 "task_dep": deps, "uptodate": [Condition(
                     f"{tier.image} was pushed, or exists here or in the registry",
-                    stages.image_available, tier, self.seen)]}
+                    build.image_available, tier, self.seen)]}
 
     def _push(self, tier: PlannedTier) -> DoitTask:
-        return {"actions": [action(stages.push, tier, self.seen)],
+        return {"actions": [action(push.push, tier, self.seen)],
                 "task_dep": [f"build:{tier.key}"],
-                "uptodate": [Condition(f"the registry holds {tier.image}", stages.pushed,
+                "uptodate": [Condition(f"the registry holds {tier.image}", push.pushed,
                                        tier, self.seen)]}
 
     def _verify(self, tier: PlannedTier) -> DoitTask:
@@ -157,10 +159,10 @@ class StackTasks:
     def _promote(self, tier: PlannedTier) -> DoitTask:
         deps = [f"verify:{tier.key}"]
         deps += [f"promote:{tier.parent_key}"] if tier.parent_key else []
-        return {"actions": [action(stages.promote, tier, self.seen)], "task_dep": deps,
+        return {"actions": [action(promote.promote, tier, self.seen)], "task_dep": deps,
                 "uptodate": [Condition(
                     f"{', '.join(tier.human_tags) or 'no tags'} name the verified digest",
-                    stages.promoted, tier, self.seen)]}
+                    promote.promoted, tier, self.seen)]}
 
 
 def _write_files(files: dict[Path, str]) -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from build_graph.config import load
 from build_graph.errors import ConfigError
-from build_graph.model import Stack
+from build_graph.manifest.load import load
+from build_graph.manifest.model import Stack
 
 REPO = Path(__file__).resolve().parent.parent
 

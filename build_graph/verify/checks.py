@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from build_graph.gpu_rules import (
+from build_graph.gpu.archs import (
     Arch,
     Coverage,
     coverage,
@@ -18,7 +18,7 @@ from build_graph.gpu_rules import (
     parse_target,
     split_arch_list,
 )
-from build_graph.model import VariantSpec, VerifySpec
+from build_graph.manifest.model import VariantSpec, VerifySpec
 
 Status = Literal["pass", "fail", "not checked"]
 

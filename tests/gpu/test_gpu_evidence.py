@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from build_graph.gpu_rules import Coverage, coverage, parse_arch
+from build_graph.gpu.archs import Coverage, coverage, parse_arch
 from build_graph.verify.fatbin import scan_library
 
 pytestmark = pytest.mark.gpu

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from build_graph.ccache_store import CacheConflict, open_store
-from build_graph.ccache_sync import CacheSync
-from build_graph.config import load
-from build_graph.plan import plan
+from build_graph.ccache.store import CacheConflict, open_store
+from build_graph.ccache.sync import CacheSync
+from build_graph.manifest.load import load
+from build_graph.plan.plan import plan
 from tests.integration.conftest import GcsEmulator, Registry, Workspace, make_workspace
 
 pytestmark = pytest.mark.integration

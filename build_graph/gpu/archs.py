@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
-from build_graph.compat import GPU_COMPUTE_CAPABILITY
+from build_graph.gpu.tables import GPU_COMPUTE_CAPABILITY
 
 _ARCH_RE = re.compile(r"^(\d{1,2})\.(\d)([af]?)(\+PTX)?$")
 _SM_RE = re.compile(r"^(?:sm_|compute_)(\d{1,2})(\d)([af]?)$")

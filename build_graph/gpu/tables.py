@@ -1,6 +1,7 @@
 """Compatibility tables (GPUs, CUDA archs, torch pairs), kept as data with their sources.
 
-To extend: add a row. The rules that read these tables live in `gpu_rules` and `validate`.
+To extend: add a row. The rules that read these tables live in `gpu.archs` (which GPU
+runs which code) and `manifest.rules` (what a manifest may combine).
 """
 
 from __future__ import annotations

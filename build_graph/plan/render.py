@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
-import tempfile
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from build_graph.errors import TemplateError
-from build_graph.model import Stack, TierSpec, VariantSpec, format_fields
+from build_graph.manifest.model import Stack, TierSpec, VariantSpec, format_fields
+from build_graph.plan.paths import CCACHE_DIR, OUT_DIR, SRC_DIR, WHEELS_DIR
 
 if TYPE_CHECKING:  # Jinja is imported only when something is rendered (not on a no-op)
     import jinja2
-
-# Fixed paths inside the builder container, so compiler-cache keys match on every machine.
-SRC_DIR = "/src"
-OUT_DIR = "/out"
-CCACHE_DIR = "/ccache"
-WHEELS_DIR = "wheels"  # inside a tier's build context
-
 
 def environment(stack: Stack) -> jinja2.Environment:
     """The Jinja environment: the manifest's templates/ first, then the shipped ones."""
@@ -121,28 +112,3 @@ def _template_frame(exc: BaseException, fallback: str) -> str:
             found = f"{filename}:{tb.tb_lineno}"
         tb = tb.tb_next
     return found
-
-
-def write_if_changed(path: Path, text: str, mode: int | None = None) -> bool:
-    """Write atomically, only when the bytes differ; returns whether it wrote.
-
-    An unchanged file keeps its mtime, so doit's file checks see nothing new.
-    """
-    return write_bytes_if_changed(path, text.encode("utf-8"), mode)
-
-
-def write_bytes_if_changed(path: Path, data: bytes, mode: int | None = None) -> bool:
-    if path.is_file() and path.read_bytes() == data:
-        return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return True

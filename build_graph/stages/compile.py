@@ -1,5 +1,7 @@
 """The compile stage: run a tier's compile script in its builder image, collect the wheels.
 
+Done when the tier's image already exists, or its wheels match the compile inputs' hash.
+
 Fixed container paths (/src, /ccache, /out) keep compiler-cache keys identical on every
 machine. Wheels appear in the tier's wheels/ folder only when the whole compile succeeded.
 """
@@ -10,17 +12,20 @@ import shutil
 import time
 from pathlib import Path
 
-from build_graph import docker_ops, site
-from build_graph.availability import Availability
-from build_graph.ccache_stats import CcacheStats, read_stats
-from build_graph.ccache_sync import CacheSync
-from build_graph.docker_ops import Mount, log
+from build_graph import settings
+from build_graph.ccache.stats import CcacheStats, read_stats
+from build_graph.ccache.sync import CacheSync
+from build_graph.engine import daemon
+from build_graph.engine.availability import Availability
+from build_graph.engine.daemon import Mount
+from build_graph.engine.records import write_record
 from build_graph.errors import BuildFailed
-from build_graph.model import Stack
-from build_graph.plan import PlannedTier, build_root
-from build_graph.records import write_record
-from build_graph.render import CCACHE_DIR, OUT_DIR, SRC_DIR, write_if_changed
-from build_graph.stages import image_available
+from build_graph.fs import write_if_changed
+from build_graph.log import log
+from build_graph.manifest.model import Stack
+from build_graph.plan.paths import CCACHE_DIR, OUT_DIR, SRC_DIR, build_root
+from build_graph.plan.plan import PlannedTier
+from build_graph.stages.build import image_available
 
 SCRIPT_IN_CONTAINER = "/build/compile.sh"
 STAMP = ".compile-hash"
@@ -49,20 +54,20 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> None:
     staging.mkdir(parents=True)
     cache = ccache_dir(stack, tier)
     write_if_changed(tier.script_path, tier.script, mode=0o755)
-    docker_ops.ensure_local(builder.image)
+    daemon.ensure_local(builder.image)
     sync = CacheSync(stack, tier, builder, cache)
     sync.restore()
     mounts = (Mount(str(tier.script_path), SCRIPT_IN_CONTAINER, read_only=True),
               Mount(str(src), SRC_DIR), Mount(str(cache), CCACHE_DIR),
               Mount(str(staging), OUT_DIR))
-    env = {**site.build_args(), "CCACHE_MAXSIZE": f"{stack.cache.max_size_bytes >> 20}M",
+    env = {**settings.build_args(), "CCACHE_MAXSIZE": f"{stack.cache.max_size_bytes >> 20}M",
            **dict(tier.spec.compile.env)}
     log(f"[{tier.key}] compiling in {builder.image}")
     started = time.monotonic()
     try:
-        with docker_ops.container(builder.image, [SCRIPT_IN_CONTAINER], entrypoint=["bash"],
+        with daemon.container(builder.image, [SCRIPT_IN_CONTAINER], entrypoint=["bash"],
                                   mounts=mounts, env=env) as box:
-            code, output = docker_ops.run_to_end(
+            code, output = daemon.run_to_end(
                 box, lambda line: log(f"[{tier.key}]   {line}"))
     finally:  # a failed compile's partial cache is worth keeping too
         elapsed = time.monotonic() - started

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from build_graph.gpu_rules import torch_cuda_arch_list
+from build_graph.gpu.archs import torch_cuda_arch_list
 
 DEFAULT_VARIANT = "default"
 

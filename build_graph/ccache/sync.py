@@ -13,12 +13,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from build_graph import ccache_archive
-from build_graph.ccache_store import CacheConflict, CacheUnavailable, Found, Store, open_store
-from build_graph.docker_ops import log
-from build_graph.model import Stack
-from build_graph.plan import PlannedTier
-from build_graph.records import read_record, write_record
+from build_graph.ccache import archive as ccache_archive
+from build_graph.ccache.store import CacheConflict, CacheUnavailable, Found, Store, open_store
+from build_graph.engine.records import read_record, write_record
+from build_graph.log import log
+from build_graph.manifest.model import Stack
+from build_graph.plan.plan import PlannedTier
 
 
 @dataclass

@@ -8,8 +8,9 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
-from build_graph.plan import PlannedTier
-from build_graph.render import WHEELS_DIR, dockerquote
+from build_graph.plan.paths import WHEELS_DIR
+from build_graph.plan.plan import PlannedTier
+from build_graph.plan.render import dockerquote
 
 
 def _add(archive: tarfile.TarFile, name: str, data: bytes, executable: bool = False) -> None:

@@ -1,25 +1,26 @@
-"""The verify stage: run the probe in the pushed image, check it, write the run manifest."""
+"""The verify stage: run the probe in the pushed image, check it, write the run manifest.
+
+Done when verify.json is a passing report for the registry's digest and these checks.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
-from build_graph import docker_ops
-from build_graph.availability import Availability
-from build_graph.docker_ops import Mount, log
+from build_graph.engine import daemon
+from build_graph.engine.availability import Availability
+from build_graph.engine.daemon import Mount
+from build_graph.engine.records import image_digest, read_record, write_record
 from build_graph.errors import BuildFailed
-from build_graph.hashing import content_hash
-from build_graph.plan import PlannedTier
-from build_graph.records import read_record, write_record
-from build_graph.stages import image_digest, registry_answer
+from build_graph.log import log
+from build_graph.plan.hashing import content_hash
+from build_graph.plan.plan import PlannedTier
 from build_graph.verify.checks import Expectation, Result, evaluate
+from build_graph.verify.request import PROBE_FILES, probe_request
 
-PROBE = Path(__file__).with_name("probe.py")
-PROBE_FILES = (PROBE, Path(__file__).with_name("fatbin.py"))  # stdlib-only, mounted together
 IN_IMAGE = "/opt/build-graph"
 
 
@@ -27,11 +28,6 @@ def fingerprint(want: Expectation) -> str:
     """Changes when the probe or the promised checks change (so verify runs again)."""
     probe_sha = [hashlib.sha256(p.read_bytes()).hexdigest() for p in PROBE_FILES]
     return content_hash({"probe": probe_sha, "want": dataclasses.asdict(want)})
-
-
-def probe_request(want: Expectation, gpu: bool) -> str:
-    return json.dumps({"packages": sorted(want.packages), "libraries": list(want.libraries),
-                       "gpu": gpu})
 
 
 def verified(tier: PlannedTier, want: Expectation, seen: Availability) -> bool:
@@ -45,16 +41,16 @@ def verified(tier: PlannedTier, want: Expectation, seen: Availability) -> bool:
 
 def verify(tier: PlannedTier, want: Expectation, seen: Availability) -> None:
     """Probe the pushed digest; write the report either way; raise when a check fails."""
-    digest = registry_answer(tier, seen).digest
+    digest = seen.require(tier.image).digest
     if digest is None:
         raise BuildFailed(f"{tier.key}: {tier.image} is not in the registry; run push:{tier.key}")
     ref = f"{tier.repository}@{digest}"
-    docker_ops.ensure_local(ref)
-    gpu = docker_ops.has_gpu_runtime()
+    daemon.ensure_local(ref)
+    gpu = daemon.has_gpu_runtime()
     probe = run_probe(ref, probe_request(want, gpu), gpu)
     if not gpu:
         probe["gpu_absent_reason"] = "no GPU: the Docker daemon has no nvidia runtime"
-    probe["image_size_bytes"] = docker_ops.image_size(ref)
+    probe["image_size_bytes"] = daemon.image_size(ref)
     probe["smoke"] = [run_smoke(ref, command) for command in want.smoke]
     results = evaluate(want, probe)
     passed = all(r.status != "fail" for r in results)
@@ -67,9 +63,9 @@ def verify(tier: PlannedTier, want: Expectation, seen: Availability) -> None:
 
 def run_probe(ref: str, request: str, gpu: bool) -> dict[str, Any]:
     mounts = tuple(Mount(str(p), f"{IN_IMAGE}/{p.name}", read_only=True) for p in PROBE_FILES)
-    with docker_ops.container(ref, [f"{IN_IMAGE}/probe.py", request], entrypoint=["python3"],
+    with daemon.container(ref, [f"{IN_IMAGE}/probe.py", request], entrypoint=["python3"],
                               mounts=mounts, gpus=gpu) as box:
-        code, output = docker_ops.run_to_end(box)
+        code, output = daemon.run_to_end(box)
         stdout = box.logs(stdout=True, stderr=False).decode("utf-8", "replace")
     if code != 0:
         raise BuildFailed(f"the probe could not run in {ref} (exit {code}): is there a "
@@ -82,8 +78,8 @@ def run_probe(ref: str, request: str, gpu: bool) -> dict[str, Any]:
 
 
 def run_smoke(ref: str, command: str) -> dict[str, Any]:
-    with docker_ops.container(ref, [command], entrypoint=["sh", "-c"]) as box:
-        code, output = docker_ops.run_to_end(box)
+    with daemon.container(ref, [command], entrypoint=["sh", "-c"]) as box:
+        code, output = daemon.run_to_end(box)
     return {"command": command, "exit_code": code, "output": output[-2000:]}
 
 

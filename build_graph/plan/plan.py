@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from build_graph.hashing import content_hash, file_digest, iter_context_files
-from build_graph.model import Stack, TierSpec, VariantSpec
-from build_graph.render import environment, render, tier_context
+from build_graph.manifest.model import Stack, TierSpec, VariantSpec
+from build_graph.plan.hashing import content_hash, file_digest, iter_context_files
+from build_graph.plan.paths import build_root
+from build_graph.plan.render import environment, render, tier_context
 
 if TYPE_CHECKING:
     import jinja2
@@ -66,10 +67,6 @@ class PlannedTier:
     def verify_record(self) -> Path:
         """The run manifest verify writes: fingerprints, digest, every check."""
         return self.build_dir / "verify.json"
-
-
-def build_root(stack: Stack) -> Path:
-    return stack.root / "build"
 
 
 def task_key(stack: Stack, tier: str, variant: str) -> str:

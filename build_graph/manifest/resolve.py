@@ -7,11 +7,11 @@ import string
 from collections.abc import Mapping
 from pathlib import Path
 
-from build_graph import schema
 from build_graph.errors import ConfigError, did_you_mean
-from build_graph.grammar import IMAGE_RE, TAG_RE
-from build_graph.graph import CycleError, topological_order
-from build_graph.model import (
+from build_graph.manifest import schema
+from build_graph.manifest.grammar import IMAGE_RE, TAG_RE
+from build_graph.manifest.graph import CycleError, topological_order
+from build_graph.manifest.model import (
     DEFAULT_VARIANT,
     CacheSpec,
     CompileSpec,
@@ -23,9 +23,9 @@ from build_graph.model import (
     VerifySpec,
     format_fields,
 )
-from build_graph.rules import RULES, Report
+from build_graph.manifest.rules import RULES, Report
 
-SHIPPED_TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+SHIPPED_TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 _GCS_RE = re.compile(r"^gs://([a-z0-9][a-z0-9._-]{1,220}[a-z0-9])(/[^\s]*)?$")
 

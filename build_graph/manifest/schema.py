@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from build_graph.grammar import (
+from build_graph.manifest.grammar import (
     VERSION_RE,
     AptPackage,
     ArgName,

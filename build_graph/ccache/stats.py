@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from build_graph import docker_ops
-from build_graph.docker_ops import Mount
+from build_graph.engine import daemon
+from build_graph.engine.daemon import Mount
 from build_graph.errors import BuildGraphError
-from build_graph.render import CCACHE_DIR
+from build_graph.plan.paths import CCACHE_DIR
 
 
 @dataclass(frozen=True)
@@ -48,9 +48,9 @@ def read_stats(image: str, cache_dir: Path) -> CcacheStats | None:
     """
     mount = Mount(str(cache_dir), CCACHE_DIR)
     try:
-        with docker_ops.container(image, ["--print-stats"], entrypoint=["ccache"],
+        with daemon.container(image, ["--print-stats"], entrypoint=["ccache"],
                                   mounts=(mount,), env={"CCACHE_DIR": CCACHE_DIR}) as box:
-            code, output = docker_ops.run_to_end(box)
+            code, output = daemon.run_to_end(box)
     except BuildGraphError:
         return None
     return parse(output) if code == 0 else None

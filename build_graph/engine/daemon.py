@@ -8,15 +8,15 @@ says what to start or fix.
 from __future__ import annotations
 
 import re
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from enum import Enum
 from typing import IO, TYPE_CHECKING
 
+from build_graph.engine.registry import Presence, Probe, registry_of
 from build_graph.errors import BuildFailed, EnvironmentProblem, RegistryError
+from build_graph.log import log
 
 # docker-py (and requests under it) is imported on first use: a no-op run whose records
 # answer every question never pays for it.
@@ -26,10 +26,6 @@ if TYPE_CHECKING:
 
 _STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)")
 _client: docker.DockerClient | None = None
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def client() -> docker.DockerClient:
@@ -58,26 +54,6 @@ def split_ref(ref: str) -> tuple[str, str]:
 
     repo, tag = parse_repository_tag(ref)
     return repo, tag or "latest"
-
-
-def registry_of(ref: str) -> str:
-    first = ref.split("/", 1)[0]
-    return first if ("." in first or ":" in first or first == "localhost") else "docker.io"
-
-
-class Presence(Enum):
-    PRESENT = "present"
-    ABSENT = "absent"
-    ERROR = "error"
-
-
-@dataclass(frozen=True)
-class Probe:
-    """What the registry said about one reference: never guesses on error."""
-
-    presence: Presence
-    digest: str | None = None
-    error: str | None = None
 
 
 def probe_registry(ref: str) -> Probe:

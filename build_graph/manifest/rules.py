@@ -12,16 +12,16 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from build_graph import compat
 from build_graph.errors import ConfigIssue
-from build_graph.gpu_rules import (
+from build_graph.gpu import tables
+from build_graph.gpu.archs import (
     Coverage,
     coverage,
     parse_arch,
     parse_target,
     split_arch_list,
 )
-from build_graph.model import GpuSpec, major_minor
+from build_graph.manifest.model import GpuSpec, major_minor
 
 
 @dataclass
@@ -63,9 +63,9 @@ def check_arch_list(versions: Mapping[str, str], gpu: GpuSpec, where: Where,
             continue
         if cuda is None:
             continue
-        compilable = compat.cuda_archs(cuda)
+        compilable = tables.cuda_archs(cuda)
         if compilable is not None and str(arch) not in compilable:
-            first = compat.first_cuda_with(str(arch))
+            first = tables.first_cuda_with(str(arch))
             fix = (f"use CUDA >= {_fmt(first)} or drop it" if first and first > cuda
                    else "drop it (this CUDA no longer compiles it) or use an older CUDA")
             report.error(where("gpu", "arch_list"),
@@ -104,7 +104,7 @@ def check_torch_cuda(versions: Mapping[str, str], gpu: GpuSpec, where: Where,
     torch_mm = major_minor(torch or "")
     if torch is None or cuda is None or torch_mm is None:
         return
-    supported = compat.TORCH_CUDA.get(_fmt(torch_mm))
+    supported = tables.TORCH_CUDA.get(_fmt(torch_mm))
     if supported is None:
         report.note(where("versions", "torch"),
                     f"torch {torch} is not in the compatibility table; CUDA pairing not checked")
@@ -126,7 +126,7 @@ def check_torch_partners(versions: Mapping[str, str], gpu: GpuSpec, where: Where
     torch = versions.get("torch")
     if torch is None:
         return
-    partners = compat.TORCH_PARTNERS.get(_release(torch))
+    partners = tables.TORCH_PARTNERS.get(_release(torch))
     if partners is None:
         if versions.get("torchvision") or versions.get("torchaudio"):
             report.note(where("versions", "torch"), f"torch {torch} is not in the "

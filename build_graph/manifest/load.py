@@ -10,10 +10,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from build_graph import schema
 from build_graph.errors import ConfigError, ConfigIssue, did_you_mean
-from build_graph.model import Stack
-from build_graph.resolve import resolve_stack
+from build_graph.manifest import schema
+from build_graph.manifest.model import Stack
+from build_graph.manifest.resolve import resolve_stack
 
 
 def read_manifest(path: Path) -> schema.Manifest:

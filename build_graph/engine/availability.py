@@ -11,8 +11,9 @@ import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
-from build_graph import docker_ops
-from build_graph.docker_ops import Presence, Probe
+from build_graph.engine import daemon
+from build_graph.engine.registry import Presence, Probe, registry_of
+from build_graph.errors import RegistryError
 
 _WORKERS = 16
 
@@ -34,8 +35,8 @@ class Availability:
             if not missing:
                 return
             with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
-                registry = list(pool.map(docker_ops.probe_registry, missing))
-                local = list(pool.map(docker_ops.image_exists_locally, missing))
+                registry = list(pool.map(daemon.probe_registry, missing))
+                local = list(pool.map(daemon.image_exists_locally, missing))
             for r, probe, here in zip(missing, registry, local, strict=True):
                 self._registry[r] = probe
                 self._local.setdefault(r, here)
@@ -50,8 +51,17 @@ class Availability:
 
     def refresh(self, ref: str) -> Probe:
         """Ask the registry again (after an error, before acting on the answer)."""
-        probe = docker_ops.probe_registry(ref)
+        probe = daemon.probe_registry(ref)
         self._registry[ref] = probe
+        return probe
+
+    def require(self, ref: str) -> Probe:
+        """A fresh answer to act on: present or absent; an error raises RegistryError."""
+        probe = self.refresh(ref)
+        if probe.presence is Presence.ERROR:
+            raise RegistryError(
+                f"cannot ask the registry {registry_of(ref)} about {ref}: {probe.error}; "
+                "start it (scripts/services.sh up) or fix [stack] registry in images.toml")
         return probe
 
     def built(self, ref: str) -> None:

@@ -1,0 +1,33 @@
+"""Atomic file writes that leave unchanged files (and their mtimes) alone."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_if_changed(path: Path, text: str, mode: int | None = None) -> bool:
+    """Write atomically, only when the bytes differ; returns whether it wrote.
+
+    An unchanged file keeps its mtime, so doit's file checks see nothing new.
+    """
+    return write_bytes_if_changed(path, text.encode("utf-8"), mode)
+
+
+def write_bytes_if_changed(path: Path, data: bytes, mode: int | None = None) -> bool:
+    """Like write_if_changed for bytes: a reader sees the old file or the new, never half."""
+    if path.is_file() and path.read_bytes() == data:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return True

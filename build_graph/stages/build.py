@@ -1,0 +1,77 @@
+"""The build stage: `docker build` of a tier's rendered Dockerfile, tagged by content hash.
+
+Done when the hash tag was pushed (push.json), or exists in the local daemon or the registry.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+from functools import cache
+from pathlib import Path
+
+from build_graph import settings
+from build_graph.engine import daemon
+from build_graph.engine.availability import Availability
+from build_graph.engine.context import context_tar
+from build_graph.engine.records import recorded_digest
+from build_graph.engine.registry import Presence
+from build_graph.errors import BuildFailed
+from build_graph.log import log
+from build_graph.manifest.model import Stack
+from build_graph.plan.plan import PlannedTier
+
+LABEL_PREFIX = "io.build-graph"
+
+
+def image_available(tier: PlannedTier, seen: Availability) -> bool:
+    """Up to date for build: the hash tag was pushed, or exists locally or in the registry."""
+    return (recorded_digest(tier) is not None or seen.local(tier.image)
+            or seen.registry(tier.image).presence is Presence.PRESENT)
+
+
+def build(stack: Stack, tier: PlannedTier, seen: Availability) -> None:
+    if seen.local(tier.image):
+        log(f"[{tier.key}] {tier.image} is already built here")
+        return
+    if seen.require(tier.image).presence is Presence.PRESENT:
+        log(f"[{tier.key}] {tier.image} is in the registry: not rebuilt")
+        return
+    if tier.spec.compile is not None and not any(tier.wheels_dir.glob("*.whl")):
+        raise BuildFailed(f"{tier.key}: no wheels in {tier.wheels_dir}; run compile:{tier.key}")
+    with context_tar(tier, labels(stack, tier)) as context:
+        daemon.build(context, tier.image, name=tier.key, buildargs=settings.build_args())
+    seen.built(tier.image)
+
+
+def labels(stack: Stack, tier: PlannedTier) -> dict[str, str]:
+    """OCI annotations plus ours; added only to the Dockerfile sent to the daemon, never to
+    the rendered (hashed) one, so a build time or revision never changes a tag."""
+    revision, source = _git_facts(stack.root)
+    return {
+        "org.opencontainers.image.title": f"{stack.name}/{tier.spec.name}",
+        "org.opencontainers.image.description": tier.spec.description,
+        "org.opencontainers.image.version": (tier.spec.tags or (tier.content_hash,))[0],
+        "org.opencontainers.image.revision": revision,
+        "org.opencontainers.image.source": source,
+        "org.opencontainers.image.created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "org.opencontainers.image.base.name": tier.base_image,
+        f"{LABEL_PREFIX}.stack": stack.name,
+        f"{LABEL_PREFIX}.tier": tier.spec.name,
+        f"{LABEL_PREFIX}.variant": tier.spec.variant,
+        f"{LABEL_PREFIX}.content-hash": tier.content_hash,
+    }
+
+
+@cache
+def _git_facts(root: Path) -> tuple[str, str]:
+    def git(*args: str) -> str:
+        try:
+            result = subprocess.run(["git", "-C", str(root), *args], capture_output=True,
+                                    text=True, timeout=10, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+        return result.stdout.strip() if result.returncode == 0 else ""
+
+    revision = git("rev-parse", "HEAD") or "unknown"
+    return revision, git("config", "--get", "remote.origin.url") or str(root)

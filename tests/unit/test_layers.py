@@ -1,0 +1,79 @@
+"""The package's layers: no module imports a higher layer; the in-image files stay stdlib-only."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO
+
+PACKAGE = REPO / "build_graph"
+# Lowest first. A module may import its own layer and any lower one, never a higher one.
+LAYERS: dict[str, int] = {
+    "errors": 0, "fs": 0, "log": 0, "settings": 0,
+    "gpu": 1,
+    "manifest": 2,
+    "plan": 3,
+    "engine": 4,
+    "ccache": 5, "verify": 5,
+    "stages": 6,
+    "tasks": 7, "doctor": 7, "cli": 7, "run_lock": 7, "__main__": 8,
+}
+IN_IMAGE = ("verify/probe.py", "verify/fatbin.py")
+
+
+def layer_of(module: str) -> str:
+    """'build_graph.plan.render' -> 'plan'."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def imports_of(path: Path) -> list[tuple[str, int]]:
+    """(imported build_graph module, line) of every import in the file, nested ones too."""
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [f"{node.module}.{a.name}" for a in node.names]
+            found.extend((n, node.lineno) for n in [node.module, *names])
+        elif isinstance(node, ast.Import):
+            found.extend((a.name, node.lineno) for a in node.names)
+    return found
+
+
+def modules() -> list[Path]:
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_module_has_a_layer() -> None:
+    unknown = {layer_of(".".join(("build_graph", *p.relative_to(PACKAGE).with_suffix("").parts)))
+               for p in modules()} - set(LAYERS) - {"__init__"}
+    assert not unknown, f"give these a layer in LAYERS: {sorted(unknown)}"
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_imports_a_higher_layer(path: Path) -> None:
+    own = layer_of(".".join(("build_graph", *path.relative_to(PACKAGE).with_suffix("").parts)))
+    rank = LAYERS.get(own, 0)
+    higher = [f"line {line}: {name}" for name, line in imports_of(path)
+              if name.startswith("build_graph.") and layer_of(name) in LAYERS
+              and LAYERS[layer_of(name)] > rank]
+    assert not higher, f"{path.name} ({own}) imports a higher layer: {higher}"
+
+
+@pytest.mark.parametrize("name", IN_IMAGE)
+def test_in_image_files_import_only_the_standard_library(name: str) -> None:
+    outside = [f"line {line}: {module}" for module, line in imports_of(PACKAGE / name)
+               if module.split(".")[0] not in sys.stdlib_module_names
+               and module.split(".")[0] not in {"__future__", "fatbin", "torch"}
+               and not module.startswith("build_graph.verify.fatbin")
+               and module != "build_graph.verify"]
+    assert not outside, f"{name} runs inside images; it may not import {outside}"
+
+
+def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    from build_graph.stages.build import build\n")
+    assert ("build_graph.stages.build", 2) in imports_of(bad)
