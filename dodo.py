@@ -14,7 +14,7 @@ from typing import Any
 from doit import get_var
 
 from build_graph import run_lock
-from build_graph.errors import BuildGraphError, report
+from build_graph.errors import BuildGraphError, quiet_interrupts, report
 from build_graph.plan.cache import load_plan
 from build_graph.plan.paths import build_root
 from build_graph.tasks import StackTasks, doit_config
@@ -23,6 +23,7 @@ _MANIFEST = Path(get_var("manifest", "images.toml") or "images.toml")
 
 
 def _load() -> StackTasks:
+    quiet_interrupts()
     try:
         tasks = StackTasks(*load_plan(_MANIFEST))
         run_lock.acquire(build_root(tasks.stack), sys.argv)

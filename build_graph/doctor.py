@@ -15,8 +15,11 @@ from typing import Any
 
 from build_graph.errors import BuildFailed, ConfigError, ConfigIssue, did_you_mean
 from build_graph.manifest.load import load
-from build_graph.verify.checks import Expectation, evaluate, expectation_for
+from build_graph.verify.checks import evaluate
+from build_graph.verify.device import gpu_code_paths
+from build_graph.verify.expectation import Expectation, expectation_for
 from build_graph.verify.request import PROBE, probe_request
+from build_graph.verify.results import blocking, gpu_status, summary
 
 
 def run_local_probe(want: Expectation) -> dict[str, Any]:
@@ -47,13 +50,18 @@ def doctor(manifest: Path, tier: str, variant: str | None, fail_on_mismatch: boo
     want = expectation_for(spec, tier)
     probe = run_local_probe(want)
     results = evaluate(want, probe)
-    failed = [r for r in results if r.status == "fail"]
+    stoppers = blocking(results, want)  # the same rule as verify: not checked never passes
     print(f"doctor: this machine against {tier} ({name}) of {stack.manifest}")
     for result in results:
         print(result.line())
-    print(f"{len(results) - len(failed)} of {len(results)} checks passed; {len(failed)} failed")
+    for line in gpu_code_paths(probe):
+        print(f"  info {line}")
+    verdict = "matches" if not stoppers else "does not match"
+    print(f"{summary(results)}; GPU {gpu_status(results)} (policy {want.gpu_policy}); "
+          f"this machine {verdict} {tier}")
     if emit_json is not None:
         emit_json.write_text(json.dumps({
-            "tier": tier, "variant": name, "passed": not failed,
+            "tier": tier, "variant": name, "passed": not stoppers, "summary": summary(results),
+            "gpu": gpu_status(results), "gpu_policy": want.gpu_policy,
             "checks": [r.__dict__ for r in results], "probe": probe}, indent=2) + "\n")
-    return 1 if failed and fail_on_mismatch else 0
+    return 1 if stoppers and fail_on_mismatch else 0

@@ -9,11 +9,14 @@ import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
+from typing import NoReturn
 
 # Exit codes are part of the CLI contract: scripts branch on them.
 EXIT_CONFIG = 2
 EXIT_ENVIRONMENT = 3  # a daemon, registry or tool is missing or refuses
 EXIT_BUILD = 4  # a build, push or verification failed
+EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports it (128 + SIGINT)
 
 
 class BuildGraphError(Exception):
@@ -80,6 +83,33 @@ def run_cli(main: Callable[[], int]) -> int:
         return main()
     except BuildGraphError as exc:
         return report(exc)
+
+
+def interrupted(where: str = "") -> NoReturn:
+    """Ctrl-C: one line on stderr and exit 130, at once.
+
+    Records are written only after the step they describe succeeded, so nothing that was
+    interrupted is recorded as done; exiting at once also skips doit's database save.
+    Context managers (containers, temporary files) have run their cleanup by the time the
+    interrupt reaches the code that calls this.
+    """
+    during = f" during {where}" if where else ""
+    print(f"interrupted{during}: stopped; nothing interrupted was recorded as done",
+          file=sys.stderr, flush=True)
+    os._exit(EXIT_INTERRUPTED)
+
+
+def quiet_interrupts() -> None:
+    """An uncaught KeyboardInterrupt anywhere (doit's own code too) becomes one line."""
+    previous = sys.excepthook
+
+    def hook(kind: type[BaseException], value: BaseException,
+             tb: TracebackType | None) -> None:
+        if issubclass(kind, KeyboardInterrupt) and not os.environ.get("BUILD_GRAPH_DEBUG"):
+            interrupted()
+        previous(kind, value, tb)
+
+    sys.excepthook = hook
 
 
 def report(exc: BuildGraphError) -> int:

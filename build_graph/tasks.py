@@ -19,7 +19,7 @@ from doit.exceptions import TaskFailed
 from doit.tools import config_changed
 
 from build_graph.engine.availability import Availability
-from build_graph.errors import BuildGraphError
+from build_graph.errors import BuildGraphError, interrupted
 from build_graph.fs import write_if_changed
 from build_graph.manifest.model import Stack
 from build_graph.plan.paths import build_root
@@ -27,7 +27,7 @@ from build_graph.plan.plan import PlannedTier
 from build_graph.stages import build, promote, push
 from build_graph.stages import compile as compile_stage
 from build_graph.stages import verify as verify_stage
-from build_graph.verify.checks import expectation_for
+from build_graph.verify.expectation import expectation_for
 
 STAGE_DOCS = {
     "render": "write each tier's Dockerfile (and compile script) under build/",
@@ -50,12 +50,16 @@ def doit_config(stack: Stack) -> dict[str, Any]:
 
 
 def action(fn: Callable[..., None], *args: Any) -> Callable[[], TaskFailed | bool]:
-    """A doit python-action: our errors become a clean TaskFailed message (no traceback)."""
+    """A doit python-action: our errors become a clean TaskFailed message (no traceback);
+    Ctrl-C becomes one line and exit 130."""
     def run() -> TaskFailed | bool:
         try:
             fn(*args)
         except BuildGraphError as exc:
             return TaskFailed(str(exc))
+        except KeyboardInterrupt:
+            tier = next((a.key for a in args if isinstance(a, PlannedTier)), None)
+            interrupted(f"{fn.__name__} of {tier}" if tier else fn.__name__)
         return True
 
     run.__name__ = fn.__name__
@@ -77,6 +81,8 @@ class Condition:
             return bool(self.fn(*self.args))
         except BuildGraphError:
             return False
+        except KeyboardInterrupt:
+            interrupted("an up-to-date check")
 
     def __repr__(self) -> str:
         return f"up to date when {self.says}"

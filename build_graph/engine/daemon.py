@@ -7,12 +7,14 @@ says what to start or fix.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING
+from functools import cache
+from typing import IO, TYPE_CHECKING, Any
 
 from build_graph.engine.registry import Presence, Probe, registry_of
 from build_graph.errors import BuildFailed, EnvironmentProblem, RegistryError
@@ -214,10 +216,46 @@ def container(image: str, command: list[str], *, mounts: tuple[Mount, ...] = (),
             box.remove(force=True)
 
 
-def has_gpu_runtime() -> bool:
-    """Whether containers here can be given GPUs (the daemon knows the nvidia runtime)."""
-    runtimes = client().info().get("Runtimes") or {}
-    return "nvidia" in runtimes
+@cache
+def gpu_runtime() -> bool:
+    """Whether containers here can be given GPUs (the daemon knows the nvidia runtime).
+
+    Asked once per process. Over the Unix socket itself when DOCKER_HOST names one (or is
+    unset): every no-op run asks this, and docker-py's import alone costs more than the call.
+    """
+    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    if host.startswith("unix://"):
+        info = _get_over_socket(host.removeprefix("unix://"), "/info")
+    else:
+        info = client().info()
+    return "nvidia" in (info.get("Runtimes") or {})
+
+
+def _get_over_socket(socket_path: str, path: str) -> dict[str, Any]:
+    import http.client
+    import json
+    import socket
+
+    class UnixConnection(http.client.HTTPConnection):
+        def connect(self) -> None:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(10)
+            self.sock.connect(socket_path)
+
+    try:
+        connection = UnixConnection("localhost", timeout=10)
+        connection.request("GET", path)
+        response = connection.getresponse()
+        body = response.read()
+        connection.close()
+        if response.status != 200:
+            raise OSError(f"HTTP {response.status}")
+        data: dict[str, Any] = json.loads(body)
+    except (OSError, ValueError) as exc:
+        raise EnvironmentProblem(
+            f"cannot reach the Docker daemon at {socket_path} ({exc}); start it "
+            "(scripts/services.sh up, or systemctl start docker) or set DOCKER_HOST") from None
+    return data
 
 
 def run_to_end(box: Container, on_line: Callable[[str], None] | None = None) -> tuple[int, str]:

@@ -65,6 +65,7 @@ class VerifySpec:
     max_size_bytes: int | None
     smoke: tuple[str, ...]
     cuda_libraries: tuple[str, ...]  # globs inside the image, read for SASS/PTX archs
+    gpu: str | None = None  # "required" or "optional"; None inherits (default "required")
 
 
 @dataclass(frozen=True)

@@ -230,7 +230,7 @@ def _resolve_verify(spec: schema.Verify, versions: Mapping[str, str],
                                      for n, v in spec.packages.items()),
                       archs=spec.archs,
                       max_size_bytes=size, smoke=tuple(spec.smoke),
-                      cuda_libraries=tuple(spec.cuda_libraries))
+                      cuda_libraries=tuple(spec.cuda_libraries), gpu=spec.gpu)
 
 
 def _check_tags(variants: tuple[VariantSpec, ...], report: Report) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from build_graph.manifest.grammar import (
@@ -15,6 +17,10 @@ from build_graph.manifest.grammar import (
     Text,
     Version,
 )
+
+# "required": promote only after a kernel really ran on a GPU; "optional": promote after
+# every other check, saying "GPU not checked" in the report and the promote line.
+GpuPolicy = Literal["required", "optional"]
 
 
 class Strict(BaseModel):
@@ -86,6 +92,7 @@ class Verify(Strict):
     max_size: Text | None = None
     smoke: list[Text] = Field(default_factory=list)
     cuda_libraries: list[Text] = Field(default_factory=list)
+    gpu: GpuPolicy | None = None
 
 
 class Tier(Strict):

@@ -48,4 +48,8 @@ def promote(tier: PlannedTier, seen: Availability) -> None:
             raise BuildFailed(f"{ref} was pushed as {digest}, not the verified {probe.digest}; "
                               "check the registry for concurrent writers")
         log(f"[{tier.key}] {ref} -> {digest}")
-    write_record(tier.promote_record, {"digest": probe.digest, "tags": list(tier.human_tags)})
+    gpu = (read_record(tier.verify_record) or {}).get("gpu", "")
+    if not str(gpu).startswith(("passed", "not applicable")):
+        log(f"[{tier.key}] promoted with GPU {gpu} (verify.gpu = \"optional\")")
+    write_record(tier.promote_record, {"digest": probe.digest, "tags": list(tier.human_tags),
+                                       "gpu": gpu})

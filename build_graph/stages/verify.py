@@ -1,12 +1,12 @@
 """The verify stage: run the probe in the pushed image, check it, write the run manifest.
 
-Done when verify.json is a passing report for the registry's digest and these checks.
+Done when verify.json is a passing report for the registry's digest and the current
+verifier fingerprint (probe, reader, checks, promises, GPU present or not).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from typing import Any
 
@@ -16,60 +16,64 @@ from build_graph.engine.daemon import Mount
 from build_graph.engine.records import image_digest, read_record, write_record
 from build_graph.errors import BuildFailed
 from build_graph.log import log
-from build_graph.plan.hashing import content_hash
 from build_graph.plan.plan import PlannedTier
-from build_graph.verify.checks import Expectation, Result, evaluate
-from build_graph.verify.request import PROBE_FILES, probe_request
+from build_graph.verify.checks import evaluate
+from build_graph.verify.device import gpu_code_paths
+from build_graph.verify.expectation import Expectation
+from build_graph.verify.request import PROBE_FILES, fingerprint, probe_request
+from build_graph.verify.results import Result, blocking, gpu_status, summary
 
 IN_IMAGE = "/opt/build-graph"
-
-
-def fingerprint(want: Expectation) -> str:
-    """Changes when the probe or the promised checks change (so verify runs again)."""
-    probe_sha = [hashlib.sha256(p.read_bytes()).hexdigest() for p in PROBE_FILES]
-    return content_hash({"probe": probe_sha, "want": dataclasses.asdict(want)})
+NO_GPU = "no GPU: the Docker daemon has no nvidia runtime"
 
 
 def verified(tier: PlannedTier, want: Expectation, seen: Availability) -> bool:
-    """Up to date: a passing report for the registry's current digest and these checks."""
+    """Up to date: a passing report for the registry's current digest and this verifier."""
     report = read_record(tier.verify_record)
+    if not report or report.get("passed") is not True:
+        return False
     digest = image_digest(tier, seen)
-    return bool(report and digest and report.get("passed") is True
-                and report.get("digest") == digest
-                and report.get("fingerprint") == fingerprint(want))
+    return bool(digest and report.get("digest") == digest
+                and report.get("fingerprint") == fingerprint(want, daemon.gpu_runtime()))
 
 
 def verify(tier: PlannedTier, want: Expectation, seen: Availability) -> None:
-    """Probe the pushed digest; write the report either way; raise when a check fails."""
+    """Probe the pushed digest; write the report either way; raise unless it passed."""
     digest = seen.require(tier.image).digest
     if digest is None:
         raise BuildFailed(f"{tier.key}: {tier.image} is not in the registry; run push:{tier.key}")
     ref = f"{tier.repository}@{digest}"
     daemon.ensure_local(ref)
-    gpu = daemon.has_gpu_runtime()
+    gpu = daemon.gpu_runtime()
     probe = run_probe(ref, probe_request(want, gpu), gpu)
     if not gpu:
-        probe["gpu_absent_reason"] = "no GPU: the Docker daemon has no nvidia runtime"
+        probe["gpu_absent_reason"] = NO_GPU
     probe["image_size_bytes"] = daemon.image_size(ref)
     probe["smoke"] = [run_smoke(ref, command) for command in want.smoke]
     results = evaluate(want, probe)
-    passed = all(r.status != "fail" for r in results)
-    write_record(tier.verify_record, report(tier, digest, want, probe, results, passed))
+    stoppers = blocking(results, want)
+    write_record(tier.verify_record, report(tier, digest, want, probe, results, gpu,
+                                            passed=not stoppers))
     lines = "\n".join(r.line() for r in results)
-    if not passed:
-        raise BuildFailed(f"verify of {tier.key} ({ref}) failed; nothing promoted:\n{lines}")
-    log(f"[{tier.key}] verified {ref}\n{lines}")
+    if stoppers:
+        why = "; ".join(f"{r.name} {'failed' if r.status == 'fail' else 'not checked'}"
+                        for r in stoppers)
+        raise BuildFailed(f"verify of {tier.key} ({ref}): {summary(results)}; nothing "
+                          f"promoted ({why}):\n{lines}")
+    log(f"[{tier.key}] verified {ref}: {summary(results)}; GPU {gpu_status(results)}\n{lines}")
 
 
 def run_probe(ref: str, request: str, gpu: bool) -> dict[str, Any]:
     mounts = tuple(Mount(str(p), f"{IN_IMAGE}/{p.name}", read_only=True) for p in PROBE_FILES)
     with daemon.container(ref, [f"{IN_IMAGE}/probe.py", request], entrypoint=["python3"],
-                              mounts=mounts, gpus=gpu) as box:
+                          mounts=mounts, gpus=gpu) as box:
         code, output = daemon.run_to_end(box)
         stdout = box.logs(stdout=True, stderr=False).decode("utf-8", "replace")
     if code != 0:
-        raise BuildFailed(f"the probe could not run in {ref} (exit {code}): is there a "
-                          f"python3 on PATH?\n{output[-1500:]}")
+        hint = ("the image has no python3 on PATH" if code in (126, 127)
+                else "the interpreter itself failed")
+        raise BuildFailed(f"the probe could not run in {ref} (exit {code}: {hint}); "
+                          f"last output:\n{output[-1500:]}")
     try:
         data: dict[str, Any] = json.loads(stdout)
     except ValueError:
@@ -84,17 +88,18 @@ def run_smoke(ref: str, command: str) -> dict[str, Any]:
 
 
 def report(tier: PlannedTier, digest: str, want: Expectation, probe: dict[str, Any],
-           results: list[Result], passed: bool) -> dict[str, Any]:
+           results: list[Result], gpu_present: bool, passed: bool) -> dict[str, Any]:
     torch = probe.get("torch") or {}
+    python = probe.get("python") or {}
     return {
         "tier": tier.spec.name, "variant": tier.spec.variant, "image": tier.image,
         "digest": digest, "content_hash": tier.content_hash, "passed": passed,
-        "fingerprint": fingerprint(want),
-        "fingerprints": {"python": probe["python"]["version"], "torch": torch.get("version"),
+        "summary": summary(results), "fingerprint": fingerprint(want, gpu_present),
+        "fingerprints": {"python": python.get("version"), "torch": torch.get("version"),
                          "cuda": torch.get("cuda"), "cudnn": torch.get("cudnn"),
                          "arch_list": torch.get("arch_list")},
-        "gpu": next((f"{r.status}: {r.actual}" for r in results
-                     if r.name == "GPU kernel launch"), "not applicable: no GPU archs promised"),
+        "gpu": gpu_status(results), "gpu_policy": want.gpu_policy, "gpu_present": gpu_present,
+        "gpu_code_paths": gpu_code_paths(probe),
         "checks": [dataclasses.asdict(r) for r in results],
         "probe": probe,
     }

@@ -28,10 +28,24 @@ KINDS_ELF = (2, 0x10)
 FLAG_ARCH_SPECIFIC = 0x100000
 FLAG_FAMILY = 0x200000
 _ELF_MAGIC = b"\x7fELF"
+_MAX_PADDING = 64
+_SHT_NOBITS = 8  # a section that occupies no file bytes
 
 
-class NotAnElf(ValueError):
-    pass
+class FatbinError(ValueError):
+    """The file cannot be read as a CUDA library: the only kind of error this module raises."""
+
+
+class NotAnElf(FatbinError):
+    """Not a 64-bit little-endian ELF file (nor a bare fatbin)."""
+
+
+class Truncated(FatbinError):
+    """A header or section points past the end of the file."""
+
+
+class Corrupt(FatbinError):
+    """A fatbin container or entry header makes no sense."""
 
 
 @dataclass
@@ -64,9 +78,16 @@ def parse_fatbin(data: bytes | mmap.mmap, start: int = 0, end: int | None = None
     found = into if into is not None else FatbinContents()
     end = len(data) if end is None else end
     offset = data.find(_MAGIC_BYTES, start, end)
-    while offset != -1 and offset + 16 <= end:
+    while offset != -1:
+        if offset + 16 > end:
+            raise Truncated(f"fatbin container at {offset:#x} is cut off by the end of its data")
         _, _, header_size, size = struct.unpack_from("<IHHQ", data, offset)
-        container_end = min(offset + header_size + size, end)
+        container_end = offset + header_size + size
+        if header_size < 16:
+            raise Corrupt(f"fatbin container at {offset:#x} has a {header_size}-byte header")
+        if container_end > end:
+            raise Truncated(f"fatbin container at {offset:#x} claims {size} bytes; only "
+                            f"{max(end - offset - header_size, 0)} are there")
         _walk_entries(data, offset + header_size, container_end, found)
         found.containers += 1
         offset = data.find(_MAGIC_BYTES, max(container_end, offset + 16), end)
@@ -75,48 +96,84 @@ def parse_fatbin(data: bytes | mmap.mmap, start: int = 0, end: int | None = None
 
 def _walk_entries(data: bytes | mmap.mmap, entry: int, end: int,
                   found: FatbinContents) -> None:
-    while entry + 48 <= end:
+    while entry < end:
+        if _zero_padding(data, entry, end):
+            return
+        if entry + 48 > end:
+            raise Truncated(f"fatbin entry at {entry:#x} is cut off by its container's end")
         kind, _, header_size, payload = struct.unpack_from("<HHIQ", data, entry)
-        if header_size < 48:
-            return  # not an entry: stop rather than guess
+        if header_size < 48 or entry + header_size + payload > end:
+            raise Corrupt(f"fatbin entry at {entry:#x} (kind {kind}, header {header_size} "
+                          f"bytes, payload {payload}) does not fit its container")
         (arch,) = struct.unpack_from("<I", data, entry + 28)
         (flags,) = struct.unpack_from("<Q", data, entry + 40)
         if kind == KIND_PTX:
             found.ptx.add(arch_name(arch, flags))
         elif kind in KINDS_ELF:
             found.sass.add(arch_name(arch, flags))
+        else:
+            raise Corrupt(f"fatbin entry at {entry:#x} has unknown kind {kind}")
         entry += header_size + payload
+
+
+def _zero_padding(data: bytes | mmap.mmap, start: int, end: int) -> bool:
+    """Whether the rest of a container is alignment padding (a few zero bytes)."""
+    return end - start <= _MAX_PADDING and not bytes(data[start:end]).strip(b"\0")
 
 
 def fatbin_sections(data: bytes | mmap.mmap) -> list[tuple[int, int]]:
     """(offset, size) of the ELF sections holding fatbins (.nv_fatbin)."""
-    if data[:4] != _ELF_MAGIC or data[4] != 2 or data[5] != 1:
+    if len(data) < 64 or data[:4] != _ELF_MAGIC or data[4] != 2 or data[5] != 1:
         raise NotAnElf("not a 64-bit little-endian ELF file")
     (shoff,) = struct.unpack_from("<Q", data, 0x28)
     entsize, count, names_index = struct.unpack_from("<HHH", data, 0x3A)
+    if count and (entsize < 64 or shoff + count * entsize > len(data)):
+        raise Truncated(f"ELF section headers ({count} x {entsize} bytes at {shoff:#x}) end "
+                        f"past the file's {len(data)} bytes")
     headers = [struct.unpack_from("<IIQQQQ", data, shoff + i * entsize) for i in range(count)]
     if not headers or names_index >= count:
         return []
     names_offset = headers[names_index][4]
     sections = []
-    for name, _, _, _, offset, size in headers:
+    for name, kind, _, _, offset, size in headers:
         end = data.find(b"\0", names_offset + name)
-        if bytes(data[names_offset + name:end]) == b".nv_fatbin":
-            sections.append((offset, size))
+        if end == -1 or bytes(data[names_offset + name:end]) != b".nv_fatbin":
+            continue
+        if kind != _SHT_NOBITS and offset + size > len(data):
+            raise Truncated(f".nv_fatbin ({size} bytes at {offset:#x}) ends past the file's "
+                            f"{len(data)} bytes")
+        sections.append((offset, size))
     return sections
 
 
 def scan_library(path: Path) -> FatbinContents:
-    """The architectures in one shared library; an empty result if it has no fatbin."""
+    """The architectures in one shared library (empty if it has no fatbin).
+
+    Raises only FatbinError (and its kinds), whatever the file holds: an unreadable file,
+    an empty one, not ELF, truncated or corrupt.
+    """
+    try:
+        with path.open("rb") as handle:
+            if path.stat().st_size == 0:
+                raise Truncated("the file is empty")
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                return _scan(data)
+    except FatbinError:
+        raise
+    except OSError as exc:
+        raise FatbinError(f"cannot read it: {exc.strerror or exc}") from None
+    except (struct.error, IndexError, ValueError, OverflowError) as exc:
+        raise Corrupt(f"unreadable headers: {exc}") from None
+
+
+def _scan(data: mmap.mmap) -> FatbinContents:
     found = FatbinContents()
-    with path.open("rb") as handle:
-        if path.stat().st_size == 0:
-            return found
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            if data[:4] != _ELF_MAGIC:
-                return parse_fatbin(data, into=found)  # a bare .fatbin file
-            for offset, size in fatbin_sections(data):
-                parse_fatbin(data, offset, offset + size, into=found)
+    if data[:4] != _ELF_MAGIC:
+        if data.find(_MAGIC_BYTES, 0, 16) != 0:
+            raise NotAnElf("neither an ELF file nor a fatbin")
+        return parse_fatbin(data, into=found)  # a bare .fatbin file
+    for offset, size in fatbin_sections(data):
+        parse_fatbin(data, offset, offset + size, into=found)
     return found
 
 

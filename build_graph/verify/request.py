@@ -1,17 +1,33 @@
-"""The probe's files and what it is asked: shared by the verify stage and the doctor."""
+"""The probe's files, what it is asked, and the verifier's fingerprint.
+
+Shared by the verify stage and the doctor.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 from pathlib import Path
 
-from build_graph.verify.checks import Expectation
+from build_graph.plan.hashing import content_hash
+from build_graph.verify.expectation import Expectation
 
-PROBE = Path(__file__).with_name("probe.py")
-PROBE_FILES = (PROBE, Path(__file__).with_name("fatbin.py"))  # stdlib-only, mounted together
+HERE = Path(__file__).parent
+PROBE = HERE / "probe.py"
+# Mounted together into the image; standard library only.
+PROBE_FILES = (PROBE, HERE / "fatbin.py", HERE / "finder.py")
 
 
 def probe_request(want: Expectation, gpu: bool) -> str:
-    """The probe's one argument: which packages to report, which libraries to read."""
-    return json.dumps({"packages": sorted(want.packages), "libraries": list(want.libraries),
-                       "gpu": gpu})
+    """The probe's one argument: packages to report and import, libraries to read."""
+    return json.dumps({"packages": sorted(want.packages), "imports": sorted(want.packages),
+                       "libraries": list(want.libraries), "gpu": gpu})
+
+
+def fingerprint(want: Expectation, gpu_present: bool) -> str:
+    """Changes when the verifier changes: the probe, the reader, the checks, the promises
+    (policy included) and whether a GPU was there. A changed fingerprint re-verifies."""
+    code = [hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(HERE.glob("*.py"))]
+    return content_hash({"verifier": code, "want": dataclasses.asdict(want),
+                         "gpu_present": gpu_present})

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from build_graph.gpu.archs import Coverage, coverage, parse_arch
-from build_graph.verify.fatbin import scan_library
+from build_graph.verify.fatbin import FatbinError, Truncated, scan_library
 
 pytestmark = pytest.mark.gpu
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -77,6 +77,49 @@ def test_reader_matches_cuobjdump_on_libtorch_cuda() -> None:
     print(f"  cuobjdump: SASS {sorted(elf)}  PTX {sorted(ptx)}")
     assert ours.sass == elf
     assert ours.ptx == ptx
+
+
+def cuda_libraries() -> list[Path]:
+    """Every shared library of torch and of the nvidia-* wheels in this environment."""
+    import torch
+
+    site = Path(torch.__file__).parent.parent
+    found = [*(site / "torch" / "lib").glob("*.so*"), *(site / "nvidia").glob("**/lib/*.so*")]
+    return sorted(p for p in found if p.is_file() and not p.is_symlink())
+
+
+def test_the_strict_reader_reads_every_real_cuda_library() -> None:
+    """The reader raises on truncated or corrupt files; it must never do so on real ones."""
+    libraries = cuda_libraries()
+    errors, with_code, total = [], 0, 0
+    for library in libraries:
+        total += library.stat().st_size
+        try:
+            found = scan_library(library)
+        except FatbinError as exc:
+            errors.append(f"{library.name}: {exc}")
+            continue
+        if found.sass or found.ptx:
+            with_code += 1
+            print(f"  {library.name}: SASS {sorted(found.sass)} PTX {sorted(found.ptx)} "
+                  f"({found.containers} containers)")
+    print(f"{len(libraries)} libraries ({total / 2**30:.1f} GiB), {with_code} with device code, "
+          f"{len(errors)} unreadable")
+    assert len(libraries) > 10 and with_code > 5
+    assert errors == []
+
+
+def test_a_truncated_real_library_is_a_named_error(tmp_path: Path) -> None:
+    library = libtorch_cuda().with_name("libtorch_cuda_linalg.so")
+    cut = tmp_path / library.name
+    with library.open("rb") as source:
+        cut.write_bytes(source.read(library.stat().st_size // 2))
+    try:
+        scan_library(cut)
+    except Truncated as exc:
+        print(f"\n{cut.name} cut to half: {type(exc).__name__}: {exc}")
+    else:
+        raise AssertionError("a library cut in half was read as if whole")
 
 
 def build_launcher(folder: Path, gencodes: list[str]) -> Path:
@@ -157,3 +200,5 @@ def test_doctor_on_this_gpu_machine(tmp_path: Path) -> None:
     assert checks[f"runs on sm_{cc[0]}{cc[1]}"]["status"] == "pass"
     assert checks["torch CUDA"]["status"] == "pass"
     assert checks["archs in libtorch_cuda.so"]["status"] == "pass"
+    assert "GPU code path" not in checks  # information lines, not checks
+    assert "GPU passed" in result.stdout and "info libtorch_cuda.so: sm_90" in result.stdout

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 
 import pytest
 
+from tests.helpers import REPO
 from tests.integration.conftest import Registry, Workspace, built, make_workspace
 
 pytestmark = pytest.mark.integration
@@ -81,3 +83,32 @@ def test_plan_json_says_registry_errors(ws: Workspace) -> None:
     finally:
         ws.registry.start()
     assert '"registry": "error"' in out and '"registry": "absent"' not in out
+
+
+def test_ctrl_c_is_one_line_and_records_nothing(ws: Workspace) -> None:
+    """SIGINT in the middle of a build: exit 130, one line, no traceback, no record, no tag."""
+    template = ws.root / "templates" / "slow.Dockerfile.j2"
+    template.write_text("FROM {{ base_image }}\nRUN echo building-slowly && sleep 60\n")
+    ws.manifest.write_text(ws.manifest.read_text() + '\n[tiers.slow]\nparent = "fastext"\n'
+                           'template = "slow.Dockerfile.j2"\n')
+    assert ws.doit("promote:fastext").returncode == 0
+    command = [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"),
+               f"manifest={ws.manifest}", "promote:slow"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True) as proc:
+        assert proc.stdout is not None
+        seen = []
+        for line in proc.stdout:
+            seen.append(line)
+            if "building-slowly" in line:
+                proc.send_signal(signal.SIGINT)
+                break
+        rest, _ = proc.communicate(timeout=120)
+    text = "".join(seen) + rest
+    assert proc.returncode == 130, text[-2000:]
+    assert "Traceback" not in text
+    assert [line for line in text.splitlines() if line.startswith("interrupted")] == [
+        "interrupted during build of slow: stopped; nothing interrupted was recorded as done"]
+    slow = ws.root / "build" / "default" / "slow"
+    assert not (slow / "push.json").exists() and not (slow / "verify.json").exists()
+    assert ws.registry.tags("quickstart/slow") == []

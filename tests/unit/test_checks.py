@@ -5,7 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from build_graph.verify.checks import Result, evaluate, expectation_for
+from build_graph.verify.checks import evaluate
+from build_graph.verify.device import gpu_code_paths
+from build_graph.verify.expectation import Expectation, expectation_for
+from build_graph.verify.results import Result, blocking, gpu_status, summary
 from tests.helpers import load_text
 
 GPU_STACK = """
@@ -32,12 +35,20 @@ verify = { packages = { numpy = "<2" } }
 """
 
 
+def python_env(path: str, version: str = "3.11.2", prefix: str = "/usr") -> dict[str, Any]:
+    return {"names": [path], "real_path": path, "version": version, "prefix": prefix,
+            "implementation": "cpython"}
+
+
 def probe(**changes: Any) -> dict[str, Any]:
     document: dict[str, Any] = {
         "python": {"version": "3.11.2"},
-        "interpreters": [{"real_path": "/usr/bin/python3.11", "version": "3.11.2"}],
-        "conda": {"found": False, "places": [], "conda_meta": [], "conda_prefix": None,
-                  "executable": None},
+        "interpreters": {"complete": True, "found": [python_env("/usr/bin/python3.11")]},
+        "conda": {"found": False, "places": [], "complete": True},
+        "virtualenv": None,
+        "imports": {"torch:torch": {"package": "torch", "module": "torch", "ok": True,
+                                    "error": None}},
+        "errors": {},
         "pip_check": {"ok": True, "output": ""},
         "packages": {"setuptools": "80.9.0", "torch": "2.7.0", "numpy": "1.26.4"},
         "torch": {"version": "2.7.0", "cuda": "12.8", "arch_list": ["sm_80", "sm_90"]},
@@ -70,15 +81,16 @@ def test_a_good_image_passes_and_children_inherit_checks(tmp_path: Path) -> None
 def test_each_problem_is_named(tmp_path: Path) -> None:
     found = results(
         tmp_path,
-        conda={"found": True, "places": ["/opt/conda"], "conda_meta": [],
-               "conda_prefix": None, "executable": None},
-        interpreters=[{"real_path": "/usr/bin/python3.11", "version": "3.11.2"},
-                      {"real_path": "/opt/py/bin/python3.12", "version": "3.12.1"}],
+        conda={"found": True, "complete": True,
+               "places": [{"path": "/opt/conda", "why": "conda-meta folder"}]},
+        interpreters={"complete": True, "found": [
+            python_env("/usr/bin/python3.11"),
+            python_env("/opt/py/bin/python3.12", "3.12.1", "/opt/py")]},
         pip_check={"ok": False, "output": "torch 2.7.0 requires sympy, which is not installed."},
         packages={"setuptools": "65.5.0", "torch": "2.6.0", "numpy": "2.1.0"},
         libraries={"/x/libtorch_cuda.so": {"sass": ["8.0"], "ptx": []}},
     )
-    assert found["no conda"].actual == "conda at /opt/conda"
+    assert found["no conda"].actual == "conda at /opt/conda (conda-meta folder)"
     assert "/opt/py/bin/python3.12" in found["one Python"].actual
     assert "sympy" in found["pip check"].actual
     assert found["package setuptools"].actual == "65.5.0"
@@ -99,7 +111,7 @@ def test_target_the_binaries_cannot_run_fails_even_if_the_config_promised_it(
 def test_library_without_device_code_when_torch_promises_some(tmp_path: Path) -> None:
     found = results(tmp_path, libraries={"/x/libtorch_cuda.so": {"sass": [], "ptx": []}})
     assert found["device code"].status == "fail"
-    assert "no fatbin" in found["device code"].actual
+    assert "no readable fatbin" in found["device code"].actual
 
 
 def test_gpu_launch_results(tmp_path: Path) -> None:
@@ -107,7 +119,9 @@ def test_gpu_launch_results(tmp_path: Path) -> None:
           "launch": {"ok": True, "result": 1.0}}
     found = results(tmp_path, gpu=ok)
     assert found["GPU kernel launch"].status == "pass"
-    assert found["GPU code path"].actual.endswith("runs its own SASS (9.0)")
+    assert "GPU code path" not in found  # information, not a check
+    [path] = gpu_code_paths(probe(gpu=ok))
+    assert path.endswith("runs its own SASS (9.0)")
     bad = {**ok, "launch": {"ok": False, "error": "no kernel image is available"}}
     assert results(tmp_path, gpu=bad)["GPU kernel launch"].status == "fail"
 
@@ -134,3 +148,73 @@ def test_size_budget_and_smoke_commands(tmp_path: Path) -> None:
     assert "exit 3: boom" in found["smoke: python3 -c 1"].actual
     unknown = {r.name: r for r in evaluate(want, probe())}
     assert unknown["image size"].status == "not checked"
+
+
+def _want(tmp_path: Path, policy: str | None = None) -> Expectation:
+    text = GPU_STACK if policy is None else GPU_STACK.replace(
+        'verify = { packages = { numpy = "<2" } }',
+        f'verify = {{ packages = {{ numpy = "<2" }}, gpu = "{policy}" }}')
+    return expectation_for(load_text(tmp_path, text).variants[0], "child")
+
+
+def test_not_checked_is_never_a_pass(tmp_path: Path) -> None:
+    """Without a GPU a GPU tier is not verified by default; 'optional' lets it through,
+    and says so."""
+    required = _want(tmp_path)
+    assert required.gpu_policy == "required"
+    found = evaluate(required, probe())
+    assert [r.name for r in blocking(found, required)] == ["GPU kernel launch"]
+    assert summary(found).endswith("0 failed, 1 not checked")
+    assert gpu_status(found) == "not checked: no GPU"
+    optional = _want(tmp_path, "optional")
+    assert blocking(evaluate(optional, probe()), optional) == []
+    size_unknown = [Result("image size", "not checked", "<= 1 GiB", "unknown")]
+    assert blocking(size_unknown, optional) == size_unknown  # only GPU checks may be skipped
+
+
+def test_broken_imports_and_torch_are_named(tmp_path: Path) -> None:
+    error = "ImportError: libfoo.so.1: cannot open shared object file"
+    found = results(tmp_path,
+                    imports={"torch:torch": {"package": "torch", "module": "torch", "ok": False,
+                                             "error": error}},
+                    torch={"import_error": error})
+    assert found["import torch"].status == "fail" and error in found["import torch"].actual
+    assert found["torch CUDA"].status == "fail"
+    assert found["torch arch list"].actual == f"torch does not import: {error}"
+    assert found["GPU kernel launch"].status == "fail"  # a broken torch is not 'no GPU'
+
+
+def test_unreadable_library_is_a_failure_naming_it(tmp_path: Path) -> None:
+    libraries = {"/x/libtorch_cuda.so": {"sass": ["8.0", "9.0"], "ptx": ["9.0"]},
+                 "/x/libbroken.so": {"error": "Truncated: .nv_fatbin ends past the file"}}
+    found = results(tmp_path, libraries=libraries)
+    assert found["readable /x/libbroken.so"].status == "fail"
+    assert "Truncated" in found["readable /x/libbroken.so"].actual
+    assert found["archs in libtorch_cuda.so"].status == "pass"
+
+
+def test_probe_sections_that_failed_are_failures(tmp_path: Path) -> None:
+    found = results(tmp_path, errors={"interpreters": "PermissionError: /opt"},
+                    interpreters=None)
+    assert found["probe: interpreters"].status == "fail"
+    assert "one Python" not in found
+
+
+def test_shadowing_virtualenv_is_named_with_what_it_hides(tmp_path: Path) -> None:
+    venv = {"prefix": "/opt/venv", "base_executable": "/usr/bin/python3.11",
+            "base_prefix": "/usr", "hides": ["fastext 1.0.0", "pip 26.3"], "shadows": [],
+            "hides_packages": True}
+    found = results(tmp_path, virtualenv=venv)
+    check = found["no shadowing virtualenv"]
+    assert check.status == "fail"
+    assert check.actual == "/opt/venv over /usr/bin/python3.11; hides fastext 1.0.0, pip 26.3"
+    benign = {**venv, "hides": ["pip 26.3"], "hides_packages": False}
+    assert results(tmp_path, virtualenv=benign)["no shadowing virtualenv"].status == "pass"
+
+
+def test_incomplete_search_is_not_checked_but_extras_still_fail(tmp_path: Path) -> None:
+    one = {"complete": False, "found": [python_env("/usr/bin/python3.11")]}
+    assert results(tmp_path, interpreters=one)["one Python"].status == "not checked"
+    two = {"complete": False, "found": [python_env("/usr/bin/python3.11"),
+                                        python_env("/opt/pypy/bin/pypy3", "3.10.14", "/opt/pypy")]}
+    assert results(tmp_path, interpreters=two)["one Python"].status == "fail"

@@ -8,7 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from build_graph.verify.fatbin import NotAnElf, fatbin_sections, parse_fatbin, scan_library
+from build_graph.verify.fatbin import (
+    Corrupt,
+    FatbinError,
+    NotAnElf,
+    Truncated,
+    fatbin_sections,
+    parse_fatbin,
+    scan_library,
+)
 
 KERNEL = """
 extern "C" __global__ void add_one(float* x, int n) {
@@ -76,3 +84,66 @@ def test_section_table_and_garbage(tmp_path: Path) -> None:
     with pytest.raises(NotAnElf):
         fatbin_sections(b"not an elf file at all" * 10)
     assert parse_fatbin(b"\0" * 4096).sass == set()  # no magic: nothing found, no crash
+
+
+TWO_ARCHS = ["arch=compute_75,code=sm_75", "arch=compute_90,code=sm_90"]
+
+
+def _cut(library: Path, size: int) -> Path:
+    out = library.with_name(f"cut-{size}.so")
+    out.write_bytes(library.read_bytes()[:size])
+    return out
+
+
+@pytest.mark.parametrize("where", ["inside the fatbin", "before the section headers"])
+def test_truncated_library_is_a_named_error(tmp_path: Path, where: str) -> None:
+    library = nvcc(tmp_path, TWO_ARCHS)
+    [(offset, size)] = fatbin_sections(library.read_bytes())
+    keep = offset + size // 2 if where == "inside the fatbin" else library.stat().st_size - 100
+    with pytest.raises(Truncated) as caught:
+        scan_library(_cut(library, keep))
+    assert "past the file" in str(caught.value) or "cut off" in str(caught.value)
+
+
+def test_empty_and_foreign_files_are_named_errors(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.so"
+    empty.write_bytes(b"")
+    with pytest.raises(Truncated, match="empty"):
+        scan_library(empty)
+    text = tmp_path / "libtext.so"
+    text.write_text("INPUT(-lfoo)\n")  # a linker script named like a library
+    with pytest.raises(NotAnElf):
+        scan_library(text)
+    with pytest.raises(FatbinError, match="cannot read"):
+        scan_library(tmp_path / "missing.so")
+
+
+def test_corrupt_fatbin_entry_is_a_named_error(tmp_path: Path) -> None:
+    library = nvcc(tmp_path, TWO_ARCHS)
+    data = bytearray(library.read_bytes())
+    [(offset, _)] = fatbin_sections(bytes(data))
+    header_size = int.from_bytes(data[offset + 6:offset + 8], "little")
+    entry = offset + header_size
+    data[entry + 4:entry + 8] = (7).to_bytes(4, "little")  # an entry header of 7 bytes
+    broken = tmp_path / "broken.so"
+    broken.write_bytes(bytes(data))
+    with pytest.raises(Corrupt, match="does not fit"):
+        scan_library(broken)
+
+
+def test_garbage_anywhere_raises_only_reader_errors(tmp_path: Path) -> None:
+    """Bytes flipped at many places: the reader answers or raises its own error, never
+    struct.error or IndexError (one bad file must never stop the probe)."""
+    library = nvcc(tmp_path, TWO_ARCHS).read_bytes()
+    target = tmp_path / "flipped.so"
+    outcomes = {"read": 0, "named error": 0}
+    for position in range(0, len(library), max(1, len(library) // 400)):
+        data = bytearray(library)
+        data[position:position + 8] = b"\xff" * 8
+        target.write_bytes(bytes(data[:len(library)]))
+        try:
+            scan_library(target)
+            outcomes["read"] += 1
+        except FatbinError:
+            outcomes["named error"] += 1
+    assert outcomes["read"] > 0 and outcomes["named error"] > 0, outcomes

@@ -22,7 +22,8 @@ LAYERS: dict[str, int] = {
     "stages": 6,
     "tasks": 7, "doctor": 7, "cli": 7, "run_lock": 7, "__main__": 8,
 }
-IN_IMAGE = ("verify/probe.py", "verify/fatbin.py")
+IN_IMAGE = ("verify/probe.py", "verify/fatbin.py", "verify/finder.py")
+SIBLINGS = {"fatbin", "finder"}  # mounted beside probe.py in the image
 
 
 def layer_of(module: str) -> str:
@@ -67,9 +68,9 @@ def test_no_module_imports_a_higher_layer(path: Path) -> None:
 def test_in_image_files_import_only_the_standard_library(name: str) -> None:
     outside = [f"line {line}: {module}" for module, line in imports_of(PACKAGE / name)
                if module.split(".")[0] not in sys.stdlib_module_names
-               and module.split(".")[0] not in {"__future__", "fatbin", "torch"}
-               and not module.startswith("build_graph.verify.fatbin")
-               and module != "build_graph.verify"]
+               and module.split(".")[0] not in {"__future__", "torch", *SIBLINGS}
+               and module not in {"build_graph.verify",
+                                  *(f"build_graph.verify.{s}" for s in SIBLINGS)}]
     assert not outside, f"{name} runs inside images; it may not import {outside}"
 
 

@@ -1,0 +1,79 @@
+"""The interpreter and conda finder on small file trees: found by what they are, bounded,
+and never writing or wandering into container storage."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from build_graph.verify import finder
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A small root: a venv, a conda root elsewhere, a renamed Python, container storage."""
+    (tmp_path / "opt" / "venv" / "bin").mkdir(parents=True)
+    (tmp_path / "opt" / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (tmp_path / "srv" / "tools" / "mf" / "conda-meta").mkdir(parents=True)
+    (tmp_path / "srv" / "tools" / "mf" / "bin").mkdir()
+    (tmp_path / "srv" / "tools" / "mf" / "bin" / "mamba").write_text("#!/bin/sh\n")
+    (tmp_path / "srv" / "tools" / "mf" / "bin" / "mamba").chmod(0o755)
+    (tmp_path / "usr" / "local" / "bin").mkdir(parents=True)
+    (tmp_path / "usr" / "local" / "bin" / "mytool").symlink_to(os.path.realpath(sys.executable))
+    layer = tmp_path / "var" / "lib" / "docker" / "overlay2" / "x" / "diff" / "usr" / "bin"
+    layer.mkdir(parents=True)
+    (layer / "python3").symlink_to(os.path.realpath(sys.executable))
+    monkeypatch.setattr(finder, "ROOTS", (str(tmp_path),))
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(finder, "PREFIXES", ())
+    return tmp_path
+
+
+def test_walk_finds_venvs_condas_and_bins_but_not_container_storage(tree: Path) -> None:
+    survey = finder.walk()
+    assert survey.complete
+    assert survey.venvs == [str(tree / "opt" / "venv")]
+    assert survey.condas == [str(tree / "srv" / "tools" / "mf")]
+    assert str(tree / "usr" / "local" / "bin") in survey.bins
+    assert not any("docker" in b for b in survey.bins)
+
+
+def test_a_python_under_another_name_is_found(tree: Path) -> None:
+    found = finder.interpreters(finder.walk())
+    [entry] = found["found"]
+    assert entry["names"] == [str(tree / "usr" / "local" / "bin" / "mytool")]
+    assert entry["real_path"] == os.path.realpath(sys.executable)
+    assert entry["version"] == sys.version.split()[0]
+
+
+def test_conda_is_named_by_path_and_reason(tree: Path) -> None:
+    bashrc = tree / "root" / ".bashrc"
+    bashrc.parent.mkdir()
+    bashrc.write_text("# >>> conda initialize >>>\n")
+    places = finder.conda(finder.walk())["places"]
+    assert {"path": str(tree / "srv" / "tools" / "mf"), "why": "conda-meta folder"} in places
+    assert {"path": str(tree / "srv" / "tools" / "mf" / "bin" / "mamba"),
+            "why": "mamba executable"} in places
+
+
+def test_asking_an_interpreter_lets_it_write_nothing(tmp_path: Path) -> None:
+    """Candidates run isolated and without bytecode writes (-I -B): looking never writes."""
+    log = tmp_path / "argv"
+    fake = tmp_path / "python3"
+    fake.write_text(f'#!/bin/sh\necho "$@" > {log}\n'
+                    "echo '[\"cpython\", \"3.11.2\", \"/usr/bin/python3.11\", \"/usr\"]'\n")
+    fake.chmod(0o755)
+    facts = finder.ask(str(fake))
+    assert facts == {"implementation": "cpython", "version": "3.11.2",
+                     "real_path": "/usr/bin/python3.11", "prefix": "/usr"}
+    assert log.read_text().split()[:2] == ["-I", "-B"]
+
+
+def test_walk_is_bounded(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(finder, "MAX_DIRS", 3)
+    survey = finder.walk()
+    assert not survey.complete and survey.dirs == 4
+    assert finder.interpreters(survey)["complete"] is False
