@@ -7,6 +7,12 @@ import tempfile
 from pathlib import Path
 
 
+def inside(root: Path, path: Path) -> bool:
+    """Whether `path`, with every symlink resolved, is `root` or below it."""
+    real_root, real = root.resolve(), path.resolve()
+    return real == real_root or real_root in real.parents
+
+
 def write_if_changed(path: Path, text: str, mode: int | None = None) -> bool:
     """Write atomically, only when the bytes differ; returns whether it wrote.
 

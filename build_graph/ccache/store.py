@@ -69,10 +69,13 @@ class FileStore:
         return Found(key, info.st_mtime_ns, info.st_size)
 
     def newest(self, prefix: str) -> Found | None:
-        folder = self.root / prefix
+        """The newest archive whose key starts with `prefix` ('stack/tier/variant-')."""
+        head, _, start = prefix.rpartition("/")
+        folder = self.root / head
         if not folder.is_dir():
             return None
-        found = [self.stat(str(p.relative_to(self.root))) for p in folder.glob("*.tar.zst")]
+        found = [self.stat(str(p.relative_to(self.root)))
+                 for p in folder.glob(f"{start}*.tar.zst")]
         return max((f for f in found if f), key=lambda f: f.generation, default=None)
 
     def download(self, found: Found, dest: Path) -> None:

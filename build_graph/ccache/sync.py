@@ -1,9 +1,12 @@
 """Restore a tier's compiler cache from the store before a compile, save it back after.
 
 One archive per (stack, tier, variant, toolchain) key, the toolchain being the builder
-image's content hash. Restore falls back to the newest archive of the same tier. Save
-uploads only when the cache changed, under a generation precondition, so an older cache
-never replaces a newer one. Nothing here fails a build: each problem is one warning line.
+image's content hash. Restore falls back to the newest archive of the same tier *and
+variant* (another variant's objects are of other CUDA versions and archs: tens of GB of
+misses). Save uploads only when the cache changed, under a generation precondition, so an
+older cache never replaces a newer one; after a restore that failed, a save never replaces
+the archive it could not read with a smaller one (the store's warm cache is never lost to
+a cold compile). Nothing here fails a build: each problem is one warning line.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ def cache_key(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> str:
 
 
 def tier_prefix(stack: Stack, tier: PlannedTier) -> str:
-    return f"{stack.name}/{tier.spec.name}/"
+    """Where fallbacks are looked for: the same stack, tier and variant, any toolchain."""
+    return f"{stack.name}/{tier.spec.name}/{tier.spec.variant}-"
 
 
 class CacheSync:
@@ -53,6 +57,7 @@ class CacheSync:
         self.name = tier.key
         self.transfer = Transfer()
         self._exact_generation = 0  # generation of our key when restored; 0 = absent
+        self._unread: Found | None = None  # an archive restore could not read, kept safe
 
     def _warn(self, message: str) -> None:
         line = f"[{self.name}] warning: compiler cache: {message}; compiling without it"
@@ -69,6 +74,12 @@ class CacheSync:
 
     def _restore(self) -> None:
         started = time.monotonic()
+        try:
+            self._restore_from_store()
+        finally:  # every path, failures too, reports the time it really took
+            self.transfer.restore_s = time.monotonic() - started
+
+    def _restore_from_store(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         try:
             exact = self.store.stat(self.key)
@@ -86,13 +97,15 @@ class CacheSync:
                 and (current := ccache_archive.fingerprint(self.folder)) == state.get(
                     "fingerprint"):
             log(f"[{self.name}] compiler cache: local copy is {found.key}")
-        else:
-            self._download(found)
+        elif self._download(found):
             current = None  # the folder changed
-        self.transfer.restore_s = time.monotonic() - started
+        else:
+            # The folder does not hold `found`: the state must not claim it, or the next
+            # run would skip the download and its save would replace the warm archive.
+            self._unread, found, current = found, None, None
         self._write_state(found, current)
 
-    def _download(self, found: Found) -> None:
+    def _download(self, found: Found) -> bool:
         with tempfile.TemporaryDirectory(dir=self.folder.parent) as tmp:
             archive = Path(tmp) / "cache.tar.zst"
             try:
@@ -100,10 +113,11 @@ class CacheSync:
                 ccache_archive.unpack(archive, self.folder)
             except (CacheUnavailable, ccache_archive.ArchiveError) as exc:
                 self._warn(f"could not restore {found.key} ({exc})")
-                return
+                return False
         self.transfer.restored_from = found.key
         self.transfer.bytes_down = found.size
         log(f"[{self.name}] compiler cache: restored {found.key} ({found.size / 2**20:.1f} MiB)")
+        return True
 
     def _write_state(self, found: Found | None, fingerprint: str | None = None) -> None:
         """Record what the local folder holds; `fingerprint` if already computed for it
@@ -134,7 +148,9 @@ class CacheSync:
         with tempfile.TemporaryDirectory(dir=self.folder.parent) as tmp:
             archive = Path(tmp) / "cache.tar.zst"
             try:
-                ccache_archive.pack(self.folder, archive)
+                size = ccache_archive.pack(self.folder, archive)
+                if self._keeps_warmer(size):
+                    return
                 saved = self.store.upload(archive, self.key, self._exact_generation)
             except CacheConflict:
                 log(f"[{self.name}] compiler cache: another build saved {self.key} meanwhile; "
@@ -150,6 +166,18 @@ class CacheSync:
         self.transfer.bytes_up, self.transfer.save_s = saved.size, time.monotonic() - started
         self.transfer.saved = f"saved {saved.key}"
         self._write_state(saved, current)  # packing read the folder; it did not change it
+
+    def _keeps_warmer(self, size: int) -> bool:
+        """After a failed restore of our own key, keep the store's archive unless ours holds
+        at least as much (a cold compile's cache must not replace a warm one)."""
+        unread = self._unread
+        if unread is None or unread.key != self.key or size >= unread.size:
+            return False
+        log(f"[{self.name}] compiler cache: kept {unread.key} ({unread.size / 2**20:.1f} MiB) "
+            f"in the store: this run could not restore it, and its own cache is smaller "
+            f"({size / 2**20:.1f} MiB)")
+        self.transfer.saved = "store's warmer archive kept: not uploaded"
+        return True
 
     def summary(self) -> dict[str, object]:
         return asdict(self.transfer)

@@ -14,6 +14,14 @@ NAME_RE = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$")
 TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 APT_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]+(?:=[A-Za-z0-9.+:~-]+)?$")
 ARG_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A relative path below the manifest: no absolute paths, no '..', nothing a COPY line or a
+# shell would read as more than a path.
+CONTEXT_RE = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.(?:/|$))[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*/?$")
+# A source to clone: https, ssh or git URL (a user name, never a password) with an optional
+# @ref; no shell metacharacters and nothing that git could read as an option.
+SOURCE_URL_RE = re.compile(r"^(?:https|ssh|git)://(?:[A-Za-z0-9._-]+@)?"
+                           r"[A-Za-z0-9][A-Za-z0-9._~:/%+=,-]*"
+                           r"(?:@[A-Za-z0-9][A-Za-z0-9._/+-]*)?$")
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _HOST = r"(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?::[0-9]+)?/)?"
 REPO_RE = re.compile(rf"^{_HOST}{_COMPONENT}(?:/{_COMPONENT})*$")
@@ -58,3 +66,5 @@ ArgName = Annotated[str, _matching(ARG_RE, "build-arg name", "MAX_JOBS")]
 Repository = Annotated[str, _matching(REPO_RE, "image repository", "127.0.0.1:5000/team")]
 AptPackage = Annotated[str, _matching(APT_RE, "Debian package name", "ccache")]
 PipRequirement = Annotated[str, AfterValidator(requirement)]
+ContextPath = Annotated[str, _matching(
+    CONTEXT_RE, "context path (relative, below the manifest's folder, no '..')", "src/teamlib")]

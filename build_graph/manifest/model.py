@@ -77,6 +77,7 @@ class TierSpec:
     template: str
     description: str
     context: tuple[str, ...]  # paths relative to the manifest's folder
+    exclude: tuple[str, ...]  # patterns (Docker's syntax) relative to the manifest's folder
     packages: tuple[str, ...]
     system_packages: tuple[str, ...]
     build_args: tuple[tuple[str, str], ...]

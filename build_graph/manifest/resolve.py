@@ -8,8 +8,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from build_graph.errors import ConfigError, did_you_mean
+from build_graph.fs import inside
 from build_graph.manifest import schema
-from build_graph.manifest.grammar import IMAGE_RE, TAG_RE
+from build_graph.manifest.grammar import CONTEXT_RE, IMAGE_RE, SOURCE_URL_RE, TAG_RE
 from build_graph.manifest.graph import CycleError, topological_order
 from build_graph.manifest.model import (
     DEFAULT_VARIANT,
@@ -119,13 +120,29 @@ def _check_files(manifest: schema.Manifest, root: Path, dirs: tuple[Path, ...],
                 report.error(f"tiers.{name}.{key}", f"no template {template!r} in {where}"
                              f"{did_you_mean(template, known)}")
         for entry in tier.context:
-            if not (root / entry).exists():
-                report.error(f"tiers.{name}.context",
-                             f"{entry!r} does not exist (paths are relative to {root})")
-        for src_name, src in (tier.compile.sources.items() if tier.compile else ()):
-            if "://" not in src and "{" not in src and not (root / src).exists():
-                report.error(f"tiers.{name}.compile.sources.{src_name}",
-                             f"{src!r} is neither a URL nor a path below {root}")
+            _check_local(root, entry, f"tiers.{name}.context", report)
+
+
+def _check_local(root: Path, entry: str, key: str, report: Report) -> None:
+    """A context or source path exists and, symlinks resolved, stays below the manifest."""
+    path = root / entry
+    if not path.exists():
+        report.error(key, f"{entry!r} does not exist (paths are relative to {root})")
+    elif not inside(root, path):
+        report.error(key, f"{entry!r} leads to {path.resolve()}, outside the manifest's "
+                          f"folder {root}; contexts and sources are paths below it")
+
+
+def _check_source(root: Path, source: str, key: str, report: Report) -> None:
+    if "://" in source:
+        if not SOURCE_URL_RE.match(source):
+            report.error(key, f"{source!r} is not a source URL: write https://, ssh:// or "
+                              "git:// URL with an optional @ref (letters, digits, ._/+-), "
+                              "no shell characters")
+    elif not CONTEXT_RE.match(source):
+        report.error(key, f"{source!r} is neither a URL nor a relative path below {root}")
+    else:
+        _check_local(root, source, key, report)
 
 
 def _resolve_cache(cache: schema.Cache, root: Path, report: Report) -> CacheSpec:
@@ -197,7 +214,7 @@ def _resolve_tier(name: str, tier: schema.Tier, variant: str, versions: Mapping[
         name=name, variant=variant, parent=tier.parent, from_image=from_image,
         template=tier.template, description=_fill(tier.description, fields,
                                                   f"{key}.description", report),
-        context=tuple(tier.context),
+        context=tuple(tier.context), exclude=tuple(tier.exclude),
         packages=tuple(tier.packages), system_packages=tuple(tier.system_packages),
         build_args=args, tags=tags,
         compile=_resolve_compile(tier.compile, fields, key, report),
@@ -210,6 +227,8 @@ def _resolve_compile(spec: schema.Compile | None, fields: Mapping[str, str], key
         return None
     sources = tuple((n, _fill(s, fields, f"{key}.compile.sources.{n}", report))
                     for n, s in spec.sources.items())
+    for name, source in sources:
+        _check_source(report.file.parent, source, f"{key}.compile.sources.{name}", report)
     env = tuple((n, _fill(v, fields, f"{key}.compile.env.{n}", report))
                 for n, v in spec.env.items())
     return CompileSpec(builder=spec.builder, script=spec.script, sources=sources, env=env,

@@ -10,6 +10,7 @@ from build_graph.manifest.grammar import (
     VERSION_RE,
     AptPackage,
     ArgName,
+    ContextPath,
     Name,
     PipRequirement,
     Repository,
@@ -100,7 +101,8 @@ class Tier(Strict):
     from_: Text | None = Field(default=None, alias="from")
     template: Text
     description: Text = ""
-    context: list[Text] = Field(default_factory=list)
+    context: list[ContextPath] = Field(default_factory=list)
+    exclude: list[Text] = Field(default_factory=list)
     packages: list[PipRequirement] = Field(default_factory=list)
     system_packages: list[AptPackage] = Field(default_factory=list)
     build_args: dict[ArgName, Text] = Field(default_factory=dict)

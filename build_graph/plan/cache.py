@@ -1,9 +1,13 @@
 """Reuse the last plan when none of its inputs changed, so a no-op `doit` stays fast.
 
-The plan is a pure function of the manifest, the template folders, the context files, the
-local compile sources and this package's code. Their (path, mtime, size) are recorded with
-the pickled plan in build/; if every one still matches, the plan is loaded without importing
-pydantic or Jinja or reading a context file (doit's own file_dep check works the same way).
+The plan is a pure function of the manifest, the template folders, the context entries,
+the local compile sources and this package's code. The (path, mtime, size) of every file
+*and every folder* below them are recorded with the pickled plan in build/; a folder's mtime
+changes when an entry is added, removed or renamed in it, so a new file in a context folder,
+a new source file or a new template override is noticed, not only edits of files the last
+plan knew. A template folder that does not exist yet is recorded as missing, so creating it
+is noticed too. If every stat still matches, the plan is loaded without importing pydantic
+or Jinja or reading a context file (doit's own file_dep check works the same way).
 """
 
 from __future__ import annotations
@@ -37,8 +41,8 @@ def load_plan(manifest: Path) -> tuple[Stack, list[PlannedTier]]:
 
     stack = load(manifest)
     planned = plan(stack)
-    inputs = [manifest, *_tree(stack.template_dirs), *_tree((PACKAGE,))]
-    inputs += [path for tier in planned for _, path in tier.context_files]
+    inputs = [manifest, *stack.template_dirs, PACKAGE]
+    inputs += [stack.root / entry for tier in planned for entry in tier.spec.context]
     inputs += [stack.root / src for tier in planned if tier.spec.compile
                for _, src in tier.spec.compile.sources if "://" not in src]
     payload = {"tool": __version__, "inputs": _stats(inputs), "plan": (stack, planned)}
@@ -60,20 +64,26 @@ def _read(cache: Path) -> tuple[Stack, list[PlannedTier]] | None:
     return stack, planned
 
 
-def _tree(folders: tuple[Path, ...]) -> list[Path]:
-    return [Path(d) / f for folder in folders if folder.is_dir()
-            for d, _, files in os.walk(folder) for f in files if not f.endswith(".pyc")]
+def _tree(folder: Path) -> list[Path]:
+    """The folder, every folder below it and every file in them (bytecode aside)."""
+    found = []
+    for current, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        found.append(Path(current))
+        found.extend(Path(current) / f for f in sorted(files) if not f.endswith(".pyc"))
+    return found
 
 
 def _stats(paths: list[Path]) -> list[FileStat]:
-    """(path, mtime_ns, size) of each file; a folder contributes every file below it."""
+    """(path, mtime_ns, size) of each path; a folder contributes itself and all below it;
+    a missing path is recorded as (path, -1, -1), so its appearance is a change."""
     stats: list[FileStat] = []
-    for path in paths:
-        for file in _tree((path,)) if path.is_dir() else [path]:
+    for path in dict.fromkeys(paths):
+        for item in _tree(path) if path.is_dir() else [path]:
             try:
-                info = file.stat()
+                info = item.stat()
             except OSError:
-                stats.append((str(file), -1, -1))
+                stats.append((str(item), -1, -1))
                 continue
-            stats.append((str(file), info.st_mtime_ns, info.st_size))
+            stats.append((str(item), info.st_mtime_ns, info.st_size))
     return stats

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.manifest.model import Stack, TierSpec, VariantSpec
-from build_graph.plan.hashing import content_hash, file_digest, iter_context_files
+from build_graph.plan.context import ContextError, context_files
+from build_graph.plan.hashing import content_hash, file_digest
 from build_graph.plan.paths import build_root
 from build_graph.plan.render import environment, render, tier_context
 
@@ -93,8 +95,13 @@ def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier
     context = tier_context(stack, variant, tier, base_image, builder.image if builder else None)
     dockerfile = render(env, tier.template, context)
     script = render(env, tier.compile.script, context) if tier.compile else None
-    files = tuple(iter_context_files(stack.root, tier.context))
-    sources = _local_sources(stack, tier)
+    try:
+        files = tuple(context_files(stack.root, tier.context, tier.exclude))
+        sources = _local_sources(stack, tier)
+    except ContextError as exc:
+        key = "compile.sources" if exc.entry not in tier.context else "context"
+        raise ConfigError([ConfigIssue(stack.manifest, f"tiers.{tier.name}.{key}",
+                                       str(exc))]) from None
     compile_hash = None
     if tier.compile is not None and builder is not None:
         compile_hash = content_hash({
@@ -122,4 +129,4 @@ def _local_sources(stack: Stack, tier: TierSpec) -> list[tuple[str, Path]]:
     if tier.compile is None:
         return []
     local = [src for _, src in tier.compile.sources if "://" not in src]
-    return list(iter_context_files(stack.root, local))
+    return context_files(stack.root, local)

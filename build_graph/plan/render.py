@@ -29,18 +29,29 @@ def environment(stack: Stack) -> jinja2.Environment:
     )
     env.filters["shquote"] = shlex.quote
     env.filters["dockerquote"] = dockerquote
+    env.filters["execform"] = execform
     env.filters["pin"] = lambda name, versions: f"{name}=={versions[name]}"
     env.filters["shjoin"] = lambda items: " ".join(shlex.quote(str(i)) for i in items)
     return env
 
 
 def dockerquote(value: object) -> str:
-    """A double-quoted Dockerfile word (ARG/ENV/LABEL value).
+    """A double-quoted Dockerfile word (ARG/ENV/LABEL value) that Docker reads literally.
 
-    Not Jinja's `tojson`: that escapes &, <, > and ' as \\u0026 etc. for HTML, and Docker
-    keeps such escapes literally. Values are single-line (the config grammar ensures it).
+    Inside double quotes Docker's lexer takes \\", \\\\ and \\$ as escapes, so the JSON
+    quoting of " and \\ carries over and '$' is escaped: '$HOME' stays '$HOME', never the
+    builder's variable. Not Jinja's `tojson`: that escapes &, <, > and ' as \\u0026 etc. for
+    HTML, and Docker keeps such escapes literally. Values are single-line (the config
+    grammar ensures it).
     """
-    return json.dumps(str(value), ensure_ascii=False)
+    return json.dumps(str(value), ensure_ascii=False).replace("$", "\\$")
+
+
+def execform(words: list[object]) -> str:
+    """An exec-form instruction's JSON array (ENTRYPOINT, CMD): one argument per word,
+    whatever quotes or shell characters a word holds. Docker does no variable
+    substitution in exec form."""
+    return json.dumps([str(w) for w in words])
 
 
 def tier_context(stack: Stack, variant: VariantSpec, tier: TierSpec, base_image: str,

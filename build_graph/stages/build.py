@@ -74,4 +74,7 @@ def _git_facts(root: Path) -> tuple[str, str]:
         return result.stdout.strip() if result.returncode == 0 else ""
 
     revision = git("rev-parse", "HEAD") or "unknown"
-    return revision, git("config", "--get", "remote.origin.url") or str(root)
+    # CI systems put job tokens in remote URLs (GitLab's https://gitlab-ci-token:TOKEN@...):
+    # a label is pushed with the image, so only the URL without userinfo goes in it.
+    source = git("config", "--get", "remote.origin.url")
+    return revision, settings.without_userinfo(source) if source else str(root)

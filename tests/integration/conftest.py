@@ -88,6 +88,19 @@ class Registry(LoopbackServer):
         except OSError:
             return []
 
+    def manifest_and_config(self, repo: str, tag: str) -> list[bytes]:
+        """The pushed manifest of repo:tag and its config blob, as the registry serves them."""
+        import json
+
+        request = urllib.request.Request(
+            f"http://{self.address}/v2/{repo}/manifests/{tag}",
+            headers={"Accept": "application/vnd.docker.distribution.manifest.v2+json"})
+        with urllib.request.urlopen(request) as resp:
+            manifest = resp.read()
+        digest = json.loads(manifest)["config"]["digest"]
+        with urllib.request.urlopen(f"http://{self.address}/v2/{repo}/blobs/{digest}") as resp:
+            return [manifest, resp.read()]
+
     def digest(self, repo: str, tag: str) -> str | None:
         request = urllib.request.Request(
             f"http://{self.address}/v2/{repo}/manifests/{tag}", method="HEAD",

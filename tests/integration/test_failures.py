@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 
+import docker
 import pytest
 
 from tests.helpers import REPO
@@ -112,3 +114,68 @@ def test_ctrl_c_is_one_line_and_records_nothing(ws: Workspace) -> None:
     slow = ws.root / "build" / "default" / "slow"
     assert not (slow / "push.json").exists() and not (slow / "verify.json").exists()
     assert ws.registry.tags("quickstart/slow") == []
+
+
+HOSTILE = '$HOME $PATH "quoted" `id` $(id) \\ & <b>'
+HOSTILE_TEMPLATE = """\
+{% import "_macros.j2" as m %}
+FROM {{ base_image }}
+{{ m.build_args(tier.build_args) }}
+RUN printf '%s' "$GREETING" > /greeting
+"""
+
+
+def test_hostile_values_arrive_literally(ws: Workspace) -> None:
+    """'$' in ARG/LABEL values, quotes in the launcher's exec form: the image holds exactly
+    the value images.toml gave, nothing is expanded or executed."""
+    (ws.root / "templates" / "hostile.Dockerfile.j2").write_text(HOSTILE_TEMPLATE)
+    launcher = '"; touch /pwned ; "'
+    ws.edit('context = ["launcher/launch.py"]', 'context = ["launcher/launch.py"]\n'
+            f"build_args = {{ LAUNCHER = {json.dumps(launcher)} }}")
+    ws.manifest.write_text(ws.manifest.read_text() + (
+        '\n[tiers.hostile]\nparent = "fastext"\ntemplate = "hostile.Dockerfile.j2"\n'
+        f"description = {json.dumps(HOSTILE)}\n"
+        f"build_args = {{ GREETING = {json.dumps(HOSTILE)} }}\n"))
+    assert ws.doit("build:hostile", "build:runner").returncode == 0
+    client = docker.from_env()
+    image = f"{ws.registry.address}/quickstart/hostile"
+    tag = next(t for t in client.images.list(image)[0].tags if t.startswith(image))
+    greeting = client.containers.run(tag, ["cat", "/greeting"], remove=True, network_mode="host")
+    assert greeting.decode() == HOSTILE
+    assert client.images.get(tag).labels["org.opencontainers.image.description"] == HOSTILE
+    runner = f"{ws.registry.address}/quickstart/runner"
+    config = client.images.list(runner)[0].attrs["Config"]
+    assert config["Entrypoint"] == ["python3", f"/opt/runner/{launcher}"]
+
+
+def test_credentials_never_reach_an_image_label_or_log(ws: Workspace) -> None:
+    marker = "MARKER-7d2e"
+    refused = ws.doit(env={"BUILD_GRAPH_PIP_INDEX_URL": f"https://ci:{marker}@pypi.example/simple"})
+    text = refused.stdout + refused.stderr
+    assert refused.returncode == 2
+    assert "BUILD_GRAPH_PIP_INDEX_URL carries a credential (https://***@pypi.example" in text
+    assert marker not in text and built(text) == []
+    # A CI job token in the git remote (GitLab's style) must not become a label.
+    git = ["git", "-C", str(ws.root), "-c", "user.name=ci", "-c", "user.email=ci@example"]
+    subprocess.run(["git", "init", "-q", str(ws.root)], check=True)
+    subprocess.run([*git, "remote", "add", "origin",
+                    f"https://gitlab-ci-token:{marker}@gitlab.example/team/stack.git"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "stack"], check=True)
+    (ws.root / "templates" / "labelled.Dockerfile.j2").write_text(
+        "FROM {{ base_image }}\nRUN echo labelled > /labelled\n")
+    ws.manifest.write_text(ws.manifest.read_text() + (
+        '\n[tiers.labelled]\nparent = "fastext"\ntemplate = "labelled.Dockerfile.j2"\n'))
+    result = ws.doit("push:labelled")
+    assert result.returncode == 0
+    assert marker not in result.stdout + result.stderr
+    client = docker.from_env()
+    repo = f"{ws.registry.address}/quickstart/labelled"
+    image = client.images.list(repo)[0]
+    assert image.labels["org.opencontainers.image.source"] == (
+        "https://gitlab.example/team/stack.git")
+    history = json.dumps(client.api.history(image.id))  # type: ignore[no-untyped-call]
+    assert marker not in json.dumps(image.attrs) and marker not in history
+    tag = next(t for t in image.tags if t.startswith(repo)).rsplit(":", 1)[1]
+    for blob in ws.registry.manifest_and_config("quickstart/labelled", tag):
+        assert marker.encode() not in blob

@@ -84,6 +84,25 @@ def test_editing_one_tier_rebuilds_it_and_its_descendants_only(ws: Workspace) ->
     assert report["digest"] == ws.registry.digest("quickstart/runner", "latest")
 
 
+def test_a_new_file_rebuilds_its_tier_and_descendants_and_dotenv_stays_out(
+        ws: Workspace) -> None:
+    """A file the last plan never knew rebuilds (the plan cache sees the folder change);
+    a .env beside it is neither sent nor hashed."""
+    before = ws.registry.digest("quickstart/base", "latest")
+    (ws.root / "train" / "extra.py").write_text("EXTRA = 1\n")
+    (ws.root / "train" / ".env").write_text("TOKEN=MARKER-env-9c1\n")
+    result = ws.doit()
+    assert result.returncode == 0
+    assert built(output(result)) == ["training", "runner"]
+    assert ws.registry.digest("quickstart/base", "latest") == before
+    find = subprocess.run(
+        ["docker", "run", "--rm", "--network=host", "--entrypoint", "sh",
+         f"{ws.registry.address}/quickstart/training:latest", "-c",
+         "find / -xdev \\( -name extra.py -o -name .env \\) -path '*workspace*'"],
+        capture_output=True, text=True, check=True, timeout=120)
+    assert find.stdout.strip().endswith("extra.py") and ".env" not in find.stdout
+
+
 def test_fresh_machine_rebuilds_and_pushes_nothing(ws: Workspace) -> None:
     client = docker.from_env()
     plan = json.loads(subprocess.run(

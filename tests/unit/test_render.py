@@ -114,7 +114,7 @@ def test_build_args_and_packages_are_quoted(tmp_path: Path) -> None:
     text = MINIMAL + 'packages = ["numpy<2", "rich>=13"]\nbuild_args = { NOTE = "a $b \\"c\\"" }\n'
     [tier] = plan(load_text(tmp_path, text))
     assert "pip install --no-cache-dir 'numpy<2' 'rich>=13'" in tier.dockerfile
-    assert 'ARG NOTE="a $b \\"c\\""' in tier.dockerfile
+    assert 'ARG NOTE="a \\$b \\"c\\""' in tier.dockerfile  # '$' literal, not a variable
 
 
 def test_build_arg_values_reach_docker_unmangled(tmp_path: Path) -> None:

@@ -1,0 +1,121 @@
+"""Which files a tier's build sees: confined to the manifest's folder, excludes honoured.
+
+The list this module returns is both what is hashed and what is sent to the builder, so a
+file that is excluded can neither reach an image nor rebuild one. Excluded always: `.git`,
+`.env` files and tool caches. Also excluded: the patterns of a `.dockerignore` in a context
+folder (Docker's syntax: `*`, `?`, `**`, a leading `!` re-includes, the last match wins)
+and the tier's own `exclude` patterns (relative to the manifest's folder).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from build_graph.fs import inside
+
+DEFAULT_EXCLUDES = (".git", "**/.git", ".env", "**/.env", ".env.*", "**/.env.*",
+                    "**/__pycache__", "**/*.pyc", "**/.mypy_cache", "**/.pytest_cache",
+                    "**/.ruff_cache")
+IGNORE_FILE = ".dockerignore"
+
+
+class ContextError(ValueError):
+    """A context entry that would reach outside the manifest's folder."""
+
+    def __init__(self, entry: str, message: str) -> None:
+        self.entry = entry
+        super().__init__(f"{entry!r}: {message}")
+
+
+@dataclass(frozen=True)
+class Rule:
+    pattern: re.Pattern[str]
+    include: bool  # a '!' rule re-includes what earlier rules excluded
+
+
+def compile_rules(patterns: Iterable[str]) -> list[Rule]:
+    rules = []
+    for raw in patterns:
+        text = raw.strip()
+        if not text or text.startswith("#"):
+            continue
+        include = text.startswith("!")
+        text = text.removeprefix("!").strip().strip("/")
+        text = os.path.normpath(text) if text else text
+        if text and text != ".":
+            rules.append(Rule(re.compile(_translate(text)), include))
+    return rules
+
+
+def _translate(pattern: str) -> str:
+    """Docker's pattern syntax (Go's filepath.Match plus '**') as a regex over a relative
+    path; a match on a folder also matches everything below it."""
+    parts = []
+    for segment in pattern.split("/"):
+        if segment == "**":
+            parts.append("(?:[^/]+/)*")
+            continue
+        out = ""
+        for char in segment:
+            out += "[^/]*" if char == "*" else "[^/]" if char == "?" else re.escape(char)
+        parts.append(out + "/")
+    return "^" + "".join(parts).removesuffix("/") + "(?:/.*)?$"
+
+
+def excluded(relative: str, rules: list[Rule]) -> bool:
+    verdict = False
+    for rule in rules:
+        if rule.pattern.match(relative):
+            verdict = not rule.include
+    return verdict
+
+
+def context_files(root: Path, entries: Iterable[str],
+                  excludes: Iterable[str] = ()) -> list[tuple[str, Path]]:
+    """(name relative to root, path) of every file a build sees, sorted per entry.
+
+    Raises ContextError for an entry (or a symlink inside one) that leaves `root`.
+    """
+    tier_rules = compile_rules([*DEFAULT_EXCLUDES, *excludes])
+    found: list[tuple[str, Path]] = []
+    for entry in entries:
+        base = root / entry
+        if os.path.isabs(entry) or ".." in Path(entry).parts or not inside(root, base):
+            raise ContextError(entry, f"leaves the manifest's folder {root}; contexts are "
+                                      "paths below it")
+        if base.is_file():
+            found.append((entry, base))
+            continue
+        local = compile_rules(_read_ignore(base))
+        for path in _walk(base):
+            name = path.relative_to(root).as_posix()
+            if excluded(name, tier_rules) or excluded(path.relative_to(base).as_posix(), local):
+                continue
+            if path.is_symlink() and not inside(root, path):
+                raise ContextError(entry, f"{name} is a symlink to {path.resolve()}, outside "
+                                          f"the manifest's folder; copy the file in instead")
+            if path.is_file():
+                found.append((name, path))
+    return found
+
+
+def _read_ignore(folder: Path) -> list[str]:
+    try:
+        return [*(folder / IGNORE_FILE).read_text(encoding="utf-8").splitlines(), IGNORE_FILE]
+    except OSError:
+        return []
+
+
+def _walk(folder: Path) -> list[Path]:
+    """Every file below `folder`, sorted, and every symlink to a folder (not followed:
+    the caller refuses those that leave the manifest's folder and skips the rest)."""
+    files: list[Path] = []
+    for current, dirs, names in os.walk(folder):
+        dirs.sort()
+        files.extend(Path(current) / n for n in names)
+        files.extend(Path(current) / d for d in dirs if (Path(current) / d).is_symlink())
+    return sorted(files)

@@ -1,0 +1,100 @@
+"""The compiler cache is never lost: a failed restore cannot lead to a save that replaces the
+store's warm archive, and fallbacks never cross variants (a real file store, no Docker)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from build_graph.ccache import archive as ccache_archive
+from build_graph.ccache.store import CacheUnavailable, Found
+from build_graph.ccache.sync import CacheSync
+from build_graph.plan.plan import plan
+from tests.helpers import MINIMAL, load_text
+from tests.unit.test_ccache_local import make_cache
+
+STACK = MINIMAL + """
+[tiers.ext]
+from = "debian:bookworm-slim"
+template = "python-runtime.Dockerfile.j2"
+compile = { builder = "base", script = "c.sh.j2" }
+
+[cache]
+url = "file://store"
+
+[variants.a]
+[variants.b]
+"""
+
+
+def sync_for(tmp_path: Path, variant: str, folder: Path) -> CacheSync:
+    (tmp_path / "templates").mkdir(exist_ok=True)
+    (tmp_path / "templates" / "c.sh.j2").write_text("#!/bin/sh\n")
+    stack = load_text(tmp_path, STACK)
+    planned = {(t.spec.variant, t.spec.name): t for t in plan(stack)}
+    return CacheSync(stack, planned[(variant, "ext")], planned[(variant, "base")], folder)
+
+
+def warm_store(tmp_path: Path) -> tuple[Found, str]:
+    """A warm archive saved under variant a's key; returns it and its fingerprint."""
+    first = sync_for(tmp_path, "a", tmp_path / "seed")
+    first.restore()
+    make_cache(tmp_path / "seed", files=60)
+    first.save()
+    found = first.store.stat(first.key)
+    assert found is not None and first.transfer.saved == f"saved {first.key}"
+    return found, ccache_archive.fingerprint(tmp_path / "seed")
+
+
+def unreachable(found: Found, dest: Path) -> None:
+    """A transient network failure during the download (the store itself is real)."""
+    raise CacheUnavailable("connection reset by peer")
+
+
+def failed_restore(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, local: Path) -> CacheSync:
+    """A sync on a fresh machine whose restore hit a network failure."""
+    flaky = sync_for(tmp_path, "a", local)
+    monkeypatch.setattr(flaky.store, "download", unreachable)
+    flaky.restore()
+    assert flaky.transfer.warnings and flaky.transfer.restored_from is None
+    return flaky
+
+
+def test_a_failed_restore_never_replaces_the_warm_archive(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    warm, warm_fingerprint = warm_store(tmp_path)
+    local = tmp_path / "fresh-machine"
+    flaky = failed_restore(tmp_path, monkeypatch, local)
+    assert flaky.transfer.restore_s > 0
+    make_cache(local, files=2)  # what a cold compile leaves behind
+    flaky.save()
+    assert flaky.transfer.saved == "store's warmer archive kept: not uploaded"
+    assert flaky.store.stat(flaky.key) == warm  # same generation: untouched
+
+    later = sync_for(tmp_path, "a", local)  # the next run, with a working store
+    later.restore()
+    assert later.transfer.restored_from == warm.key  # the state did not claim it was here
+    assert ccache_archive.fingerprint(local) == warm_fingerprint
+
+
+def test_a_failed_restore_still_saves_a_cache_that_holds_more(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    warm, _ = warm_store(tmp_path)
+    local = tmp_path / "fresh-machine"
+    flaky = failed_restore(tmp_path, monkeypatch, local)
+    shutil.copytree(tmp_path / "seed", local, dirs_exist_ok=True)
+    make_cache(local / "more", files=30)
+    flaky.save()
+    assert flaky.transfer.saved == f"saved {flaky.key}"
+    saved = flaky.store.stat(flaky.key)
+    assert saved is not None and saved.generation != warm.generation
+
+
+def test_fallback_never_takes_another_variants_archive(tmp_path: Path) -> None:
+    warm_store(tmp_path)  # only variant a has an archive
+    other = sync_for(tmp_path, "b", tmp_path / "b-cache")
+    other.restore()
+    assert other.transfer.restored_from is None
+    assert not any((tmp_path / "b-cache").rglob("*R"))
