@@ -15,7 +15,7 @@ from typing import NoReturn
 # Exit codes are part of the CLI contract: scripts branch on them.
 EXIT_CONFIG = 2
 EXIT_ENVIRONMENT = 3  # a daemon, registry or tool is missing or refuses
-EXIT_BUILD = 4  # a build, push or verification failed
+EXIT_BUILD = 1  # a build, push or verification failed (doit's own code for a failed task)
 EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports it (128 + SIGINT)
 
 

@@ -1,4 +1,4 @@
-"""doit task dicts for every (variant, tier) and stage; the only module that knows doit.
+"""doit task dicts for every (variant, tier) and stage (doit's only other user: reporter.py).
 
 Stages, in order: render, compile (tiers with a compile section), build, push, verify,
 promote. Task names are '<stage>:<tier>' or '<stage>:<tier>@<variant>'. Up-to-date checks
@@ -24,6 +24,7 @@ from build_graph.fs import write_if_changed
 from build_graph.manifest.model import Stack
 from build_graph.plan.paths import build_root
 from build_graph.plan.plan import PlannedTier
+from build_graph.reporter import ExitCodeReporter, StageFailed
 from build_graph.stages import build, promote, push
 from build_graph.stages import compile as compile_stage
 from build_graph.stages import verify as verify_stage
@@ -46,6 +47,7 @@ def doit_config(stack: Stack) -> dict[str, Any]:
         "backend": "json",
         "default_tasks": ["promote"],
         "verbosity": 2,
+        "reporter": ExitCodeReporter,
     }
 
 
@@ -56,7 +58,7 @@ def action(fn: Callable[..., None], *args: Any) -> Callable[[], TaskFailed | boo
         try:
             fn(*args)
         except BuildGraphError as exc:
-            return TaskFailed(str(exc))
+            return StageFailed(str(exc), exc.exit_code)
         except KeyboardInterrupt:
             tier = next((a.key for a in args if isinstance(a, PlannedTier)), None)
             interrupted(f"{fn.__name__} of {tier}" if tier else fn.__name__)

@@ -5,6 +5,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 if [ ! -x .venv/bin/python ]; then
+  # Debian ships venv's pip bootstrap separately.
+  if ! python3 -c 'import ensurepip' >/dev/null 2>&1; then
+    apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-venv >/dev/null
+  fi
   python3 -m venv .venv
 fi
 stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)

@@ -136,7 +136,7 @@ def caught(ws: Workspace, tier: str, check: str, evidence: str) -> str:
     """Run promote:<tier>; assert it failed on `check` naming `evidence` and moved no tag."""
     result = ws.doit(f"promote:{tier}")
     text = result.stdout + result.stderr
-    assert result.returncode != 0
+    assert result.returncode == 1  # a failed verify: the README's exit code
     assert f"FAIL {check}:" in text, text[-3000:]
     line = next(line for line in text.splitlines() if f"FAIL {check}:" in line)
     assert evidence in line, line
