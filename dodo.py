@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,8 @@ from build_graph.plan.paths import build_root
 from build_graph.tasks import StackTasks, doit_config
 
 _MANIFEST = Path(get_var("manifest", "images.toml") or "images.toml")
+if get_var("verbose"):  # `doit verbose=1`: stream every line, as BUILD_GRAPH_VERBOSE=1 does
+    os.environ["BUILD_GRAPH_VERBOSE"] = "1"
 
 
 def _load() -> StackTasks:
@@ -37,6 +40,10 @@ def _load() -> StackTasks:
 
 _TASKS = _load()
 DOIT_CONFIG: dict[str, Any] = doit_config(_TASKS.stack)
+
+
+def task_tiers() -> Iterator[dict[str, Any]]:
+    yield from _TASKS.tiers()
 
 
 def task_render() -> Iterator[dict[str, Any]]:

@@ -31,5 +31,14 @@ def timed(command: list[str], runs: int, cwd: Path = REPO) -> tuple[float, str]:
     return statistics.median(times), output
 
 
+def stack_folder(folder: Path, name: str, registry: str, template: str) -> str:
+    """Write the stack's one template (templates/bench.Dockerfile.j2); return the manifest's
+    [stack] and [versions] tables for a generated stack."""
+    (folder / "templates").mkdir(parents=True)
+    (folder / "templates" / "bench.Dockerfile.j2").write_text(template)
+    return (f'[stack]\nname = "{name}"\nregistry = "{registry}/{name}"\n'
+            '[versions]\npython = "3.11"\n')
+
+
 def count(output: str, prefix: str) -> int:
     return sum(1 for line in output.splitlines() if line.startswith(prefix))

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import textwrap
 from pathlib import Path
 
-from _common import count, doit_command, timed
+from _common import count, doit_command, stack_folder, timed
 
 TEMPLATE = """\
 {% import "_macros.j2" as m %}
@@ -24,18 +23,10 @@ LABEL bench.tier={{ tier.name }}
 
 
 def generate(folder: Path, tiers: int, registry: str, root_image: str) -> Path:
-    (folder / "templates").mkdir(parents=True)
-    (folder / "templates" / "tiny.Dockerfile.j2").write_text(TEMPLATE)
-    parts = [textwrap.dedent(f"""\
-        [stack]
-        name = "bench{tiers}"
-        registry = "{registry}/bench{tiers}"
-        [versions]
-        python = "3.11"
-        """)]
+    parts = [stack_folder(folder, f"bench{tiers}", registry, TEMPLATE)]
     for i in range(tiers):
         base = f'from = "{root_image}"' if i == 0 else f'parent = "t{(i - 1) // 3:03d}"'
-        parts.append(f'[tiers.t{i:03d}]\n{base}\ntemplate = "tiny.Dockerfile.j2"\n'
+        parts.append(f'[tiers.t{i:03d}]\n{base}\ntemplate = "bench.Dockerfile.j2"\n'
                      f'verify = {{ pip_check = false }}\n')
     manifest = folder / "images.toml"
     manifest.write_text("\n".join(parts))

@@ -1,9 +1,72 @@
-"""The one progress channel: a line on stderr, flushed, so it interleaves in order."""
+"""Where progress lines go: the running task's log file, and the terminal when verbose.
+
+Every step logs through `log()`. Inside `task_log(path)` (each doit action runs in one)
+the line goes to that task's log file, `build/<variant>/<tier>/logs/<stage>.log`, and to
+stderr only with `BUILD_GRAPH_VERBOSE=1` (or `doit ... verbose=1`), which streams
+everything as it happens. Outside a task (planning, the CLI) lines go to stderr.
+`progress()` lines always reach the terminal: they say a long step is alive.
+Per thread, so `doit -n N -P thread` keeps each task's lines in its own file.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
+
+_local = threading.local()
+
+
+def verbose() -> bool:
+    return os.environ.get("BUILD_GRAPH_VERBOSE", "") not in ("", "0")
 
 
 def log(message: str) -> None:
+    handle: IO[str] | None = getattr(_local, "handle", None)
+    if handle is not None:
+        handle.write(message + "\n")
+        handle.flush()
+    if handle is None or verbose():
+        print(message, file=sys.stderr, flush=True)
+
+
+def progress(message: str) -> None:
+    """A line for the terminal even when task output goes to a file (and to the file)."""
+    handle: IO[str] | None = getattr(_local, "handle", None)
+    if handle is not None:
+        handle.write(message + "\n")
+        handle.flush()
     print(message, file=sys.stderr, flush=True)
+
+
+@contextmanager
+def task_log(path: Path) -> Iterator[Path]:
+    """Send this thread's log lines to `path` (replaced: the log of the latest attempt)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        previous = getattr(_local, "handle", None)
+        _local.handle = handle
+        try:
+            yield path
+        finally:
+            _local.handle = previous
+
+
+def tail(path: Path, lines: int = 20, before: str | None = None) -> list[str]:
+    """The last lines of a log file (empty if it cannot be read); with `before`, the last
+    lines ahead of the last line that starts with it (what led up to an error)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    if before is not None:
+        cut = max((i for i, line in enumerate(text) if line.startswith(before)),
+                  default=len(text))
+        text = text[:cut]
+    return text[-lines:]

@@ -1,28 +1,40 @@
-"""doit's console reporter, ending with the exit code the README promises.
+"""How a run reads: one line per task with its result and time; exit codes by cause.
+
+Each task's full output is in `build/<variant>/<tier>/logs/<stage>.log`; the terminal gets
+one line per task (`ok`, `FAIL`, or doit's `--` for up to date), and on a terminal a live
+line naming the task that runs. A failure prints its message, the log's path and its last
+lines. `BUILD_GRAPH_VERBOSE=1` streams every line as well, as the tasks produce them.
 
 doit itself exits 1 when a task failed and 2 when a task's dependency failed (as under
 `--continue`), whatever the cause. A stage failure carries the exit code of its cause;
 after the run, the reporter ends the process with it: 3 when the Docker daemon, the
-registry or a tool could not be reached, 2 for an invalid manifest or template, 1 for a
-failed build, compile, push or verify. Runs without a failure of ours keep doit's code.
+registry or a tool could not be reached, 2 for an invalid manifest, template or site
+setting, 1 for a failed build, compile, push or verify. Runs without a failure of ours
+keep doit's code.
 """
 
 from __future__ import annotations
 
+import time
+from pathlib import Path
 from typing import Any
 
 from doit.exceptions import TaskFailed
 from doit.reporter import ConsoleReporter
 
 from build_graph.errors import EXIT_BUILD, EXIT_CONFIG, EXIT_ENVIRONMENT
+from build_graph.log import tail, verbose
+
+TAIL_LINES = 15
 
 
 class StageFailed(TaskFailed):  # type: ignore[misc]
-    """A stage's failure, carrying the exit code of its cause."""
+    """A stage's failure, carrying the exit code of its cause and the log it wrote."""
 
-    def __init__(self, message: str, exit_code: int) -> None:
+    def __init__(self, message: str, exit_code: int, log_path: Path | None = None) -> None:
         super().__init__(message)
         self.exit_code = exit_code
+        self.log_path = log_path
 
 
 def exit_code_for(codes: list[int]) -> int:
@@ -34,7 +46,46 @@ def exit_code_for(codes: list[int]) -> int:
 
 
 class ExitCodeReporter(ConsoleReporter):  # type: ignore[misc]
-    desc = "console output; exit codes by cause"
+    desc = "one line per task, logs per task, exit codes by cause"
+
+    def __init__(self, outstream: Any, options: dict[str, Any]) -> None:
+        super().__init__(outstream, options)
+        self.started: dict[str, float] = {}
+        self.live = bool(getattr(outstream, "isatty", lambda: False)()) and not verbose()
+
+    def execute_task(self, task: Any) -> None:
+        if not task.actions or task.name.startswith("_"):
+            return
+        self.started[task.name] = time.monotonic()
+        if verbose():
+            self.write(f".  {task.title()}\n")
+        elif self.live:
+            self.write(f"\r\033[K..    {task.title()}")
+            self.outstream.flush()
+
+    def _done(self, task: Any, mark: str) -> None:
+        elapsed = time.monotonic() - self.started.pop(task.name, time.monotonic())
+        prefix = "\r\033[K" if self.live else ""
+        self.write(f"{prefix}{mark:<5} {task.title()}  {elapsed:.1f} s\n")
+
+    def add_success(self, task: Any) -> None:
+        if task.actions and not task.name.startswith("_"):
+            self._done(task, "ok")
+
+    def add_failure(self, task: Any, fail: Any) -> None:
+        if not fail.report:
+            return
+        self.failures.append({"task": task, "exception": fail})
+        if task.name in self.started:
+            self._done(task, "FAIL")
+        else:
+            self.write(f"FAIL  {task.title()}\n")
+        self.write("".join(f"      {line}\n" for line in fail.get_msg().rstrip().splitlines()))
+        log_path = getattr(fail, "log_path", None)
+        if log_path is not None and not verbose():
+            last = tail(log_path, TAIL_LINES, before="error: ")  # the error is shown above
+            self.write(f"      log: {log_path} (last {len(last)} lines before the error):\n")
+            self.write("".join(f"      | {line}\n" for line in last))
 
     def complete_run(self) -> None:
         super().complete_run()

@@ -11,16 +11,18 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
 from doit.exceptions import TaskFailed
 from doit.tools import config_changed
 
+from build_graph import explain
 from build_graph.engine.availability import Availability
 from build_graph.errors import BuildGraphError, interrupted
 from build_graph.fs import write_if_changed
+from build_graph.log import log, task_log
 from build_graph.manifest.model import Stack
 from build_graph.plan.paths import build_root
 from build_graph.plan.plan import PlannedTier
@@ -48,20 +50,29 @@ def doit_config(stack: Stack) -> dict[str, Any]:
         "default_tasks": ["promote"],
         "verbosity": 2,
         "reporter": ExitCodeReporter,
+        # `doit -n N` runs tasks in threads of this process, not forked processes: a fork
+        # would share the Docker client's open connections between processes.
+        "par_type": "thread",
     }
 
 
-def action(fn: Callable[..., None], *args: Any) -> Callable[[], TaskFailed | bool]:
-    """A doit python-action: our errors become a clean TaskFailed message (no traceback);
-    Ctrl-C becomes one line and exit 130."""
+def action(stage: str, tier: PlannedTier, fn: Callable[..., None],
+           *args: Any) -> Callable[[], TaskFailed | bool]:
+    """A doit python-action for one stage of one tier. Its output goes to the tier's
+    logs/<stage>.log (and to the terminal when verbose); our errors become a clean
+    StageFailed with the cause's exit code (no traceback); Ctrl-C becomes one line and
+    exit 130."""
+    path = tier.build_dir / "logs" / f"{stage}.log"
+
     def run() -> TaskFailed | bool:
-        try:
-            fn(*args)
-        except BuildGraphError as exc:
-            return StageFailed(str(exc), exc.exit_code)
-        except KeyboardInterrupt:
-            tier = next((a.key for a in args if isinstance(a, PlannedTier)), None)
-            interrupted(f"{fn.__name__} of {tier}" if tier else fn.__name__)
+        with task_log(path):
+            try:
+                fn(*args)
+            except BuildGraphError as exc:
+                log(f"error: {exc}")
+                return StageFailed(str(exc), exc.exit_code, path)
+            except KeyboardInterrupt:
+                interrupted(f"{stage} of {tier.key}")
         return True
 
     run.__name__ = fn.__name__
@@ -107,13 +118,36 @@ class StackTasks:
         return {t.key: t for t in self.planned}
 
     def describe(self, tier: PlannedTier) -> str:
-        spec, variant = tier.spec, self.stack.variant(tier.spec.variant)
-        base = f"on {tier.parent_key}" if tier.parent_key else f"from {spec.from_image}"
-        facts = [f"{k} {variant.versions[k]}" for k in ("python", "torch", "cuda")
+        return f"{tier.spec.description or tier.spec.name} ({self._base(tier)}; " \
+               f"{self._summary(tier)})"
+
+    def _base(self, tier: PlannedTier) -> str:
+        return f"on {tier.parent_key}" if tier.parent_key else f"from {tier.spec.from_image}"
+
+    def _summary(self, tier: PlannedTier) -> str:
+        """The key versions: python, torch, CUDA, cuDNN, and the archs a compile targets."""
+        variant = self.stack.variant(tier.spec.variant)
+        facts = [f"{k} {variant.versions[k]}" for k in ("python", "torch", "cuda", "cudnn")
                  if k in variant.versions]
-        if variant.gpu.arch_list and spec.compile:
+        if variant.gpu.arch_list and tier.spec.compile:
             facts.append(f"archs {variant.gpu.torch_cuda_arch_list}")
-        return f"{spec.description or spec.name} ({base}; {', '.join(facts)})"
+        return ", ".join(facts)
+
+    def tiers(self) -> Iterator[DoitTask]:
+        """`doit <tier>`: the tier through promote, one task per tier and variant; with
+        variants, `doit <tier>` is every variant of it. `doit list` shows these."""
+        for tier in self.planned:
+            yield {"basename": tier.key, "actions": None, "doc": self.describe(tier),
+                   "task_dep": [f"promote:{tier.key}"],
+                   "meta": {"tier": {"key": tier.key, "base": self._base(tier),
+                                     "summary": self._summary(tier),
+                                     "description": tier.spec.description or tier.spec.name,
+                                     "changes": partial(explain.changes, tier)}}}
+        if self.stack.has_variants:
+            for name in dict.fromkeys(t.spec.name for t in self.planned):
+                keys = [t.key for t in self.planned if t.spec.name == name]
+                yield {"basename": name, "actions": None, "task_dep": keys,
+                       "doc": f"{name} in every variant ({', '.join(keys)})"}
 
     def stage(self, name: str) -> Iterator[DoitTask]:
         yield {"basename": name, "name": None, "doc": STAGE_DOCS[name]}
@@ -128,14 +162,15 @@ class StackTasks:
         if tier.script is not None:
             files[tier.script_path] = tier.script
         digest = hashlib.sha256("\0".join(files.values()).encode()).hexdigest()
-        return {"actions": [action(_write_files, files)], "targets": list(files),
+        return {"actions": [action("render", tier, _write_files, files)], "targets": list(files),
                 "uptodate": [config_changed(digest)], "verbosity": 1}
 
     def _compile(self, tier: PlannedTier) -> DoitTask | None:
         if tier.builder_key is None:
             return None
         builder = self.by_key[tier.builder_key]
-        return {"actions": [action(compile_stage.compile_tier, self.stack, tier, builder)],
+        return {"actions": [action("compile", tier, compile_stage.compile_tier, self.stack, tier,
+                                      builder)],
                 "task_dep": [f"render:{tier.key}", f"build:{builder.key}"],
                 "uptodate": [Condition(
                     f"{tier.image} exists, or {tier.wheels_dir} holds wheels of compile "
@@ -145,20 +180,20 @@ class StackTasks:
         deps = [f"render:{tier.key}"]
         deps += [f"build:{tier.parent_key}"] if tier.parent_key else []
         deps += [f"compile:{tier.key}"] if tier.builder_key else []
-        return {"actions": [action(build.build, self.stack, tier, self.seen)],
+        return {"actions": [action("build", tier, build.build, self.stack, tier, self.seen)],
                 "task_dep": deps, "uptodate": [Condition(
                     f"{tier.image} was pushed, or exists here or in the registry",
                     build.image_available, tier, self.seen)]}
 
     def _push(self, tier: PlannedTier) -> DoitTask:
-        return {"actions": [action(push.push, tier, self.seen)],
+        return {"actions": [action("push", tier, push.push, tier, self.seen)],
                 "task_dep": [f"build:{tier.key}"],
                 "uptodate": [Condition(f"the registry holds {tier.image}", push.pushed,
                                        tier, self.seen)]}
 
     def _verify(self, tier: PlannedTier) -> DoitTask:
         want = expectation_for(self.stack.variant(tier.spec.variant), tier.spec.name)
-        return {"actions": [action(verify_stage.verify, tier, want, self.seen)],
+        return {"actions": [action("verify", tier, verify_stage.verify, tier, want, self.seen)],
                 "task_dep": [f"push:{tier.key}"],
                 "uptodate": [Condition(
                     f"{tier.verify_record} passed for the pushed digest and these checks",
@@ -167,9 +202,11 @@ class StackTasks:
     def _promote(self, tier: PlannedTier) -> DoitTask:
         deps = [f"verify:{tier.key}"]
         deps += [f"promote:{tier.parent_key}"] if tier.parent_key else []
-        return {"actions": [action(promote.promote, tier, self.seen)], "task_dep": deps,
+        return {"actions": [action("promote", tier, promote.promote, tier, self.seen)],
+                "task_dep": deps,
                 "uptodate": [Condition(
-                    f"{', '.join(tier.human_tags) or 'no tags'} name the verified digest",
+                    f"every human tag ({', '.join(tier.human_tags) or 'none'}) names the "
+                    "verified digest",
                     promote.promoted, tier, self.seen)]}
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from build_graph.engine import daemon
-from build_graph.engine.daemon import Mount
+from build_graph.engine import containers
+from build_graph.engine.containers import Mount
 from build_graph.errors import BuildGraphError
 from build_graph.plan.paths import CCACHE_DIR
 
@@ -48,9 +48,9 @@ def read_stats(image: str, cache_dir: Path) -> CcacheStats | None:
     """
     mount = Mount(str(cache_dir), CCACHE_DIR)
     try:
-        with daemon.container(image, ["--print-stats"], entrypoint=["ccache"],
+        with containers.container(image, ["--print-stats"], entrypoint=["ccache"],
                                   mounts=(mount,), env={"CCACHE_DIR": CCACHE_DIR}) as box:
-            code, output = daemon.run_to_end(box)
+            code, output = containers.run_to_end(box)
     except BuildGraphError:
         return None
     return parse(output) if code == 0 else None

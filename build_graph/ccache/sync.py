@@ -19,7 +19,7 @@ from pathlib import Path
 from build_graph.ccache import archive as ccache_archive
 from build_graph.ccache.store import CacheConflict, CacheUnavailable, Found, Store, open_store
 from build_graph.engine.records import read_record, write_record
-from build_graph.log import log
+from build_graph.log import log, progress
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier
 
@@ -62,7 +62,7 @@ class CacheSync:
     def _warn(self, message: str) -> None:
         line = f"[{self.name}] warning: compiler cache: {message}; compiling without it"
         self.transfer.warnings.append(message)
-        log(line)
+        progress(line)
 
     def restore(self) -> None:
         """Bring the local cache folder up to the store's newest fitting archive."""

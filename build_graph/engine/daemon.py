@@ -1,4 +1,6 @@
-"""The only module that talks to Docker (docker-py): build, run, push, pull, tag, probe.
+"""Docker images through docker-py: build, push, pull, tag, probe, and the daemon itself.
+
+With containers.py (running containers), the only code that talks to the Docker daemon.
 
 Each call logs what it does ('+ docker build ...'). A missing daemon, an unreachable
 registry or a refused push becomes an EnvironmentProblem/RegistryError with one line that
@@ -10,9 +12,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from functools import cache
 from typing import IO, TYPE_CHECKING, Any
 
@@ -24,7 +24,6 @@ from build_graph.log import log
 # answer every question never pays for it.
 if TYPE_CHECKING:
     import docker
-    from docker.models.containers import Container
 
 _STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)")
 _client: docker.DockerClient | None = None
@@ -43,7 +42,7 @@ def client() -> docker.DockerClient:
         except docker.errors.DockerException as exc:
             _client = None
             raise EnvironmentProblem(
-                f"cannot reach the Docker daemon ({_short(exc)}); start it "
+                f"cannot reach the Docker daemon ({short_error(exc)}); start it "
                 "(scripts/services.sh up, or systemctl start docker) or set DOCKER_HOST"
             ) from None
     return _client
@@ -67,12 +66,12 @@ def probe_registry(ref: str) -> Probe:
     except docker.errors.NotFound:
         return Probe(Presence.ABSENT)
     except docker.errors.APIError as exc:
-        text = _short(exc)
+        text = short_error(exc)
         if "manifest unknown" in text or "not found" in text.lower():
             return Probe(Presence.ABSENT)
         return Probe(Presence.ERROR, error=text)
     except docker.errors.DockerException as exc:
-        return Probe(Presence.ERROR, error=_short(exc))
+        return Probe(Presence.ERROR, error=short_error(exc))
     return Probe(Presence.PRESENT, digest=str(info["Descriptor"]["digest"]))
 
 
@@ -144,7 +143,7 @@ def push(ref: str) -> str:
             if "Digest" in aux:
                 digest = str(aux["Digest"])
     except docker.errors.APIError as exc:
-        raise RegistryError(f"push of {ref} failed: {_short(exc)}") from None
+        raise RegistryError(f"push of {ref} failed: {short_error(exc)}") from None
     if digest is None:
         raise RegistryError(f"push of {ref} reported no digest; check the registry logs")
     return digest
@@ -162,7 +161,7 @@ def pull(ref: str) -> None:
             if "error" in chunk:
                 raise RegistryError(f"pull of {ref} failed: {chunk['error'].strip()}")
     except docker.errors.APIError as exc:
-        raise RegistryError(f"pull of {ref} failed: {_short(exc)}") from None
+        raise RegistryError(f"pull of {ref} failed: {short_error(exc)}") from None
 
 
 def image_size(ref: str) -> int | None:
@@ -181,39 +180,6 @@ def tag(source: str, target: str) -> None:
     repo, tag_name = split_ref(target)
     log(f"+ docker tag {source} {target}")
     client().api.tag(source, repo, tag_name, force=True)
-
-
-@dataclass(frozen=True)
-class Mount:
-    host: str
-    container: str
-    read_only: bool = False
-
-
-@contextmanager
-def container(image: str, command: list[str], *, mounts: tuple[Mount, ...] = (),
-              env: Mapping[str, str] | None = None, entrypoint: list[str] | None = None,
-              gpus: bool = False) -> Iterator[Container]:
-    """A started container (host network) that is always removed afterwards."""
-    import docker.errors
-    from docker.types import DeviceRequest
-
-    device_requests = [DeviceRequest(count=-1, capabilities=[["gpu"]])] if gpus else None
-
-    volumes = {m.host: {"bind": m.container, "mode": "ro" if m.read_only else "rw"}
-               for m in mounts}
-    log(f"+ docker run --network=host {image} {' '.join(command)}")
-    try:
-        box = client().containers.run(image, command, detach=True, network_mode="host",
-                                      volumes=volumes, environment=dict(env or {}),
-                                      entrypoint=entrypoint, device_requests=device_requests)
-    except docker.errors.APIError as exc:
-        raise BuildFailed(f"could not start {image}: {_short(exc)}") from None
-    try:
-        yield box
-    finally:
-        with suppress(docker.errors.DockerException):
-            box.remove(force=True)
 
 
 @cache
@@ -258,25 +224,7 @@ def _get_over_socket(socket_path: str, path: str) -> dict[str, Any]:
     return data
 
 
-def run_to_end(box: Container, on_line: Callable[[str], None] | None = None) -> tuple[int, str]:
-    """Follow a container's output until it exits; (exit code, combined output)."""
-    lines: list[str] = []
-    buffer = b""
-    for piece in box.logs(stream=True, follow=True):
-        buffer += piece
-        *complete, buffer = buffer.split(b"\n")
-        for raw in complete:
-            text = raw.decode("utf-8", "replace")
-            lines.append(text)
-            if on_line:
-                on_line(text)
-    if buffer:
-        lines.append(buffer.decode("utf-8", "replace"))
-    status = box.wait()
-    return int(status.get("StatusCode", 1)), "\n".join(lines)
-
-
-def _short(exc: BaseException) -> str:
+def short_error(exc: BaseException) -> str:
     explanation = getattr(exc, "explanation", None)
     text = str(explanation or exc)
     return text.strip().splitlines()[0][:300] if text.strip() else type(exc).__name__

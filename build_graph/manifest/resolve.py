@@ -26,6 +26,10 @@ from build_graph.manifest.model import (
 )
 from build_graph.manifest.rules import RULES, Report
 
+# `doit <tier>` builds a tier: its name may not be a stage or a doit command.
+RESERVED = frozenset({"render", "compile", "build", "push", "verify", "promote", "tiers",
+                      "list", "info", "run", "help", "clean", "forget", "ignore", "dumpdb",
+                      "strace", "tabcompletion", "reset-dep", "auto"})
 SHIPPED_TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 _GCS_RE = re.compile(r"^gs://([a-z0-9][a-z0-9._-]{1,220}[a-z0-9])(/[^\s]*)?$")
@@ -81,6 +85,9 @@ def _fill(text: str, fields: Mapping[str, str], key: str, report: Report) -> str
 def _check_graph(manifest: schema.Manifest, report: Report) -> list[str]:
     deps: dict[str, list[str]] = {}
     for name, tier in manifest.tiers.items():
+        if name in RESERVED:
+            report.error(f"tiers.{name}", f"{name!r} is a stage or doit command, so "
+                         f"`doit {name}` could not mean the tier; rename the tier")
         deps[name] = []
         refs = [("parent", tier.parent)]
         if tier.compile:

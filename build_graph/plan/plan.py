@@ -6,6 +6,8 @@ its context files, so tests can check a whole plan from an inline TOML string.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,6 +41,9 @@ class PlannedTier:
     builder_image: str | None
     human_tags: tuple[str, ...]  # images.toml tags, plus 'latest' for the default variant
     compile_hash: str | None  # hash of what the compile stage reads (builder, script, sources)
+    # What went into the hash, part by part ('dockerfile', 'file:<name>', 'parent', ...):
+    # recorded at push, so `doit info` can say which input changed since.
+    inputs: tuple[tuple[str, str], ...] = ()
 
     @property
     def image(self) -> str:
@@ -108,11 +113,17 @@ def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier
             "builder": builder.content_hash, "script": script,
             "sources": [file_digest(n, p) for n, p in sources],
             "spec": [tier.compile.sources, tier.compile.env, tier.compile.outputs]})
+    digests = [file_digest(n, p) for n, p in files]
     tag_hash = content_hash({
-        "dockerfile": dockerfile, "context": [file_digest(n, p) for n, p in files],
+        "dockerfile": dockerfile, "context": digests,
         "build_args": dict(tier.build_args), "parent": parent.content_hash if parent else None,
         "compile": compile_hash,
     })
+    inputs = (("dockerfile", _short(dockerfile)),
+              ("build_args", _short(json.dumps(dict(tier.build_args), sort_keys=True))),
+              ("parent", parent.content_hash if parent else str(tier.from_image)),
+              ("compile", compile_hash or "-"),
+              *((f"file:{d.path}", d.sha256[:16] + ("x" if d.executable else "")) for d in digests))
     is_default = variant.name == stack.default_variant
     return PlannedTier(
         spec=tier, key=task_key(stack, tier.name, variant.name),
@@ -121,7 +132,12 @@ def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier
         repository=f"{stack.registry}/{tier.name}", base_image=base_image,
         parent_key=parent.key if parent else None, builder_key=builder.key if builder else None,
         builder_image=builder.image if builder else None,
-        human_tags=tier.tags + ((LATEST,) if is_default else ()), compile_hash=compile_hash)
+        human_tags=tier.tags + ((LATEST,) if is_default else ()), compile_hash=compile_hash,
+        inputs=inputs)
+
+
+def _short(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def _local_sources(stack: Stack, tier: TierSpec) -> list[tuple[str, Path]]:

@@ -8,26 +8,33 @@ machine. Wheels appear in the tier's wheels/ folder only when the whole compile 
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from build_graph import settings
-from build_graph.ccache.stats import CcacheStats, read_stats
+from build_graph.ccache.stats import CcacheStats, parse, read_stats
 from build_graph.ccache.sync import CacheSync
-from build_graph.engine import daemon
+from build_graph.engine import containers, daemon
 from build_graph.engine.availability import Availability
-from build_graph.engine.daemon import Mount
+from build_graph.engine.containers import Mount
 from build_graph.engine.records import write_record
 from build_graph.errors import BuildFailed
 from build_graph.fs import write_if_changed
-from build_graph.log import log
+from build_graph.log import log, progress
 from build_graph.manifest.model import Stack
 from build_graph.plan.paths import CCACHE_DIR, OUT_DIR, SRC_DIR, build_root
 from build_graph.plan.plan import PlannedTier
 from build_graph.stages.build import image_available
 
+if TYPE_CHECKING:
+    from docker.models.containers import Container
+
 SCRIPT_IN_CONTAINER = "/build/compile.sh"
+PROGRESS_S = 15.0
+_NINJA_RE = re.compile(r"^\[(\d+)/(\d+)\] ")
 STAMP = ".compile-hash"
 
 
@@ -65,10 +72,9 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> None:
     log(f"[{tier.key}] compiling in {builder.image}")
     started = time.monotonic()
     try:
-        with daemon.container(builder.image, [SCRIPT_IN_CONTAINER], entrypoint=["bash"],
+        with containers.container(builder.image, [SCRIPT_IN_CONTAINER], entrypoint=["bash"],
                                   mounts=mounts, env=env) as box:
-            code, output = daemon.run_to_end(
-                box, lambda line: log(f"[{tier.key}]   {line}"))
+            code, output = containers.run_to_end(box, Progress(tier.key, box).line)
     finally:  # a failed compile's partial cache is worth keeping too
         elapsed = time.monotonic() - started
         stats = read_stats(builder.image, cache)
@@ -87,14 +93,41 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> None:
     log(f"[{tier.key}] wheels: {', '.join(p.name for p in outputs)}")
 
 
+class Progress:
+    """Logs each compile line; on the terminal, at most every PROGRESS_S seconds, 'N/M
+    files' from ninja's [N/M] counters and the compiler cache's hit rate so far (read by
+    ccache itself inside the running container), so a long compile shows it is alive."""
+
+    def __init__(self, key: str, box: Container) -> None:
+        self.key, self.box, self.last = key, box, time.monotonic()
+
+    def line(self, text: str) -> None:
+        log(f"[{self.key}]   {text}")
+        match = _NINJA_RE.match(text)
+        if match and time.monotonic() - self.last >= PROGRESS_S:
+            self.last = time.monotonic()
+            done, total = int(match[1]), int(match[2])
+            progress(f"..    compile:{self.key}  {done}/{total} files ({done / total:.0%})"
+                     f"{self._hit_rate()}")
+
+    def _hit_rate(self) -> str:
+        code, output = containers.exec_in(self.box, ["ccache", "--print-stats"],
+                                      {"CCACHE_DIR": CCACHE_DIR})
+        if code != 0:
+            return ""
+        stats = parse(output)
+        return f", ccache {stats.hits} hits / {stats.misses} misses ({stats.hit_rate:.0%})"
+
+
 def _report(tier: PlannedTier, stats: CcacheStats | None, sync: CacheSync,
             compile_s: float) -> None:
     """Print the cache's effect and record it in build/<variant>/<tier>/ccache-stats.json."""
     moved = sync.transfer
     if stats is None:
-        log(f"[{tier.key}] ccache: statistics unavailable (no ccache in the builder image?)")
+        progress(f"[{tier.key}] ccache: statistics unavailable (no ccache in the builder "
+                 "image?)")
     else:
-        log(f"[{tier.key}] ccache: {stats.hits} hits, {stats.misses} misses "
+        progress(f"[{tier.key}] ccache: {stats.hits} hits, {stats.misses} misses "
             f"({stats.hit_rate:.1%} hit rate), cache {stats.cache_bytes / 2**20:.1f} MiB; "
             f"restore {moved.bytes_down / 2**20:.1f} MiB in {moved.restore_s:.1f} s, "
             f"save {moved.bytes_up / 2**20:.1f} MiB in {moved.save_s:.1f} s ({moved.saved}); "

@@ -10,7 +10,7 @@ from build_graph.engine import daemon
 from build_graph.engine.availability import Availability
 from build_graph.engine.records import image_digest, passing_report, read_record, write_record
 from build_graph.errors import BuildFailed
-from build_graph.log import log
+from build_graph.log import log, progress
 from build_graph.plan.plan import PlannedTier
 
 
@@ -50,6 +50,6 @@ def promote(tier: PlannedTier, seen: Availability) -> None:
         log(f"[{tier.key}] {ref} -> {digest}")
     gpu = (read_record(tier.verify_record) or {}).get("gpu", "")
     if not str(gpu).startswith(("passed", "not applicable")):
-        log(f"[{tier.key}] promoted with GPU {gpu} (verify.gpu = \"optional\")")
+        progress(f"[{tier.key}] promoted with GPU {gpu} (verify.gpu = \"optional\")")
     write_record(tier.promote_record, {"digest": probe.digest, "tags": list(tier.human_tags),
                                        "gpu": gpu})

@@ -19,7 +19,7 @@ def pushed(tier: PlannedTier, seen: Availability) -> bool:
     probe = seen.registry(tier.image)
     if probe.presence is Presence.PRESENT and probe.digest:
         # Remember the registry's answer, as push would have: the next run need not ask.
-        write_record(tier.push_record, {"image": tier.image, "digest": probe.digest})
+        write_record(tier.push_record, record(tier, probe.digest))
         return True
     return False
 
@@ -32,4 +32,9 @@ def push(tier: PlannedTier, seen: Availability) -> None:
     else:
         digest = daemon.push(tier.image)
         seen.pushed(tier.image, digest)
-    write_record(tier.push_record, {"image": tier.image, "digest": digest})
+    write_record(tier.push_record, record(tier, digest))
+
+
+def record(tier: PlannedTier, digest: str) -> dict[str, object]:
+    """push.json: the hash tag, its digest, and the inputs it was made of (for `doit info`)."""
+    return {"image": tier.image, "digest": digest, "inputs": dict(tier.inputs)}

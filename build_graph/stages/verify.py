@@ -10,12 +10,12 @@ import dataclasses
 import json
 from typing import Any
 
-from build_graph.engine import daemon
+from build_graph.engine import containers, daemon
 from build_graph.engine.availability import Availability
-from build_graph.engine.daemon import Mount
+from build_graph.engine.containers import Mount
 from build_graph.engine.records import image_digest, read_record, write_record
 from build_graph.errors import BuildFailed
-from build_graph.log import log
+from build_graph.log import log, progress
 from build_graph.plan.plan import PlannedTier
 from build_graph.verify.checks import evaluate
 from build_graph.verify.device import gpu_code_paths
@@ -60,14 +60,15 @@ def verify(tier: PlannedTier, want: Expectation, seen: Availability) -> None:
                         for r in stoppers)
         raise BuildFailed(f"verify of {tier.key} ({ref}): {summary(results)}; nothing "
                           f"promoted ({why}):\n{lines}")
-    log(f"[{tier.key}] verified {ref}: {summary(results)}; GPU {gpu_status(results)}\n{lines}")
+    progress(f"[{tier.key}] verified {ref}: {summary(results)}; GPU {gpu_status(results)}")
+    log(lines)
 
 
 def run_probe(ref: str, request: str, gpu: bool) -> dict[str, Any]:
     mounts = tuple(Mount(str(p), f"{IN_IMAGE}/{p.name}", read_only=True) for p in PROBE_FILES)
-    with daemon.container(ref, [f"{IN_IMAGE}/probe.py", request], entrypoint=["python3"],
+    with containers.container(ref, [f"{IN_IMAGE}/probe.py", request], entrypoint=["python3"],
                           mounts=mounts, gpus=gpu) as box:
-        code, output = daemon.run_to_end(box)
+        code, output = containers.run_to_end(box)
         stdout = box.logs(stdout=True, stderr=False).decode("utf-8", "replace")
     if code != 0:
         hint = ("the image has no python3 on PATH" if code in (126, 127)
@@ -82,8 +83,8 @@ def run_probe(ref: str, request: str, gpu: bool) -> dict[str, Any]:
 
 
 def run_smoke(ref: str, command: str) -> dict[str, Any]:
-    with daemon.container(ref, [command], entrypoint=["sh", "-c"]) as box:
-        code, output = daemon.run_to_end(box)
+    with containers.container(ref, [command], entrypoint=["sh", "-c"]) as box:
+        code, output = containers.run_to_end(box)
     return {"command": command, "exit_code": code, "output": output[-2000:]}
 
 

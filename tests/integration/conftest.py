@@ -135,8 +135,10 @@ class Workspace:
              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         command = [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"),
                    f"manifest={self.manifest}", *args]
+        # Verbose: the tests read the build steps from the output (quiet runs: test_runs).
         result = subprocess.run(command, capture_output=True, text=True, check=False,
-                                env={**os.environ, **(env or {})}, timeout=1800)
+                                env={**os.environ, "BUILD_GRAPH_VERBOSE": "1", **(env or {})},
+                                timeout=1800)
         print(result.stdout[-20000:], result.stderr[-20000:])
         return result
 

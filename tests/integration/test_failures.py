@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -93,11 +94,12 @@ def test_ctrl_c_is_one_line_and_records_nothing(ws: Workspace) -> None:
     template.write_text("FROM {{ base_image }}\nRUN echo building-slowly && sleep 60\n")
     ws.manifest.write_text(ws.manifest.read_text() + '\n[tiers.slow]\nparent = "fastext"\n'
                            'template = "slow.Dockerfile.j2"\n')
-    assert ws.doit("promote:fastext").returncode == 0
+    assert ws.doit("fastext").returncode == 0  # `doit <tier>`: through promote
+    assert "latest" in ws.registry.tags("quickstart/fastext")
     command = [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"),
                f"manifest={ws.manifest}", "promote:slow"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True) as proc:
+                          text=True, env={**os.environ, "BUILD_GRAPH_VERBOSE": "1"}) as proc:
         assert proc.stdout is not None
         seen = []
         for line in proc.stdout:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -91,6 +92,14 @@ def test_a_new_file_rebuilds_its_tier_and_descendants_and_dotenv_stays_out(
     before = ws.registry.digest("quickstart/base", "latest")
     (ws.root / "train" / "extra.py").write_text("EXTRA = 1\n")
     (ws.root / "train" / ".env").write_text("TOKEN=MARKER-env-9c1\n")
+    assert statuses(ws) == {"builder": "up to date", "fastext": "up to date",
+                            "base": "up to date", "training": "build, push, verify, promote",
+                            "runner": "build, push, verify, promote"}
+    info = ws.doit("info", "training")
+    assert info.returncode == 1
+    assert "A run would build, push, verify, promote:" in info.stdout
+    assert "  - context file train/extra.py was added" in info.stdout
+    assert ".env" not in info.stdout
     result = ws.doit()
     assert result.returncode == 0
     assert built(output(result)) == ["training", "runner"]
@@ -101,6 +110,20 @@ def test_a_new_file_rebuilds_its_tier_and_descendants_and_dotenv_stays_out(
          "find / -xdev \\( -name extra.py -o -name .env \\) -path '*workspace*'"],
         capture_output=True, text=True, check=True, timeout=120)
     assert find.stdout.strip().endswith("extra.py") and ".env" not in find.stdout
+    assert set(statuses(ws).values()) == {"up to date"}
+    assert "Up to date" in ws.doit("info", "runner").stdout
+
+
+def statuses(ws: Workspace) -> dict[str, str]:
+    """`doit list --status`: tier -> what a run would do to it."""
+    result = ws.doit("list", "--status")
+    assert result.returncode == 0, result.stderr
+    found = {}
+    for line in result.stdout.splitlines():
+        match = re.match(r"^(.*?)\s{2,}(\S+)\s+(?:on|from) ", line)
+        assert match, line
+        found[match[2]] = match[1]
+    return found
 
 
 def test_fresh_machine_rebuilds_and_pushes_nothing(ws: Workspace) -> None:

@@ -20,7 +20,8 @@ LAYERS: dict[str, int] = {
     "engine": 4,
     "ccache": 5, "verify": 5,
     "stages": 6,
-    "tasks": 7, "reporter": 7, "doctor": 7, "cli": 7, "run_lock": 7, "__main__": 8,
+    "tasks": 7, "reporter": 7, "commands": 7, "explain": 7, "doctor": 7, "cli": 7,
+    "run_lock": 7, "__main__": 8,
 }
 IN_IMAGE = ("verify/probe.py", "verify/fatbin.py", "verify/finder.py")
 SIBLINGS = {"fatbin", "finder"}  # mounted beside probe.py in the image

@@ -1,0 +1,86 @@
+"""`doit list` and `doit info` in the user's words: tiers, and why a tier would run.
+
+Registered as doit command plugins in pyproject.toml ([tool.doit.plugins.command]).
+`doit list` prints one line per tier (and variant): its base, key versions and
+description; `--status` adds what a run would do to it. `doit info <tier>` says in
+sentences which stage would run and why, and which inputs changed since the last push.
+Any other use (`--all`, task names, templates, `info <stage>:<tier>`) is doit's own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from doit.cmd_info import Info
+from doit.cmd_list import List
+
+STAGES = ("compile", "build", "push", "verify", "promote")
+
+
+def _tiers(task_list: list[Any]) -> list[Any]:
+    return [t for t in task_list if isinstance(t.meta, dict) and "tier" in t.meta]
+
+
+def _plan(command: Any, tier_task: Any, tasks: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(stage, task) for each stage task of the tier that would run, in pipeline order."""
+    key = tier_task.meta["tier"]["key"]
+    pending = []
+    for stage in STAGES:
+        task = tasks.get(f"{stage}:{key}")
+        if task is not None and command.dep_manager.get_status(task, tasks).status != "up-to-date":
+            pending.append((stage, task))
+    return pending
+
+
+class TierList(List):  # type: ignore[misc]
+    doc_purpose = "list the tiers (--status: what a run would do to each; --all: every task)"
+
+    def _execute(self, subtasks: bool = False, quiet: bool = True, status: bool = False,
+                 private: bool = False, list_deps: bool = False, template: Any = None,
+                 sort: str = "name", pos_args: Any = None) -> int:
+        tiers = _tiers(self.task_list)
+        if subtasks or private or list_deps or template or pos_args or not tiers:
+            return int(super()._execute(subtasks, quiet, status, private, list_deps,
+                                        template, sort, pos_args))
+        tasks = {t.name: t for t in self.task_list}
+        width = max(len(t.name) for t in tiers) + 2
+        base_width = max(len(t.meta["tier"]["base"]) for t in tiers) + 2
+        lines = []
+        for task in tiers:
+            facts = task.meta["tier"]
+            line = f"{task.name:<{width}}{facts['base']:<{base_width}}{facts['summary']}"
+            pending = [stage for stage, _ in _plan(self, task, tasks)] if status else []
+            lines.append((", ".join(pending) or "up to date", line))
+        state_width = max(len(state) for state, _ in lines) + 2
+        for state, line in lines:
+            text = f"{state:<{state_width}}{line}" if status else line
+            self.outstream.write(text.rstrip() + "\n")
+        return 0
+
+
+class TierInfo(Info):  # type: ignore[misc]
+    doc_purpose = "say why a tier (or task) would run"
+
+    def _execute(self, pos_args: list[str], hide_status: bool = False) -> int:
+        tasks = {t.name: t for t in self.task_list}
+        task = tasks.get(pos_args[0]) if len(pos_args) == 1 else None
+        if task is None or not isinstance(task.meta, dict) or "tier" not in task.meta:
+            return int(super()._execute(pos_args, hide_status))
+        facts = task.meta["tier"]
+        out = self.outstream
+        out.write(f"{task.name}: {facts['description']}\n  {facts['base']}; "
+                  f"{facts['summary']}\n")
+        pending = _plan(self, task, tasks)
+        if not pending:
+            out.write("Up to date: built, pushed, verified and promoted; a run does nothing.\n")
+            return 0
+        out.write(f"A run would {', '.join(stage for stage, _ in pending)}:\n")
+        for stage, stage_task in pending:
+            why = "; ".join(repr(u[0] if isinstance(u, tuple) else u).removeprefix(
+                "up to date when ") for u in stage_task.uptodate)
+            out.write(f"  - {stage}: up to date only when {why}; that is not so now\n")
+        changed = facts["changes"]()
+        if changed:
+            out.write("Changed since the last push recorded here:\n")
+            out.writelines(f"  - {line}\n" for line in changed)
+        return 1

@@ -1,0 +1,81 @@
+"""Containers through docker-py: started, followed, exec'd into, and always removed.
+
+With daemon.py (images and the daemon itself), the only code that talks to Docker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from build_graph.engine.daemon import client, short_error
+from build_graph.errors import BuildFailed
+from build_graph.log import log
+
+if TYPE_CHECKING:
+    from docker.models.containers import Container
+
+
+@dataclass(frozen=True)
+class Mount:
+    host: str
+    container: str
+    read_only: bool = False
+
+
+@contextmanager
+def container(image: str, command: list[str], *, mounts: tuple[Mount, ...] = (),
+              env: Mapping[str, str] | None = None, entrypoint: list[str] | None = None,
+              gpus: bool = False) -> Iterator[Container]:
+    """A started container (host network) that is always removed afterwards."""
+    import docker.errors
+    from docker.types import DeviceRequest
+
+    device_requests = [DeviceRequest(count=-1, capabilities=[["gpu"]])] if gpus else None
+
+    volumes = {m.host: {"bind": m.container, "mode": "ro" if m.read_only else "rw"}
+               for m in mounts}
+    log(f"+ docker run --network=host {image} {' '.join(command)}")
+    try:
+        box = client().containers.run(image, command, detach=True, network_mode="host",
+                                      volumes=volumes, environment=dict(env or {}),
+                                      entrypoint=entrypoint, device_requests=device_requests)
+    except docker.errors.APIError as exc:
+        raise BuildFailed(f"could not start {image}: {short_error(exc)}") from None
+    try:
+        yield box
+    finally:
+        with suppress(docker.errors.DockerException):
+            box.remove(force=True)
+
+
+def exec_in(box: Container, command: list[str], env: Mapping[str, str]) -> tuple[int, str]:
+    """Run `command` inside a running container; (exit code, output). Errors read as -1."""
+    import docker.errors
+
+    try:
+        code, output = box.exec_run(command, environment=dict(env))
+    except docker.errors.DockerException as exc:
+        return -1, short_error(exc)
+    data = output if isinstance(output, bytes) else b"".join(output)
+    return int(code or 0), data.decode("utf-8", "replace")
+
+
+def run_to_end(box: Container, on_line: Callable[[str], None] | None = None) -> tuple[int, str]:
+    """Follow a container's output until it exits; (exit code, combined output)."""
+    lines: list[str] = []
+    buffer = b""
+    for piece in box.logs(stream=True, follow=True):
+        buffer += piece
+        *complete, buffer = buffer.split(b"\n")
+        for raw in complete:
+            text = raw.decode("utf-8", "replace")
+            lines.append(text)
+            if on_line:
+                on_line(text)
+    if buffer:
+        lines.append(buffer.decode("utf-8", "replace"))
+    status = box.wait()
+    return int(status.get("StatusCode", 1)), "\n".join(lines)

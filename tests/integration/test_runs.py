@@ -1,0 +1,65 @@
+"""Runs a person can read, and runs in parallel.
+
+Quiet (BUILD_GRAPH_VERBOSE unset): one line per task, each task's output in its log file,
+on failure the message, the log's path and its last lines. `doit -n 2` on two variants that
+share most images: both converge, nothing is built twice on the next run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.integration.conftest import Registry, Workspace, built, make_workspace
+
+pytestmark = pytest.mark.integration
+QUIET = {"BUILD_GRAPH_VERBOSE": "0"}
+
+
+@pytest.fixture
+def ws(tmp_path: pytest.TempPathFactory, registry: Registry) -> Iterator[Workspace]:
+    yield make_workspace(tmp_path, registry)  # type: ignore[arg-type]
+
+
+def test_a_quiet_run_is_one_line_per_task_with_logs_and_a_failure_tail(ws: Workspace) -> None:
+    ws.edit('packages = { teamlib = ">=0.1" }', 'packages = { teamlib = ">=9" }')
+    result = ws.doit("--continue", env=QUIET)
+    text = result.stdout + result.stderr
+    assert result.returncode == 1
+    assert "+ docker build" not in text and "Step 1/" not in text  # in the log files
+    lines = text.splitlines()
+    assert len(lines) < 150, len(lines)  # a verbose first run prints about 1,100
+    assert any(line.startswith("ok    build:builder  ") and line.endswith(" s")
+               for line in lines)
+    assert any(line.startswith("ok    verify:fastext  ") for line in lines)
+    assert any(line.startswith("FAIL  verify:base  ") for line in lines)
+    assert "FAIL package teamlib: expected >=9; got 0.1.0" in [line.strip() for line in lines]
+    log = ws.root / "build" / "default" / "base" / "logs" / "verify.log"
+    assert f"      log: {log} (last " in text and "lines before the error):" in text
+    assert any(line.startswith("      | ") for line in lines)  # the log's last lines
+    assert "+ docker run" in log.read_text()
+    build_log = (ws.root / "build" / "default" / "builder" / "logs" / "build.log").read_text()
+    assert "+ docker build" in build_log
+
+
+def test_two_variants_in_parallel_converge(ws: Workspace) -> None:
+    """Variants a and b share every tier's hash but the leaf's: with -n 2, tasks of both
+    build, push and promote the same tags at once, and still agree with the registry."""
+    (ws.root / "templates" / "leaf.Dockerfile.j2").write_text(
+        '{% import "_macros.j2" as m %}\nFROM {{ base_image }}\n'
+        "{{ m.build_args(tier.build_args) }}\nRUN echo \"$V\" > /variant\n")
+    ws.edit('tags = ["py{python}"]', 'tags = ["py{python}-{variant}"]')  # unique per variant
+    ws.manifest.write_text(ws.manifest.read_text() + (
+        '\n[tiers.leaf]\nparent = "base"\ntemplate = "leaf.Dockerfile.j2"\n'
+        'build_args = { V = "{marker}" }\n'
+        '\n[variants.a]\nversions = { marker = "1" }\n[variants.b]\nversions = { marker = "2" }\n'))
+    first = ws.doit("-n", "2", "leaf")
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    assert "latest" in ws.registry.tags("quickstart/leaf")  # variant a is the default
+    assert len(ws.registry.tags("quickstart/leaf")) == 3  # two hash tags and latest
+    for variant in ("a", "b"):
+        assert (ws.root / "build" / variant / "leaf" / "verify.json").is_file()
+        assert (ws.root / "build" / variant / "leaf" / "logs" / "build.log").is_file()
+    again = ws.doit("-n", "2", "leaf")
+    assert again.returncode == 0 and built(again.stdout + again.stderr) == []
