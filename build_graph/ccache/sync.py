@@ -38,7 +38,8 @@ class Transfer:
 
 
 def cache_key(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> str:
-    return f"{tier_prefix(stack, tier)}{tier.spec.variant}-{builder.content_hash}.tar.zst"
+    """'stack/tier/variant-<builder hash>.tar.zst': one archive per toolchain."""
+    return f"{tier_prefix(stack, tier)}{builder.content_hash}.tar.zst"
 
 
 def tier_prefix(stack: Stack, tier: PlannedTier) -> str:

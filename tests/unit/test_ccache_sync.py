@@ -98,3 +98,11 @@ def test_fallback_never_takes_another_variants_archive(tmp_path: Path) -> None:
     other.restore()
     assert other.transfer.restored_from is None
     assert not any((tmp_path / "b-cache").rglob("*R"))
+
+
+def test_archive_keys_name_stack_tier_variant_and_toolchain(tmp_path: Path) -> None:
+    sync = sync_for(tmp_path, "b", tmp_path / "cache")
+    stack, tier, variant_and_toolchain = sync.key.split("/")
+    assert (stack, tier) == ("demo", "ext")
+    assert variant_and_toolchain.startswith("b-") and variant_and_toolchain.count("-") == 1
+    assert sync.key.startswith(sync.prefix)
