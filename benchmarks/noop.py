@@ -57,7 +57,8 @@ def main() -> None:
     tiers = len(plan(load(manifest)))
     print(f"quickstart no-op ({tiers} tiers, median of {args.runs}):")
     print(f"  doit (render..promote, all up to date):  {ours:.3f} s "
-          f"[{count(output, '+ docker build')} builds, {count(output, '+ docker push')} pushes]")
+          f"[{count(output, 'ok    build:')} build tasks run, "
+          f"{count(output, 'ok    push:')} push tasks run]")
     print(f"  naive cached docker build per tier:      {naive:.3f} s")
     print(f"  ratio doit/naive: {ours / naive:.2f}")
 
