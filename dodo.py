@@ -15,6 +15,7 @@ from typing import Any
 from doit import get_var
 
 from build_graph import run_lock, settings
+from build_graph.engine import buildkit
 from build_graph.errors import BuildGraphError, quiet_interrupts, report
 from build_graph.plan.cache import load_plan
 from build_graph.plan.paths import build_root
@@ -29,7 +30,8 @@ def _load() -> StackTasks:
     quiet_interrupts()
     try:
         tasks = StackTasks(*load_plan(_MANIFEST))
-        settings.build_args()  # a credential in a site setting fails before any build
+        if settings.credential() is not None:  # fail before any build, not in the middle
+            settings.check(buildkit=buildkit.cli() is not None)
         run_lock.acquire(build_root(tasks.stack), sys.argv)
         return tasks
     except BuildGraphError as exc:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import statistics
 import subprocess
@@ -38,6 +39,14 @@ def stack_folder(folder: Path, name: str, registry: str, template: str) -> str:
     (folder / "templates" / "bench.Dockerfile.j2").write_text(template)
     return (f'[stack]\nname = "{name}"\nregistry = "{registry}/{name}"\n'
             '[versions]\npython = "3.11"\n')
+
+
+def stack_args(description: str | None) -> argparse.Namespace:
+    """--registry and --root-image (the quickstart's fastext image) of a generated stack."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--registry", default="127.0.0.1:5000")
+    parser.add_argument("--root-image", default="127.0.0.1:5000/quickstart/fastext:latest")
+    return parser.parse_args()
 
 
 def count(output: str, prefix: str) -> int:

@@ -9,12 +9,11 @@ cache serves it. Run after scripts/quickstart.sh.
 
 from __future__ import annotations
 
-import argparse
 import tempfile
 import time
 from pathlib import Path
 
-from _common import count, doit_command, stack_folder, timed
+from _common import count, doit_command, stack_args, stack_folder, timed
 
 TEMPLATE = """\
 {% import "_macros.j2" as m %}
@@ -44,10 +43,7 @@ def generate(folder: Path, name: str, registry: str, root_image: str) -> Path:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--registry", default="127.0.0.1:5000")
-    parser.add_argument("--root-image", default="127.0.0.1:5000/quickstart/fastext:latest")
-    args = parser.parse_args()
+    args = stack_args(__doc__)
     stamp = time.strftime("%H%M%S")
     figures = {}
     with tempfile.TemporaryDirectory() as tmp:

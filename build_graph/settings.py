@@ -6,8 +6,10 @@ default. Like Docker's proxy args they describe where packages come from, not wh
 image contains, so they are not part of any content hash.
 
 A build arg is recorded in the image's history and pushed config, so a value carrying
-credentials (https://user:TOKEN@host/simple) is refused before anything is built: a
-credential must never reach an image.
+credentials (https://user:TOKEN@host/simple) is never one: with BuildKit every pip setting
+then reaches the build as one secret, a pip.conf the templates mount at /etc/pip.conf for
+the RUN steps that run pip; without BuildKit such a setting is refused before anything is
+built. A credential never reaches an image.
 """
 
 from __future__ import annotations
@@ -26,19 +28,45 @@ class CredentialInSetting(BuildGraphError):
     exit_code = EXIT_CONFIG
 
 
-def build_args() -> dict[str, str]:
-    """The site's build args; raises CredentialInSetting if one carries a credential."""
-    args = {name: os.environ[f"BUILD_GRAPH_{name}"] for name in SITE_ARGS
+def pip_settings() -> dict[str, str]:
+    """PIP_INDEX_URL, ... as the host sets them (BUILD_GRAPH_PIP_*), credentials and all:
+    for the compile container's environment (a container, never an image)."""
+    return {name: os.environ[f"BUILD_GRAPH_{name}"] for name in SITE_ARGS
             if os.environ.get(f"BUILD_GRAPH_{name}")}
-    for name, value in args.items():
+
+
+def credential() -> str | None:
+    """The first setting that carries a credential, redacted for messages; None if none."""
+    for name, value in pip_settings().items():
         for url in value.split():
             if _USERINFO.match(url):
-                raise CredentialInSetting(
-                    f"BUILD_GRAPH_{name} carries a credential ({redact(url)}); build args are "
-                    "recorded in the image's history and pushed config, so it is refused. "
-                    "Use an index URL without user:password (a mirror on a trusted network, "
-                    "or a proxy that adds the credential)")
-    return args
+                return f"BUILD_GRAPH_{name} ({redact(url)})"
+    return None
+
+
+def check(buildkit: bool) -> None:
+    """Fail before any build when a credential could only travel as a build arg."""
+    found = credential()
+    if found is not None and not buildkit:
+        raise CredentialInSetting(
+            f"{found} carries a credential, and builds here have no BuildKit to pass it as "
+            "a secret; as a build arg it would be recorded in the image's history and "
+            "pushed config, so it is refused. Install Docker's BuildKit (docker buildx, or "
+            "a docker CLI with DOCKER_BUILDKIT support) or use an index URL without "
+            "user:password")
+
+
+def for_build(buildkit: bool) -> tuple[dict[str, str], dict[str, str]]:
+    """(build args, secrets) for one build: plain settings as build args; with a credential
+    every pip setting as the secret 'pipconf' (a pip.conf) and no build arg at all."""
+    check(buildkit)
+    settings = pip_settings()
+    if credential() is None:
+        return settings, {}
+    keys = {"PIP_INDEX_URL": "index-url", "PIP_EXTRA_INDEX_URL": "extra-index-url",
+            "PIP_TRUSTED_HOST": "trusted-host"}
+    lines = ["[global]", *(f"{keys[k]} = {v}" for k, v in settings.items())]
+    return {}, {"pipconf": "\n".join(lines) + "\n"}
 
 
 def redact(url: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 import tempfile
 from pathlib import Path
@@ -11,6 +12,9 @@ from typing import IO
 from build_graph.plan.paths import WHEELS_DIR
 from build_graph.plan.plan import PlannedTier
 from build_graph.plan.render import dockerquote
+
+_MOUNTS = re.compile(r"^RUN\s+(?:--mount=\S+\s+)+")
+_CACHE_TARGET = re.compile(r"--mount=type=cache,(?:[^\s,]+,)*?target=([^\s,]+)")
 
 
 def _add(archive: tarfile.TarFile, name: str, data: bytes, executable: bool = False) -> None:
@@ -27,14 +31,51 @@ def label_instruction(labels: dict[str, str]) -> str:
     return f"LABEL {pairs}\n"
 
 
-def context_tar(tier: PlannedTier, labels: dict[str, str]) -> IO[bytes]:
+def without_mounts(dockerfile: str) -> str:
+    """The Dockerfile for the classic builder, which knows no RUN --mount.
+
+    Each RUN loses its --mount options (the step runs without the cache or secret), and a
+    shell-form RUN that had cache mounts ends by emptying those folders, so what BuildKit
+    keeps in a cache never lands in a layer here either.
+    """
+    out = []
+    for instruction in _instructions(dockerfile):
+        match = _MOUNTS.match(instruction)
+        if not match:
+            out.append(instruction)
+            continue
+        targets = [m[1] for m in _CACHE_TARGET.finditer(match[0])]
+        command = instruction[match.end():]
+        cleanup = " ".join(f"{t.rstrip('/')}/*" for t in targets)
+        if targets and not command.lstrip().startswith("["):
+            command = f"{command.rstrip()} \\\n && rm -rf {cleanup}"
+        out.append(f"RUN {command}")
+    return "\n".join(out) + "\n"
+
+
+def _instructions(dockerfile: str) -> list[str]:
+    """Lines joined where a trailing backslash continues an instruction."""
+    joined: list[str] = []
+    pending = ""
+    for line in dockerfile.splitlines():
+        pending += line + "\n" if line.endswith("\\") else line
+        if not line.endswith("\\"):
+            joined.append(pending)
+            pending = ""
+    if pending:
+        joined.append(pending.rstrip("\n"))
+    return joined
+
+
+def context_tar(tier: PlannedTier, labels: dict[str, str], classic: bool = False) -> IO[bytes]:
     """A seekable tar (spooled to disk past 64 MiB) positioned at its start.
 
-    The labels are appended to the Dockerfile sent to the daemon, not to the rendered file
+    The labels are appended to the Dockerfile sent to the builder, not to the rendered file
     that is hashed: they describe the build (time, revision), not the image's inputs.
     """
     spool = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115 (returned)
-    dockerfile = tier.dockerfile.rstrip("\n") + "\n" + label_instruction(labels)
+    rendered = without_mounts(tier.dockerfile) if classic else tier.dockerfile
+    dockerfile = rendered.rstrip("\n") + "\n" + label_instruction(labels)
     with tarfile.open(fileobj=spool, mode="w") as archive:
         _add(archive, "Dockerfile", dockerfile.encode("utf-8"))
         for name, path in tier.context_files:

@@ -11,13 +11,13 @@ from functools import cache
 from pathlib import Path
 
 from build_graph import settings
-from build_graph.engine import daemon
+from build_graph.engine import buildkit, daemon
 from build_graph.engine.availability import Availability
 from build_graph.engine.context import context_tar
 from build_graph.engine.records import recorded_digest
 from build_graph.engine.registry import Presence
 from build_graph.errors import BuildFailed
-from build_graph.log import log
+from build_graph.log import log, progress
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier
 
@@ -39,9 +39,24 @@ def build(stack: Stack, tier: PlannedTier, seen: Availability) -> None:
         return
     if tier.spec.compile is not None and not any(tier.wheels_dir.glob("*.whl")):
         raise BuildFailed(f"{tier.key}: no wheels in {tier.wheels_dir}; run compile:{tier.key}")
-    with context_tar(tier, labels(stack, tier)) as context:
-        daemon.build(context, tier.image, name=tier.key, buildargs=settings.build_args())
+    command = buildkit.cli()
+    buildargs, secrets = settings.for_build(buildkit=command is not None)
+    if command is None:
+        _warn_classic()
+    with context_tar(tier, labels(stack, tier), classic=command is None) as context:
+        if command is None:
+            daemon.build(context, tier.image, name=tier.key, buildargs=buildargs)
+        else:
+            buildkit.build(command, context, tier.image, name=tier.key, buildargs=buildargs,
+                           secrets=secrets)
     seen.built(tier.image)
+
+
+@cache
+def _warn_classic() -> None:
+    progress("warning: no BuildKit here (no docker buildx, no docker CLI with "
+             "DOCKER_BUILDKIT support): building with the classic builder, without cache "
+             "mounts or secrets")
 
 
 def labels(stack: Stack, tier: PlannedTier) -> dict[str, str]:

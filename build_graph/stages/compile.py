@@ -67,7 +67,7 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> None:
     mounts = (Mount(str(tier.script_path), SCRIPT_IN_CONTAINER, read_only=True),
               Mount(str(src), SRC_DIR), Mount(str(cache), CCACHE_DIR),
               Mount(str(staging), OUT_DIR))
-    env = {**settings.build_args(), "CCACHE_MAXSIZE": f"{stack.cache.max_size_bytes >> 20}M",
+    env = {**settings.pip_settings(), "CCACHE_MAXSIZE": f"{stack.cache.max_size_bytes >> 20}M",
            **dict(tier.spec.compile.env)}
     log(f"[{tier.key}] compiling in {builder.image}")
     started = time.monotonic()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from build_graph.engine.context import without_mounts
 from build_graph.errors import ConfigError
 from build_graph.plan.cache import load_plan
 from build_graph.plan.context import context_files
@@ -147,3 +148,18 @@ def test_docker_pattern_syntax(tmp_path: Path) -> None:
     files = [n for n, _ in context_files(tmp_path, ["a", "top.log"],
                                          ["a/**/*.log", "!a/keep.log"])]
     assert files == ["a/b/x.txt", "a/keep.log", "top.log"]
+
+
+def test_the_classic_builder_gets_runs_without_mounts_and_caches_emptied() -> None:
+    dockerfile = (
+        "FROM x\n"
+        "RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf "
+        "--mount=type=cache,target=/root/.cache/pip,sharing=locked python3 -m pip install a \\\n"
+        " && echo done\n"
+        "RUN --mount=type=secret,id=s echo plain\n"
+        "RUN echo untouched\n")
+    assert without_mounts(dockerfile) == (
+        "FROM x\n"
+        "RUN python3 -m pip install a \\\n && echo done \\\n && rm -rf /root/.cache/pip/*\n"
+        "RUN echo plain\n"
+        "RUN echo untouched\n")

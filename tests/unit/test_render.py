@@ -113,7 +113,7 @@ def test_manifest_templates_folder_overrides_shipped_ones(tmp_path: Path) -> Non
 def test_build_args_and_packages_are_quoted(tmp_path: Path) -> None:
     text = MINIMAL + 'packages = ["numpy<2", "rich>=13"]\nbuild_args = { NOTE = "a $b \\"c\\"" }\n'
     [tier] = plan(load_text(tmp_path, text))
-    assert "pip install --no-cache-dir 'numpy<2' 'rich>=13'" in tier.dockerfile
+    assert "python3 -m pip install 'numpy<2' 'rich>=13'" in tier.dockerfile
     assert 'ARG NOTE="a \\$b \\"c\\""' in tier.dockerfile  # '$' literal, not a variable
 
 

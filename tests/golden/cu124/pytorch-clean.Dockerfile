@@ -7,16 +7,16 @@ ARG PIP_EXTRA_INDEX_URL
 ARG PIP_TRUSTED_HOST
 ENV DEBIAN_FRONTEND=noninteractive
 
-RUN apt-get update \
+RUN --mount=type=cache,target=/var/cache/apt,sharing=locked --mount=type=cache,target=/var/lib/apt/lists,sharing=locked rm -f /etc/apt/apt.conf.d/docker-clean \
+ && apt-get update \
  && apt-get install -y --no-install-recommends ca-certificates python3 python3-pip-whl python3-setuptools-whl \
- && rm -rf /var/lib/apt/lists/* \
  && rm -f /usr/lib/python3*/EXTERNALLY-MANAGED \
  && for whl in /usr/share/python-wheels/pip-*.whl; do python3 "$whl/pip" install --no-cache-dir --no-index "$whl" /usr/share/python-wheels/setuptools-*.whl; done \
  && ln -sf /usr/bin/python3 /usr/local/bin/python
-RUN python3 -m pip install --no-cache-dir --upgrade pip==26.3 setuptools==84.2.1
+RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=cache,target=/root/.cache/pip,sharing=locked python3 -m pip install --upgrade pip==26.3 setuptools==84.2.1
 
 COPY wheels/ /tmp/wheels/
 RUN python3 -m pip install --no-cache-dir /tmp/wheels/*.whl \
  && rm -rf /tmp/wheels
-RUN python3 -m pip install --no-cache-dir 'numpy<2'
+RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=cache,target=/root/.cache/pip,sharing=locked python3 -m pip install 'numpy<2'
 

@@ -1,0 +1,109 @@
+"""Image builds through BuildKit: `docker buildx build --load`, or Docker's own BuildKit.
+
+BuildKit gives builds secret mounts (credentials reach a RUN step as a file, never an image
+layer, history or config) and cache mounts (apt and pip downloads kept between builds).
+docker-py speaks only the classic builder, so builds go through a docker CLI: `buildx`
+where it is installed, otherwise a CLI whose `build` takes `--secret` under
+DOCKER_BUILDKIT=1 (Debian's docker.io 20.10 does; a 28.x client without buildx does not).
+Without either, the classic builder through docker-py remains, with one warning line: the
+Dockerfile it is sent has the `--mount` options taken out of its RUN lines (no caches, no
+secrets; a setting with a credential is then refused). BUILD_GRAPH_BUILDER=classic forces
+that path (tests, hosts with a broken BuildKit).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import IO
+
+from build_graph.errors import BuildFailed
+from build_graph.log import log
+
+_CANDIDATES = ("docker", "/usr/bin/docker")
+
+
+@cache
+def cli() -> tuple[str, ...] | None:
+    """The command line that builds with BuildKit here (without its arguments), or None."""
+    if os.environ.get("BUILD_GRAPH_BUILDER") == "classic":
+        return None
+    found = [p for p in dict.fromkeys(shutil.which(c) or c for c in _CANDIDATES)
+             if Path(p).is_file()]
+    for exe in found:
+        if _run([exe, "buildx", "version"]).returncode == 0:
+            return (exe, "buildx", "build", "--load")
+    for exe in found:
+        if "--secret" in _run([exe, "build", "--help"]).stdout:
+            return (exe, "build")
+    return None
+
+
+def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=30,
+                              check=False, env={**os.environ, "DOCKER_BUILDKIT": "1"})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return subprocess.CompletedProcess(command, 1, "", str(exc))
+
+
+def build(command: tuple[str, ...], context: IO[bytes], tag: str, *, name: str,
+          buildargs: Mapping[str, str], secrets: Mapping[str, str]) -> str:
+    """Build from a tar context (Dockerfile at its root) with BuildKit; returns the image id.
+
+    Secrets are written to files only this user can read, in a folder removed afterwards,
+    and reach the build as `--secret id=NAME,src=FILE`. The tag is applied only when the
+    whole build succeeded; a failure raises BuildFailed with the output's last lines.
+    """
+    started = time.monotonic()
+    log(f"+ docker build (BuildKit) --network=host -t {tag} (tier {name})")
+    with tempfile.TemporaryDirectory(prefix="build-graph-") as tmp:
+        folder = Path(tmp)
+        args = [f"--build-arg={k}={v}" for k, v in sorted(buildargs.items())]
+        for secret, value in secrets.items():
+            path = folder / secret
+            path.touch(mode=0o600)
+            path.write_text(value)
+            args.append(f"--secret=id={secret},src={path}")
+        tar = folder / "context.tar"
+        with tar.open("wb") as out:
+            shutil.copyfileobj(context, out)
+        iid = folder / "iid"
+        full = [*command, "--network=host", "--progress=plain", f"--iidfile={iid}",
+                "-t", tag, *args, "-"]
+        tail = _stream(full, tar, name)
+        if not iid.is_file():
+            detail = "\n".join(f"    {line}" for line in tail[-25:])
+            raise BuildFailed(f"build of {name} failed (BuildKit); last output:\n{detail}")
+        image_id = iid.read_text().strip()
+    log(f"[{name}] built {tag} in {time.monotonic() - started:.1f}s")
+    return image_id
+
+
+def _stream(command: list[str], tar: Path, name: str) -> list[str]:
+    """Run the build with the tar on stdin, logging each line; the last lines, for errors."""
+    tail: list[str] = []
+    with tar.open("rb") as stdin, subprocess.Popen(
+            command, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, env={**os.environ, "DOCKER_BUILDKIT": "1"}) as proc:
+        assert proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                line = line.rstrip()
+                log(f"[{name}]   {line}")
+                tail = [*tail[-40:], line]
+        except KeyboardInterrupt:  # the CLI cancels the build on SIGINT, as in a terminal
+            proc.send_signal(signal.SIGINT)
+            raise
+    if proc.returncode != 0:
+        detail = "\n".join(f"    {line}" for line in tail[-25:])
+        raise BuildFailed(f"build of {name} failed (BuildKit, exit {proc.returncode}); "
+                          f"last output:\n{detail}")
+    return tail
