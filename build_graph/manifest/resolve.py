@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from build_graph.errors import ConfigError, did_you_mean
-from build_graph.fs import inside
 from build_graph.manifest import schema
-from build_graph.manifest.grammar import CONTEXT_RE, IMAGE_RE, SOURCE_URL_RE, TAG_RE
+from build_graph.manifest.files import check_files, check_source
+from build_graph.manifest.grammar import IMAGE_RE, TAG_RE
 from build_graph.manifest.graph import CycleError, topological_order
 from build_graph.manifest.model import (
     DEFAULT_VARIANT,
@@ -41,7 +41,7 @@ def resolve_stack(path: Path, manifest: schema.Manifest) -> Stack:
     root = path.parent
     template_dirs = tuple(dict.fromkeys([root / "templates", SHIPPED_TEMPLATES]))
     order = _check_graph(manifest, report)
-    _check_files(manifest, root, template_dirs, report)
+    check_files(manifest, root, template_dirs, report)
     cache = _resolve_cache(manifest.cache, root, report)
     names = list(manifest.variants) or [DEFAULT_VARIANT]
     default = manifest.stack.default_variant or names[0]
@@ -105,51 +105,6 @@ def _check_graph(manifest: schema.Manifest, report: Report) -> list[str]:
         report.error(f"tiers.{exc.cycle[0]}.parent",
                      f"tiers depend on each other in a cycle: {exc}; break the loop")
         return list(manifest.tiers)
-
-
-def _find_template(name: str, dirs: tuple[Path, ...]) -> Path | None:
-    for folder in dirs:
-        if (folder / name).is_file():
-            return folder / name
-    return None
-
-
-def _check_files(manifest: schema.Manifest, root: Path, dirs: tuple[Path, ...],
-                 report: Report) -> None:
-    known = sorted({p.name for d in dirs if d.is_dir() for p in d.iterdir()})
-    for name, tier in manifest.tiers.items():
-        templates = [("template", tier.template)]
-        if tier.compile:
-            templates.append(("compile.script", tier.compile.script))
-        for key, template in templates:
-            if _find_template(template, dirs) is None:
-                where = " or ".join(str(d) for d in dirs)
-                report.error(f"tiers.{name}.{key}", f"no template {template!r} in {where}"
-                             f"{did_you_mean(template, known)}")
-        for entry in tier.context:
-            _check_local(root, entry, f"tiers.{name}.context", report)
-
-
-def _check_local(root: Path, entry: str, key: str, report: Report) -> None:
-    """A context or source path exists and, symlinks resolved, stays below the manifest."""
-    path = root / entry
-    if not path.exists():
-        report.error(key, f"{entry!r} does not exist (paths are relative to {root})")
-    elif not inside(root, path):
-        report.error(key, f"{entry!r} leads to {path.resolve()}, outside the manifest's "
-                          f"folder {root}; contexts and sources are paths below it")
-
-
-def _check_source(root: Path, source: str, key: str, report: Report) -> None:
-    if "://" in source:
-        if not SOURCE_URL_RE.match(source):
-            report.error(key, f"{source!r} is not a source URL: write https://, ssh:// or "
-                              "git:// URL with an optional @ref (letters, digits, ._/+-), "
-                              "no shell characters")
-    elif not CONTEXT_RE.match(source):
-        report.error(key, f"{source!r} is neither a URL nor a relative path below {root}")
-    else:
-        _check_local(root, source, key, report)
 
 
 def _resolve_cache(cache: schema.Cache, root: Path, report: Report) -> CacheSpec:
@@ -235,7 +190,7 @@ def _resolve_compile(spec: schema.Compile | None, fields: Mapping[str, str], key
     sources = tuple((n, _fill(s, fields, f"{key}.compile.sources.{n}", report))
                     for n, s in spec.sources.items())
     for name, source in sources:
-        _check_source(report.file.parent, source, f"{key}.compile.sources.{name}", report)
+        check_source(report.file.parent, source, f"{key}.compile.sources.{name}", report)
     env = tuple((n, _fill(v, fields, f"{key}.compile.env.{n}", report))
                 for n, v in spec.env.items())
     return CompileSpec(builder=spec.builder, script=spec.script, sources=sources, env=env,
