@@ -13,6 +13,9 @@ from typing import Any
 
 from doit.cmd_info import Info
 from doit.cmd_list import List
+from doit.exceptions import InvalidCommand
+
+from build_graph.errors import did_you_mean
 
 STAGES = ("compile", "build", "push", "verify", "promote")
 
@@ -63,6 +66,11 @@ class TierInfo(Info):  # type: ignore[misc]
 
     def _execute(self, pos_args: list[str], hide_status: bool = False) -> int:
         tasks = {t.name: t for t in self.task_list}
+        if len(pos_args) == 1 and pos_args[0] not in tasks:
+            tiers = [t.name for t in _tiers(self.task_list)]
+            raise InvalidCommand(f"no tier or task named {pos_args[0]!r}"
+                                 f"{did_you_mean(pos_args[0], tiers or tasks)}; `doit list` "
+                                 "shows the tiers, `doit list --all` every task")
         task = tasks.get(pos_args[0]) if len(pos_args) == 1 else None
         if task is None or not isinstance(task.meta, dict) or "tier" not in task.meta:
             return int(super()._execute(pos_args, hide_status))

@@ -52,6 +52,13 @@ def test_variants_get_a_task_per_variant_and_one_for_all(tmp_path: Path) -> None
     assert listed[-1].split() == ["app@b", "on", "base@b", "python", "3.12"]
 
 
+def test_info_on_an_unknown_name_is_one_line_with_a_suggestion(tmp_path: Path) -> None:
+    result = doit(write_manifest(tmp_path, STACK), "info", "ap")
+    assert result.returncode == 3  # doit's code for a command line it cannot follow
+    assert "no tier or task named 'ap' (did you mean 'app'?)" in result.stdout + result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+
+
 def test_a_tier_named_like_a_stage_or_command_is_refused(tmp_path: Path) -> None:
     text = MINIMAL.replace("[tiers.base]", "[tiers.list]")
     assert "'list' is a stage or doit command" in one_error(tmp_path, text, "tiers.list")
