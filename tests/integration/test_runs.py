@@ -63,3 +63,27 @@ def test_two_variants_in_parallel_converge(ws: Workspace) -> None:
         assert (ws.root / "build" / variant / "leaf" / "logs" / "build.log").is_file()
     again = ws.doit("-n", "2", "leaf")
     assert again.returncode == 0 and built(again.stdout + again.stderr) == []
+
+
+COUNTING = """\
+#!/usr/bin/env bash
+set -euo pipefail
+for i in 1 2 3; do echo "[$i/3] Building CXX object part$i.o"; sleep 1.5; done
+echo built > {{ paths.out }}/result.txt
+"""
+
+
+def test_a_long_compile_shows_files_done_and_the_hit_rate_so_far(ws: Workspace) -> None:
+    (ws.root / "templates" / "counting.sh.j2").write_text(COUNTING)
+    ws.manifest.write_text(ws.manifest.read_text() + (
+        '\n[tiers.counted]\nfrom = "debian:{debian}-slim"\n'
+        'template = "python-runtime.Dockerfile.j2"\n'
+        'compile = { builder = "builder", script = "counting.sh.j2", outputs = "*.txt" }\n'))
+    result = ws.doit("compile:counted", env={**QUIET, "BUILD_GRAPH_PROGRESS_S": "1"})
+    text = result.stdout + result.stderr
+    assert result.returncode == 0, text[-3000:]
+    progress = [line for line in text.splitlines() if line.startswith("..    compile:counted")]
+    assert progress, text[-3000:]
+    assert any(" 2/3 files (67%), ccache 0 hits / 0 misses" in line
+               or " 3/3 files (100%), ccache 0 hits / 0 misses" in line for line in progress)
+    assert (ws.root / "build" / "default" / "counted" / "wheels" / "result.txt").is_file()
