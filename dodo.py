@@ -15,7 +15,7 @@ from typing import Any
 from doit import get_var
 
 from build_graph import run_lock, settings
-from build_graph.engine import buildkit
+from build_graph.engine import buildkit, pins
 from build_graph.errors import BuildGraphError, quiet_interrupts, report
 from build_graph.plan.cache import load_plan
 from build_graph.plan.paths import build_root
@@ -32,7 +32,10 @@ def _load() -> StackTasks:
         tasks = StackTasks(*load_plan(_MANIFEST))
         if settings.credential() is not None:  # fail before any build, not in the middle
             settings.check(buildkit=buildkit.cli() is not None)
-        run_lock.acquire(build_root(tasks.stack), sys.argv)
+        if run_lock.doit_command(sys.argv) not in run_lock.READ_ONLY:
+            run_lock.acquire(build_root(tasks.stack), sys.argv)
+            if pins.record_missing(tasks.stack):  # images.lock changed: plan with it
+                tasks = StackTasks(*load_plan(_MANIFEST))
         return tasks
     except BuildGraphError as exc:
         # A config problem fails before any build starts, with every error listed;

@@ -72,6 +72,21 @@ def _doctor(args: argparse.Namespace) -> int:
                   args.emit_json)
 
 
+def _lock(args: argparse.Namespace) -> int:
+    from build_graph.engine import pins
+    from build_graph.plan.lock import lock_path, read_lock
+
+    stack = load(args.manifest)
+    if args.update is None:
+        pins.record_missing(stack)
+    else:
+        for line in pins.update(stack, args.update) or ["images.lock: no pin moved"]:
+            print(line)
+    for ref, pin in sorted(read_lock(lock_path(stack.manifest)).items()):
+        print(f"{ref} = {pin}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m build_graph", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
@@ -89,7 +104,11 @@ def parser() -> argparse.ArgumentParser:
                      help="exit 1 when any check fails")
     doc.add_argument("--emit-json", type=Path, help="write the report to this file")
     doc.set_defaults(run=_doctor)
-    for command in (check, show, doc):
+    lock = sub.add_parser("lock", help="pin every `from` image in images.lock (by digest)")
+    lock.add_argument("--update", nargs="*", metavar="IMAGE",
+                      help="re-resolve these `from` images (all when none is named)")
+    lock.set_defaults(run=_lock)
+    for command in (check, show, doc, lock):
         command.add_argument("--manifest", type=Path, default=Path("images.toml"),
                              help="the stack's images.toml (default: ./images.toml)")
     return top

@@ -75,6 +75,23 @@ def probe_registry(ref: str) -> Probe:
     return Probe(Presence.PRESENT, digest=str(info["Descriptor"]["digest"]))
 
 
+def local_digest(ref: str) -> str | None:
+    """For a local image: the registry digest it was pulled with (RepoDigests), or '' when
+    it has none (built or imported here); None when the daemon has no such image."""
+    import docker.errors
+
+    try:
+        image = client().images.get(ref)
+    except docker.errors.ImageNotFound:
+        return None
+    repo = split_ref(ref)[0]
+    for entry in image.attrs.get("RepoDigests") or []:
+        name, _, digest = str(entry).partition("@")
+        if name in (repo, f"docker.io/{repo}", f"docker.io/library/{repo}"):
+            return digest
+    return ""
+
+
 def image_exists_locally(ref: str) -> bool:
     import docker.errors
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from build_graph import __version__
 from build_graph.fs import write_bytes_if_changed
 from build_graph.manifest.model import Stack
+from build_graph.plan.lock import lock_path
 from build_graph.plan.plan import PlannedTier
 
 CACHE_NAME = ".plan-cache.pickle"
@@ -41,7 +42,7 @@ def load_plan(manifest: Path) -> tuple[Stack, list[PlannedTier]]:
 
     stack = load(manifest)
     planned = plan(stack)
-    inputs = [manifest, *stack.template_dirs, PACKAGE]
+    inputs = [manifest, lock_path(manifest), *stack.template_dirs, PACKAGE]
     inputs += [stack.root / entry for tier in planned for entry in tier.spec.context]
     inputs += [stack.root / src for tier in planned if tier.spec.compile
                for _, src in tier.spec.compile.sources if "://" not in src]

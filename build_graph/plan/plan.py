@@ -16,6 +16,7 @@ from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.manifest.model import Stack, TierSpec, VariantSpec
 from build_graph.plan.context import ContextError, context_files
 from build_graph.plan.hashing import content_hash, file_digest
+from build_graph.plan.lock import lock_path, pinned_image, read_lock
 from build_graph.plan.paths import build_root
 from build_graph.plan.render import environment, render, tier_context
 
@@ -83,20 +84,28 @@ def task_key(stack: Stack, tier: str, variant: str) -> str:
 def plan(stack: Stack) -> list[PlannedTier]:
     """Every (variant, tier) in build order: parents and builders before their users."""
     env = environment(stack)
+    pins = read_lock(lock_path(stack.manifest))
     planned: list[PlannedTier] = []
     for variant in stack.variants:
         done: dict[str, PlannedTier] = {}
         for tier in variant.tiers:
-            done[tier.name] = _plan_tier(stack, env, variant, tier, done)
+            done[tier.name] = _plan_tier(stack, env, variant, tier, done, pins)
         planned.extend(done.values())
     return planned
 
 
+def from_images(stack: Stack) -> list[str]:
+    """Every external image a `from` names, in every variant (what images.lock pins)."""
+    return list(dict.fromkeys(t.from_image for v in stack.variants for t in v.tiers
+                              if t.from_image))
+
+
 def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier: TierSpec,
-               done: dict[str, PlannedTier]) -> PlannedTier:
+               done: dict[str, PlannedTier], pins: dict[str, str]) -> PlannedTier:
     parent = done[tier.parent] if tier.parent else None
     builder = done[tier.compile.builder] if tier.compile else None
-    base_image = parent.image if parent else str(tier.from_image)
+    pin = pins.get(str(tier.from_image)) if parent is None else None
+    base_image = parent.image if parent else pinned_image(str(tier.from_image), pin)
     context = tier_context(stack, variant, tier, base_image, builder.image if builder else None)
     dockerfile = render(env, tier.template, context)
     script = render(env, tier.compile.script, context) if tier.compile else None
@@ -117,11 +126,11 @@ def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier
     tag_hash = content_hash({
         "dockerfile": dockerfile, "context": digests,
         "build_args": dict(tier.build_args), "parent": parent.content_hash if parent else None,
-        "compile": compile_hash,
+        "compile": compile_hash, "from_pin": pin,
     })
     inputs = (("dockerfile", _short(dockerfile)),
               ("build_args", _short(json.dumps(dict(tier.build_args), sort_keys=True))),
-              ("parent", parent.content_hash if parent else str(tier.from_image)),
+              ("parent", parent.content_hash if parent else f"{base_image} ({pin or 'unpinned'})"),
               ("compile", compile_hash or "-"),
               *((f"file:{d.path}", d.sha256[:16] + ("x" if d.executable else "")) for d in digests))
     is_default = variant.name == stack.default_variant
