@@ -82,8 +82,9 @@ def _lock(args: argparse.Namespace) -> int:
     else:
         for line in pins.update(stack, args.update) or ["images.lock: no pin moved"]:
             print(line)
-    for ref, pin in sorted(read_lock(lock_path(stack.manifest)).items()):
-        print(f"{ref} = {pin}")
+    lock = read_lock(lock_path(stack.manifest))
+    for name, pin in sorted({**lock.images, **lock.sources}.items()):
+        print(f"{name} = {pin}")
     return 0
 
 
@@ -104,9 +105,11 @@ def parser() -> argparse.ArgumentParser:
                      help="exit 1 when any check fails")
     doc.add_argument("--emit-json", type=Path, help="write the report to this file")
     doc.set_defaults(run=_doctor)
-    lock = sub.add_parser("lock", help="pin every `from` image in images.lock (by digest)")
-    lock.add_argument("--update", nargs="*", metavar="IMAGE",
-                      help="re-resolve these `from` images (all when none is named)")
+    lock = sub.add_parser("lock", help="pin every `from` image (digest) and git source "
+                          "(commit) in images.lock")
+    lock.add_argument("--update", nargs="*", metavar="NAME",
+                      help="re-resolve these `from` images or git sources (all when none "
+                           "is named)")
     lock.set_defaults(run=_lock)
     for command in (check, show, doc, lock):
         command.add_argument("--manifest", type=Path, default=Path("images.toml"),

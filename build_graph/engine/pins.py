@@ -1,13 +1,15 @@
-"""Resolve `from` images to the digests images.lock pins them to (the registry's answer).
+"""Resolve what images.lock pins: `from` images to digests, git sources to commits.
 
-The registry's manifest digest when it answers; else the digest the local image was pulled
-with; else, for an image that exists only here (seeded or built locally), LOCAL. An image
-that is neither in its registry nor here, or whose registry errs while no local copy
-exists, cannot be pinned: that is an error naming the image, never a silent gap.
+An image: the registry's manifest digest when it answers; else the digest the local image
+was pulled with; else, for an image that exists only here (seeded or built locally), LOCAL.
+A git source 'url@ref': the commit `git ls-remote` says the ref names (a 40-hex ref is a
+commit already). Anything that cannot be resolved is an error naming it, never a gap.
 """
 
 from __future__ import annotations
 
+import re
+import subprocess
 from pathlib import Path
 
 from build_graph.engine import daemon
@@ -15,8 +17,10 @@ from build_graph.engine.registry import Presence
 from build_graph.errors import BuildFailed, RegistryError
 from build_graph.log import progress
 from build_graph.manifest.model import Stack
-from build_graph.plan.lock import LOCAL, lock_path, read_lock, write_lock
-from build_graph.plan.plan import from_images
+from build_graph.plan.lock import LOCAL, Lock, lock_path, read_lock, write_lock
+from build_graph.plan.plan import from_images, git_sources
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
 def resolve(ref: str) -> str:
@@ -34,39 +38,71 @@ def resolve(ref: str) -> str:
                       "daemon; fix `from` in images.toml")
 
 
+def resolve_source(source: str) -> str:
+    """The commit a git source's ref names now."""
+    url, _, ref = source.rpartition("@")
+    if not url or "://" not in url:
+        url, ref = source, "HEAD"
+    if _COMMIT.match(ref):
+        return ref
+    try:
+        out = subprocess.run(["git", "ls-remote", "--", url, ref], capture_output=True,
+                             text=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BuildFailed(f"cannot pin {source}: git ls-remote failed ({exc})") from None
+    commits = [line.split()[0] for line in out.stdout.splitlines() if line.strip()]
+    if out.returncode != 0 or not commits:
+        why = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "no such ref"
+        raise BuildFailed(f"cannot pin {source}: {why}; check the URL and ref in "
+                          "compile.sources")
+    return commits[0]
+
+
 def record_missing(stack: Stack) -> bool:
-    """Pin every `from` image the lock does not know yet; True when the lock changed."""
+    """Pin every `from` image and git source the lock does not know yet; True if it changed."""
     path = lock_path(stack.manifest)
-    pins = read_lock(path)
-    missing = [ref for ref in from_images(stack) if ref not in pins]
-    for ref in missing:
-        pins[ref] = resolve(ref)
-        progress(_line(path, ref, pins[ref], "recorded"))
-    if missing:
-        write_lock(path, pins)
-    return bool(missing)
+    lock = read_lock(path)
+    changed = False
+    for ref in from_images(stack):
+        if ref not in lock.images:
+            lock.images[ref] = resolve(ref)
+            progress(_line(path, ref, lock.images[ref], "recorded"))
+            changed = True
+    for source in git_sources(stack):
+        if source not in lock.sources:
+            lock.sources[source] = resolve_source(source)
+            progress(_line(path, source, lock.sources[source], "recorded"))
+            changed = True
+    if changed:
+        write_lock(path, lock)
+    return changed
 
 
-def update(stack: Stack, refs: list[str]) -> list[str]:
-    """Re-resolve `refs` (all `from` images when empty); the lines saying what moved."""
+def update(stack: Stack, names: list[str]) -> list[str]:
+    """Re-resolve `names` (every image and source when empty); lines saying what moved."""
     path = lock_path(stack.manifest)
-    pins = read_lock(path)
-    known = from_images(stack)
-    unknown = [r for r in refs if r not in known]
+    old = read_lock(path)
+    images, sources = from_images(stack), git_sources(stack)
+    unknown = [n for n in names if n not in images and n not in sources]
     if unknown:
-        raise BuildFailed(f"not a `from` image of {stack.manifest}: {', '.join(unknown)} "
-                          f"(they are: {', '.join(known)})")
+        raise BuildFailed(f"not a `from` image or git source of {stack.manifest}: "
+                          f"{', '.join(unknown)} (they are: {', '.join(images + sources)})")
+    new = Lock({r: p for r, p in old.images.items() if r in images},
+               {s: c for s, c in old.sources.items() if s in sources})
     lines = []
-    for ref in refs or known:
-        new = resolve(ref)
-        if pins.get(ref) != new:
-            lines.append(_line(path, ref, new, f"moved from {pins.get(ref) or 'nothing'}"))
-        pins[ref] = new
-    write_lock(path, {r: p for r, p in pins.items() if r in known})
+    for name in names or images + sources:
+        table, before = (new.images, old.images) if name in images else (new.sources,
+                                                                         old.sources)
+        table[name] = resolve(name) if name in images else resolve_source(name)
+        if before.get(name) != table[name]:
+            lines.append(_line(path, name, table[name],
+                               f"moved from {before.get(name) or 'nothing'}"))
+    write_lock(path, new)
     return lines
 
 
-def _line(path: Path, ref: str, pin: str, what: str) -> str:
+def _line(path: Path, name: str, pin: str, what: str) -> str:
     if pin == LOCAL:
-        return f"{path.name}: {ref} exists only in this Docker daemon: {what} as local, not pinned"
-    return f"{path.name}: {ref} pinned to {pin} ({what})"
+        return f"{path.name}: {name} exists only in this Docker daemon: {what} as local, " \
+               "not pinned"
+    return f"{path.name}: {name} pinned to {pin} ({what})"

@@ -16,7 +16,7 @@ from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.manifest.model import Stack, TierSpec, VariantSpec
 from build_graph.plan.context import ContextError, context_files
 from build_graph.plan.hashing import content_hash, file_digest
-from build_graph.plan.lock import lock_path, pinned_image, read_lock
+from build_graph.plan.lock import Lock, lock_path, pinned_image, read_lock
 from build_graph.plan.paths import build_root
 from build_graph.plan.render import environment, render, tier_context
 
@@ -84,14 +84,20 @@ def task_key(stack: Stack, tier: str, variant: str) -> str:
 def plan(stack: Stack) -> list[PlannedTier]:
     """Every (variant, tier) in build order: parents and builders before their users."""
     env = environment(stack)
-    pins = read_lock(lock_path(stack.manifest))
+    lock = read_lock(lock_path(stack.manifest))
     planned: list[PlannedTier] = []
     for variant in stack.variants:
         done: dict[str, PlannedTier] = {}
         for tier in variant.tiers:
-            done[tier.name] = _plan_tier(stack, env, variant, tier, done, pins)
+            done[tier.name] = _plan_tier(stack, env, variant, tier, done, lock)
         planned.extend(done.values())
     return planned
+
+
+def git_sources(stack: Stack) -> list[str]:
+    """Every git source of `compile.sources`, as written ('url@ref'): what the lock pins."""
+    return list(dict.fromkeys(s for v in stack.variants for t in v.tiers if t.compile
+                              for _, s in t.compile.sources if "://" in s))
 
 
 def from_images(stack: Stack) -> list[str]:
@@ -101,12 +107,13 @@ def from_images(stack: Stack) -> list[str]:
 
 
 def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier: TierSpec,
-               done: dict[str, PlannedTier], pins: dict[str, str]) -> PlannedTier:
+               done: dict[str, PlannedTier], lock: Lock) -> PlannedTier:
     parent = done[tier.parent] if tier.parent else None
     builder = done[tier.compile.builder] if tier.compile else None
-    pin = pins.get(str(tier.from_image)) if parent is None else None
+    pin = lock.images.get(str(tier.from_image)) if parent is None else None
     base_image = parent.image if parent else pinned_image(str(tier.from_image), pin)
-    context = tier_context(stack, variant, tier, base_image, builder.image if builder else None)
+    context = tier_context(stack, variant, tier, base_image, builder.image if builder else None,
+                           lock.sources)
     dockerfile = render(env, tier.template, context)
     script = render(env, tier.compile.script, context) if tier.compile else None
     try:
@@ -121,7 +128,8 @@ def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier
         compile_hash = content_hash({
             "builder": builder.content_hash, "script": script,
             "sources": [file_digest(n, p) for n, p in sources],
-            "spec": [tier.compile.sources, tier.compile.env, tier.compile.outputs]})
+            "spec": [tier.compile.sources, tier.compile.env, tier.compile.outputs],
+            "commits": {s: lock.sources.get(s) for _, s in tier.compile.sources if "://" in s}})
     digests = [file_digest(n, p) for n, p in files]
     tag_hash = content_hash({
         "dockerfile": dockerfile, "context": digests,

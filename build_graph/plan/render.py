@@ -55,7 +55,8 @@ def execform(words: list[object]) -> str:
 
 
 def tier_context(stack: Stack, variant: VariantSpec, tier: TierSpec, base_image: str,
-                 builder_image: str | None = None) -> dict[str, Any]:
+                 builder_image: str | None = None,
+                 commits: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Everything a template may use; StrictUndefined makes any other name an error."""
     return {
         "stack": {"name": stack.name, "registry": stack.registry},
@@ -76,17 +77,20 @@ def tier_context(stack: Stack, variant: VariantSpec, tier: TierSpec, base_image:
             "context": list(tier.context),
             "compiles": tier.compile is not None,
         },
-        "compile": _compile_context(tier),
+        "compile": _compile_context(tier, commits or {}),
         "base_image": base_image,
         "builder_image": builder_image,
         "paths": {"src": SRC_DIR, "out": OUT_DIR, "ccache": CCACHE_DIR, "wheels": WHEELS_DIR},
     }
 
 
-def _compile_context(tier: TierSpec) -> dict[str, Any]:
+def _compile_context(tier: TierSpec, commits: Mapping[str, str]) -> dict[str, Any]:
+    """Sources, env, outputs; `commits`: source name -> the commit images.lock pins its
+    git source to ('' when not pinned yet)."""
     if tier.compile is None:
-        return {"sources": {}, "env": {}, "outputs": ""}
+        return {"sources": {}, "commits": {}, "env": {}, "outputs": ""}
     return {"sources": dict(tier.compile.sources), "env": dict(tier.compile.env),
+            "commits": {n: commits.get(s, "") for n, s in tier.compile.sources},
             "outputs": tier.compile.outputs}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 
 from build_graph.plan.lock import LOCAL, read_lock
 from tests.helpers import REPO
-from tests.integration.conftest import Registry, Workspace, built, make_workspace
+from tests.integration.conftest import Registry, Workspace, built, free_port, make_workspace
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +44,7 @@ def test_a_moved_tag_rebuilds_nothing_until_the_lock_is_updated(ws: Workspace) -
     first = ws.doit("push:app")
     text = first.stdout + first.stderr
     assert first.returncode == 0, text[-3000:]
-    pins = read_lock(ws.root / "images.lock")
+    pins = read_lock(ws.root / "images.lock").images
     pinned = ws.registry.digest("upstream/python", "1")
     assert pins[upstream] == pinned and pins["debian:bookworm-slim"] == LOCAL
     assert f"images.lock: {upstream} pinned to {pinned} (recorded)" in text
@@ -63,3 +64,80 @@ def test_a_moved_tag_rebuilds_nothing_until_the_lock_is_updated(ws: Workspace) -
     moved = ws.doit("push:app", "push:base")
     assert moved.returncode == 0
     assert built(moved.stdout + moved.stderr) == ["app"]  # exactly the tier on that image
+
+
+FETCH = """\
+#!/usr/bin/env bash
+set -euo pipefail
+{% for n, s in compile.sources | dictsort %}
+git init -q /tmp/{{ n }}
+git -C /tmp/{{ n }} fetch -q --depth 1 {{ s.rsplit("@", 1)[0] | shquote }} \\
+    {{ compile.commits[n] | shquote }}
+git -C /tmp/{{ n }} checkout -q FETCH_HEAD
+cp /tmp/{{ n }}/VERSION {{ paths.out }}/{{ n }}-version.txt
+{% endfor %}
+"""
+
+
+def git(*args: str, cwd: Path) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example", *args],
+                          cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+
+
+@pytest.fixture
+def remote(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A git remote on loopback (git daemon, git://) with branch main; (URL, work tree)."""
+    work, served = tmp_path / "work", tmp_path / "served"
+    work.mkdir()
+    git("init", "-q", "-b", "main", cwd=work)
+    (work / "VERSION").write_text("v1\n")
+    git("add", "VERSION", cwd=work)
+    git("commit", "-q", "-m", "v1", cwd=work)
+    served.mkdir()
+    git("clone", "-q", "--bare", str(work), str(served / "lib.git"), cwd=tmp_path)
+    git("config", "uploadpack.allowAnySHA1InWant", "true", cwd=served / "lib.git")
+    git("remote", "add", "origin", str(served / "lib.git"), cwd=work)
+    port = free_port()
+    with subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", "--listen=127.0.0.1",
+                           f"--port={port}", f"--base-path={served}", str(served)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as daemon:
+        deadline = time.monotonic() + 20
+        while subprocess.run(["git", "ls-remote", f"git://127.0.0.1:{port}/lib.git"],
+                             capture_output=True, check=False).returncode != 0:
+            assert time.monotonic() < deadline, "git daemon did not start"
+            time.sleep(0.2)
+        yield f"git://127.0.0.1:{port}/lib.git", work
+        daemon.terminate()
+
+
+def test_a_moved_branch_recompiles_nothing_until_the_lock_is_updated(
+        ws: Workspace, remote: tuple[str, Path]) -> None:
+    url, work = remote
+    source = f"{url}@main"
+    (ws.root / "templates" / "fetch.sh.j2").write_text(FETCH)
+    ws.manifest.write_text(ws.manifest.read_text() + (
+        '\n[tiers.fromgit]\nfrom = "debian:{debian}-slim"\n'
+        'template = "python-runtime.Dockerfile.j2"\n'
+        'compile = { builder = "builder", script = "fetch.sh.j2", '
+        f'sources = {{ lib = "{source}" }}, outputs = "*.txt" }}\n'))
+    version = ws.root / "build" / "default" / "fromgit" / "wheels" / "lib-version.txt"
+    first = ws.doit("compile:fromgit")
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    v1 = git("rev-parse", "HEAD", cwd=work)
+    assert read_lock(ws.root / "images.lock").sources == {source: v1}
+    assert version.read_text() == "v1\n"
+
+    (work / "VERSION").write_text("v2\n")
+    git("commit", "-q", "-am", "v2", cwd=work)
+    git("push", "-q", "origin", "main", cwd=work)  # the branch moves upstream
+    again = ws.doit("compile:fromgit")
+    assert again.returncode == 0 and "-- compile:fromgit" in again.stdout
+    assert version.read_text() == "v1\n"
+
+    update = subprocess.run([sys.executable, "-m", "build_graph", "lock", "--update", source,
+                             "--manifest", str(ws.manifest)], capture_output=True, text=True,
+                            check=False, cwd=REPO)
+    assert update.returncode == 0, update.stderr
+    assert f"moved from {v1}" in update.stdout
+    moved = ws.doit("compile:fromgit")
+    assert moved.returncode == 0 and version.read_text() == "v2\n"

@@ -21,15 +21,21 @@ export CCACHE_DIR=/ccache CCACHE_BASEDIR=/src \
 export USE_FLASH_ATTENTION=1
 export USE_MEM_EFF_ATTENTION=1
 
-fetch() {  # fetch NAME URL@REF: a shallow clone with submodules, once
-  local name=$1 url=${2%@*} ref=${2##*@}
-  if [ ! -d "/src/$name/.git" ]; then
-    git clone --depth 1 --branch "$ref" --recursive --shallow-submodules "$url" "/src/$name"
+fetch() {  # fetch NAME URL@REF COMMIT: the commit images.lock pins (else the ref), once
+  local name=$1 url=${2%@*} ref=${2##*@} commit=$3 dir="/src/$1"
+  if [ -d "$dir/.git" ]; then return; fi
+  if [ -n "$commit" ]; then
+    git init -q "$dir"
+    git -C "$dir" fetch -q --depth 1 "$url" "$commit"
+    git -C "$dir" checkout -q FETCH_HEAD
+    git -C "$dir" submodule update -q --init --recursive --depth 1
+  else
+    git clone --depth 1 --branch "$ref" --recursive --shallow-submodules "$url" "$dir"
   fi
 }
-fetch audio https://github.com/pytorch/audio@v2.7.0
-fetch pytorch https://github.com/pytorch/pytorch@v2.7.0
-fetch vision https://github.com/pytorch/vision@v0.22.0
+fetch audio https://github.com/pytorch/audio@v2.7.0 ''
+fetch pytorch https://github.com/pytorch/pytorch@v2.7.0 ''
+fetch vision https://github.com/pytorch/vision@v0.22.0 ''
 
 ccache --zero-stats
 python3 -m pip install --no-cache-dir -r /src/pytorch/requirements.txt
