@@ -138,15 +138,19 @@ def test_hostile_values_arrive_literally(ws: Workspace) -> None:
         '\n[tiers.hostile]\nparent = "fastext"\ntemplate = "hostile.Dockerfile.j2"\n'
         f"description = {json.dumps(HOSTILE)}\n"
         f"build_args = {{ GREETING = {json.dumps(HOSTILE)} }}\n"))
-    assert ws.doit("build:hostile", "build:runner").returncode == 0
+    result = ws.doit("build:hostile", "build:runner")
+    assert result.returncode == 0
+    # The images this run built, by their hash tags (other tests leave other runner images).
+    tags = {line.rsplit("(tier ", 1)[1].rstrip(")"): line.split(" -t ", 1)[1].split()[0]
+            for line in (result.stdout + result.stderr).splitlines()
+            if line.startswith("+ docker build")}
     client = docker.from_env()
-    image = f"{ws.registry.address}/quickstart/hostile"
-    tag = next(t for t in client.images.list(image)[0].tags if t.startswith(image))
-    greeting = client.containers.run(tag, ["cat", "/greeting"], remove=True, network_mode="host")
+    greeting = client.containers.run(tags["hostile"], ["cat", "/greeting"], remove=True,
+                                     network_mode="host")
     assert greeting.decode() == HOSTILE
-    assert client.images.get(tag).labels["org.opencontainers.image.description"] == HOSTILE
-    runner = f"{ws.registry.address}/quickstart/runner"
-    config = client.images.list(runner)[0].attrs["Config"]
+    labels = client.images.get(tags["hostile"]).labels
+    assert labels["org.opencontainers.image.description"] == HOSTILE
+    config = client.images.get(tags["runner"]).attrs["Config"]
     assert config["Entrypoint"] == ["python3", f"/opt/runner/{launcher}"]
 
 
