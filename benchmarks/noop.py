@@ -33,7 +33,7 @@ def naive_script(manifest: Path, folder: Path) -> Path:
         if tier.spec.compile is not None:
             shutil.copytree(tier.wheels_dir, ctx / "wheels")
         args = "".join(f" --build-arg {k}={shlex.quote(v)}"
-                       for k, v in settings.build_args().items())
+                       for k, v in settings.pip_settings().items())
         lines.append(f"docker build -q --network=host{args} -t {tier.image}-naive {ctx} "
                      ">/dev/null")
     script = folder / "naive.sh"
