@@ -15,6 +15,7 @@ from pathlib import Path
 from _common import REPO, count, doit_command, timed
 
 from build_graph import settings
+from build_graph.engine import buildkit
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
 
@@ -23,6 +24,10 @@ def naive_script(manifest: Path, folder: Path) -> Path:
     """A shell script of one `docker build` per tier, each with its full context, as teams
     write them by hand: every run re-sends every context and asks the daemon."""
     lines = ["#!/bin/sh", "set -e"]
+    command = buildkit.cli()  # the same builder as ours: the templates use RUN --mount
+    if command is None:
+        raise SystemExit("no BuildKit here: the naive script could not build these templates")
+    builder = " ".join(shlex.quote(part) for part in command)
     for tier in plan(load(manifest)):
         ctx = folder / tier.key
         ctx.mkdir(parents=True)
@@ -34,8 +39,8 @@ def naive_script(manifest: Path, folder: Path) -> Path:
             shutil.copytree(tier.wheels_dir, ctx / "wheels")
         args = "".join(f" --build-arg {k}={shlex.quote(v)}"
                        for k, v in settings.pip_settings().items())
-        lines.append(f"docker build -q --network=host{args} -t {tier.image}-naive {ctx} "
-                     ">/dev/null")
+        lines.append(f"DOCKER_BUILDKIT=1 {builder} -q --network=host{args} "
+                     f"-t {tier.image}-naive {ctx} >/dev/null")
     script = folder / "naive.sh"
     script.write_text("\n".join(lines) + "\n")
     return script
