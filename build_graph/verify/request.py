@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from functools import cache
 from pathlib import Path
 
 from build_graph.plan.hashing import content_hash
@@ -28,6 +29,12 @@ def probe_request(want: Expectation, gpu: bool) -> str:
 def fingerprint(want: Expectation, gpu_present: bool) -> str:
     """Changes when the verifier changes: the probe, the reader, the checks, the promises
     (policy included) and whether a GPU was there. A changed fingerprint re-verifies."""
-    code = [hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(HERE.glob("*.py"))]
-    return content_hash({"verifier": code, "want": dataclasses.asdict(want),
+    return content_hash({"verifier": _verifier_code(), "want": dataclasses.asdict(want),
                          "gpu_present": gpu_present})
+
+
+@cache
+def _verifier_code() -> tuple[str, ...]:
+    """Digests of build_graph/verify/*.py, read once per process (every verify task's
+    up-to-date check asks, on every run)."""
+    return tuple(hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(HERE.glob("*.py")))
