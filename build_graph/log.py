@@ -27,21 +27,22 @@ def verbose() -> bool:
 
 
 def log(message: str) -> None:
-    handle: IO[str] | None = getattr(_local, "handle", None)
-    if handle is not None:
-        handle.write(message + "\n")
-        handle.flush()
-    if handle is None or verbose():
-        print(message, file=sys.stderr, flush=True)
+    _emit(message, always=False)
 
 
 def progress(message: str) -> None:
     """A line for the terminal even when task output goes to a file (and to the file)."""
+    _emit(message, always=True)
+
+
+def _emit(message: str, always: bool) -> None:
+    """To the running task's log file if any; to stderr when `always`, verbose, or no task."""
     handle: IO[str] | None = getattr(_local, "handle", None)
     if handle is not None:
         handle.write(message + "\n")
         handle.flush()
-    print(message, file=sys.stderr, flush=True)
+    if always or handle is None or verbose():
+        print(message, file=sys.stderr, flush=True)
 
 
 @contextmanager
