@@ -161,6 +161,22 @@ def make_workspace(folder: Path, registry: Registry) -> Workspace:
     return ws
 
 
+def image_as_stored_and_pushed(ws: Workspace, tier: str) -> tuple[Any, list[bytes]]:
+    """A tier's local image, and every text it travels as: its config and history in the
+    daemon, its manifest and config blob in the registry (to search for leaked secrets)."""
+    import json
+
+    import docker
+
+    client = docker.from_env()
+    repo = f"{ws.registry.address}/quickstart/{tier}"
+    image = client.images.list(repo)[0]
+    history = client.api.history(image.id)  # type: ignore[no-untyped-call]
+    tag = next(t for t in image.tags if t.startswith(repo)).rsplit(":", 1)[1]
+    texts = [json.dumps(image.attrs).encode(), json.dumps(history).encode()]
+    return image, texts + ws.registry.manifest_and_config(f"quickstart/{tier}", tag)
+
+
 def built(output: str) -> list[str]:
     """Tier keys that `docker build` ran for, from doit's output."""
     return [line.split("(tier ", 1)[1].rstrip(")") for line in output.splitlines()
