@@ -177,6 +177,31 @@ def image_as_stored_and_pushed(ws: Workspace, tier: str) -> tuple[Any, list[byte
     return image, texts + ws.registry.manifest_and_config(f"quickstart/{tier}", tag)
 
 
+def output_of(image: str, command: list[str]) -> str:
+    """What `command` prints inside `image`, read back as a file from the stopped container:
+    docker 20.10 can return a container's logs before the last of them is written (an empty
+    `containers.run(...)` result was seen in CI), a file in its filesystem is complete."""
+    import io
+    import tarfile
+
+    import docker
+
+    client = docker.from_env()
+    box = client.containers.run(image, ["sh", "-c", '"$@" > /tmp/.output 2>&1', "sh", *command],
+                                entrypoint=[], detach=True, network_mode="host")
+    try:
+        status = box.wait()
+        chunks, _ = box.get_archive("/tmp/.output")
+        with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
+            member = tar.extractfile(".output")
+            assert member is not None
+            text = member.read().decode()
+        assert status["StatusCode"] == 0, text
+        return text
+    finally:
+        box.remove(force=True)
+
+
 def built(output: str) -> list[str]:
     """Tier keys that `docker build` ran for, from doit's output."""
     return [line.split("(tier ", 1)[1].rstrip(")") for line in output.splitlines()
