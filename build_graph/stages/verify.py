@@ -20,7 +20,7 @@ from build_graph.plan.plan import PlannedTier
 from build_graph.verify.checks import evaluate
 from build_graph.verify.device import gpu_code_paths
 from build_graph.verify.expectation import Expectation
-from build_graph.verify.request import PROBE_FILES, fingerprint, probe_request
+from build_graph.verify.request import PROBE_FILES, REPORT_PATH, fingerprint, probe_request
 from build_graph.verify.results import Result, blocking, gpu_status, summary
 
 IN_IMAGE = "/opt/build-graph"
@@ -45,7 +45,7 @@ def verify(tier: PlannedTier, want: Expectation, seen: Availability) -> None:
     ref = f"{tier.repository}@{digest}"
     daemon.ensure_local(ref)
     gpu = daemon.gpu_runtime()
-    probe = run_probe(ref, probe_request(want, gpu), gpu)
+    probe = run_probe(ref, probe_request(want, gpu, REPORT_PATH), gpu)
     if not gpu:
         probe["gpu_absent_reason"] = NO_GPU
     probe["image_size_bytes"] = daemon.image_size(ref)
@@ -69,7 +69,8 @@ def run_probe(ref: str, request: str, gpu: bool) -> dict[str, Any]:
     with containers.container(ref, [f"{IN_IMAGE}/probe.py", request], entrypoint=["python3"],
                           mounts=mounts, gpus=gpu) as box:
         code, output = containers.run_to_end(box)
-        stdout = box.logs(stdout=True, stderr=False).decode("utf-8", "replace")
+        written = containers.read_file(box, REPORT_PATH) if code == 0 else None
+        stdout = (written or box.logs(stdout=True, stderr=False)).decode("utf-8", "replace")
     if code != 0:
         hint = ("the image has no python3 on PATH" if code in (126, 127)
                 else "the interpreter itself failed")

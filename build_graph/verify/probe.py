@@ -1,11 +1,12 @@
-"""Runs inside an image (or on a host) and prints one JSON document describing it.
+"""Runs inside an image (or on a host) and writes one JSON document describing it.
 
 Standard library only: it must run in any image with a Python; fatbin.py and finder.py are
 mounted beside it. Everything that loads foreign code (importing a package, torch, a kernel
 launch) runs in a fresh interpreter, so a broken extension is reported, never fatal. Each
 section is guarded: a section that fails is named in "errors" and the others still report.
 Usage: python3 probe.py '{"packages": [...], "imports": [...], "libraries": [globs],
-"gpu": true}'
+"gpu": true, "out": "/tmp/report.json"}' (without "out", or where it cannot be written, the
+report goes to stdout).
 """
 
 from __future__ import annotations
@@ -231,8 +232,16 @@ def main(argv: list[str]) -> int:
     torch = section("torch", lambda: torch_facts(bool(request.get("gpu"))))
     report["gpu"] = torch.pop("gpu", None) if isinstance(torch, dict) else None
     section("libraries", lambda: libraries(list(request.get("libraries", []))))
-    json.dump(report, sys.stdout, indent=1, sort_keys=True)
-    print()
+    text = json.dumps(report, indent=1, sort_keys=True) + "\n"
+    out = request.get("out")
+    if out:  # read back from the stopped container: complete, unlike its logs
+        try:
+            with open(out, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            return 0
+        except OSError:
+            pass  # an unwritable /tmp: stdout still carries it
+    sys.stdout.write(text)
     return 0
 
 

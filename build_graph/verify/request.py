@@ -18,12 +18,15 @@ HERE = Path(__file__).parent
 PROBE = HERE / "probe.py"
 # Mounted together into the image; standard library only.
 PROBE_FILES = (PROBE, HERE / "fatbin.py", HERE / "finder.py")
+# Where the probe leaves its report inside the container.
+REPORT_PATH = "/tmp/build-graph-probe.json"
 
 
-def probe_request(want: Expectation, gpu: bool) -> str:
-    """The probe's one argument: packages to report and import, libraries to read."""
+def probe_request(want: Expectation, gpu: bool, out: str | None = None) -> str:
+    """The probe's one argument: packages to report and import, libraries to read, and
+    the file to write its report to (stdout without one)."""
     return json.dumps({"packages": sorted(want.packages), "imports": sorted(want.packages),
-                       "libraries": list(want.libraries), "gpu": gpu})
+                       "libraries": list(want.libraries), "gpu": gpu, "out": out})
 
 
 def fingerprint(want: Expectation, gpu_present: bool) -> str:
