@@ -181,25 +181,16 @@ def output_of(image: str, command: list[str]) -> str:
     """What `command` prints inside `image`, read back as a file from the stopped container:
     docker 20.10 can return a container's logs before the last of them is written (an empty
     `containers.run(...)` result was seen in CI), a file in its filesystem is complete."""
-    import io
-    import tarfile
+    from build_graph.engine import containers
 
-    import docker
-
-    client = docker.from_env()
-    box = client.containers.run(image, ["sh", "-c", '"$@" > /tmp/.output 2>&1', "sh", *command],
-                                entrypoint=[], detach=True, network_mode="host")
-    try:
+    script = ["sh", "-c", '"$@" > /tmp/.output 2>&1', "sh", *command]
+    with containers.container(image, script, entrypoint=[]) as box:
         status = box.wait()
-        chunks, _ = box.get_archive("/tmp/.output")
-        with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
-            member = tar.extractfile(".output")
-            assert member is not None
-            text = member.read().decode()
-        assert status["StatusCode"] == 0, text
-        return text
-    finally:
-        box.remove(force=True)
+        written = containers.read_file(box, "/tmp/.output")
+    assert written is not None, f"{image}: {command} left no output file"
+    text = written.decode()
+    assert status["StatusCode"] == 0, text
+    return text
 
 
 def built(output: str) -> list[str]:
