@@ -78,6 +78,8 @@ class TierInfo(Info):  # type: ignore[misc]
         out = self.outstream
         out.write(f"{task.name}: {facts['description']}\n  {facts['base']}; "
                   f"{facts['summary']}\n")
+        out.write("The registry holds:\n")
+        out.writelines(f"  - {line}\n" for line in facts["registry"]())
         pending = _plan(self, task, tasks)
         if not pending:
             out.write("Up to date: built, pushed, verified and promoted; a run does nothing.\n")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from doit.tools import config_changed
 
 from build_graph import explain
 from build_graph.engine.availability import Availability
+from build_graph.engine.registry import Presence
 from build_graph.errors import BuildGraphError, interrupted
 from build_graph.fs import write_if_changed
 from build_graph.log import log, task_log
@@ -27,10 +28,10 @@ from build_graph.manifest.model import Stack
 from build_graph.plan.paths import build_root
 from build_graph.plan.plan import PlannedTier
 from build_graph.reporter import ExitCodeReporter, StageFailed
-from build_graph.stages import build, promote, push
+from build_graph.stages import build, promote, push, reports
 from build_graph.stages import compile as compile_stage
 from build_graph.stages import verify as verify_stage
-from build_graph.verify.expectation import expectation_for
+from build_graph.verify.expectation import Expectation, expectation_for
 
 STAGE_DOCS = {
     "render": "write each tier's Dockerfile (and compile script) under build/",
@@ -105,13 +106,23 @@ class Condition:
 class StackTasks:
     stack: Stack
     planned: list[PlannedTier]
+    _wants: dict[str, Expectation] = field(default_factory=dict)
 
     @cached_property
     def seen(self) -> Availability:
+        """Every reference the run may ask the registry about, asked in one round: hash
+        tags, human tags, and the reports for the digests this machine saw last."""
         seen = Availability()
         for tier in self.planned:
-            seen.register([tier.image, *(f"{tier.repository}:{t}" for t in tier.human_tags)])
+            seen.register([tier.image, *(f"{tier.repository}:{t}" for t in tier.human_tags),
+                           *reports.expected_refs(tier, self.want(tier))])
         return seen
+
+    def want(self, tier: PlannedTier) -> Expectation:
+        if tier.key not in self._wants:
+            self._wants[tier.key] = expectation_for(self.stack.variant(tier.spec.variant),
+                                                    tier.spec.name)
+        return self._wants[tier.key]
 
     @cached_property
     def by_key(self) -> dict[str, PlannedTier]:
@@ -142,12 +153,38 @@ class StackTasks:
                    "meta": {"tier": {"key": tier.key, "base": self._base(tier),
                                      "summary": self._summary(tier),
                                      "description": tier.spec.description or tier.spec.name,
-                                     "changes": partial(explain.changes, tier)}}}
+                                     "changes": partial(explain.changes, tier),
+                                     "registry": partial(self.registry_holds, tier)}}}
         if self.stack.has_variants:
             for name in dict.fromkeys(t.spec.name for t in self.planned):
                 keys = [t.key for t in self.planned if t.spec.name == name]
                 yield {"basename": name, "actions": None, "task_dep": keys,
                        "doc": f"{name} in every variant ({', '.join(keys)})"}
+
+    def registry_holds(self, tier: PlannedTier) -> list[str]:
+        """What the registry holds for the tier, asked now: `doit info`'s account."""
+        image = self.seen.registry(tier.image)
+        if image.presence is not Presence.PRESENT or image.digest is None:
+            return [f"{tier.image}: " + (f"could not ask ({image.error})" if image.error
+                                         else "not in the registry")]
+        lines = [f"{tier.image} = {image.digest}"]
+        for name in tier.human_tags:
+            tag = self.seen.registry(f"{tier.repository}:{name}")
+            where = ("the same digest" if tag.digest == image.digest else tag.digest
+                     if tag.digest else "could not ask" if tag.error else "absent")
+            lines.append(f"{tier.repository}:{name} -> {where}")
+        try:
+            report = reports.find(tier, self.want(tier), image.digest, self.seen)
+        except BuildGraphError as exc:
+            report, lines = None, [*lines, f"verify report: could not read ({exc})"]
+        if report is not None:
+            by = report.get("made_by") or {}
+            lines.append(f"verify report: passed ({report.get('summary')}; GPU "
+                         f"{report.get('gpu')}), made on {by.get('host', '?')} at "
+                         f"{by.get('at', '?')}")
+        else:
+            lines.append("verify report: none that passed for this digest and these checks")
+        return lines
 
     def stage(self, name: str) -> Iterator[DoitTask]:
         yield {"basename": name, "name": None, "doc": STAGE_DOCS[name]}
@@ -192,22 +229,23 @@ class StackTasks:
                                        tier, self.seen)]}
 
     def _verify(self, tier: PlannedTier) -> DoitTask:
-        want = expectation_for(self.stack.variant(tier.spec.variant), tier.spec.name)
+        want = self.want(tier)
         return {"actions": [action("verify", tier, verify_stage.verify, tier, want, self.seen)],
                 "task_dep": [f"push:{tier.key}"],
                 "uptodate": [Condition(
-                    f"{tier.verify_record} passed for the pushed digest and these checks",
-                    verify_stage.verified, tier, want, self.seen)]}
+                    f"the registry holds a passing verify report for {tier.image}'s digest "
+                    "and these checks", verify_stage.verified, tier, want, self.seen)]}
 
     def _promote(self, tier: PlannedTier) -> DoitTask:
         deps = [f"verify:{tier.key}"]
         deps += [f"promote:{tier.parent_key}"] if tier.parent_key else []
-        return {"actions": [action("promote", tier, promote.promote, tier, self.seen)],
+        want = self.want(tier)
+        return {"actions": [action("promote", tier, promote.promote, tier, want, self.seen)],
                 "task_dep": deps,
                 "uptodate": [Condition(
                     f"every human tag ({', '.join(tier.human_tags) or 'none'}) names the "
-                    "verified digest",
-                    promote.promoted, tier, self.seen)]}
+                    "verified digest in the registry",
+                    promote.promoted, tier, want, self.seen)]}
 
 
 def _write_files(files: dict[Path, str]) -> None:

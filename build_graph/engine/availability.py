@@ -1,8 +1,11 @@
-"""Where each image of a run exists (local daemon, registry), probed concurrently, once.
+"""What the registry holds for a run: every reference the run needs, asked at once.
 
-The first question about any reference probes every reference the run registered, in
-parallel; answers are memoized for the process and updated by our own builds and pushes.
-A registry error stays an error: it is never read as 'absent'.
+The first question about any reference sends one concurrent round of manifest HEADs, straight
+to the registry (not through the Docker daemon), for every reference the run registered;
+answers are kept for the process and updated by our own pushes. The registry is the truth:
+nothing a machine remembers stands in for its answer. The local daemon is asked only where
+a question needs it (an image the registry lacks). A registry error stays an error: it is
+never read as 'absent'.
 """
 
 from __future__ import annotations
@@ -11,11 +14,19 @@ import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
-from build_graph.engine import daemon
-from build_graph.engine.registry import Presence, Probe, registry_of
+from build_graph.engine import daemon, registry_http
+from build_graph.engine.registry import Presence, Probe, parse_ref, registry_of
 from build_graph.errors import RegistryError
 
 _WORKERS = 16
+
+
+def head(ref: str) -> Probe:
+    try:
+        parsed = parse_ref(ref)
+    except ValueError as exc:
+        return Probe(Presence.ERROR, error=str(exc))
+    return registry_http.head_manifest(parsed)
 
 
 class Availability:
@@ -24,34 +35,39 @@ class Availability:
         self._registry: dict[str, Probe] = {}
         self._local: dict[str, bool] = {}
         self._lock = threading.Lock()
+        self.rounds = 0  # concurrent rounds sent (for tests and `plan --json`)
 
     def register(self, refs: Iterable[str]) -> None:
-        """References the run may ask about; probed together on the first question."""
+        """References the run may ask about; asked together on the first question."""
         self._wanted.update(dict.fromkeys(refs))
 
-    def _probe_all(self, ref: str) -> None:
+    def _ask_all(self, ref: str) -> None:
         with self._lock:
             missing = [r for r in {**self._wanted, ref: None} if r not in self._registry]
             if not missing:
                 return
-            with ThreadPoolExecutor(max_workers=_WORKERS) as pool:
-                registry = list(pool.map(daemon.probe_registry, missing))
-                local = list(pool.map(daemon.image_exists_locally, missing))
-            for r, probe, here in zip(missing, registry, local, strict=True):
-                self._registry[r] = probe
-                self._local.setdefault(r, here)
+            self.rounds += 1
+            if len(missing) == 1:
+                self._registry[missing[0]] = head(missing[0])
+                return
+            with ThreadPoolExecutor(max_workers=min(_WORKERS, len(missing))) as pool:
+                for r, probe in zip(missing, pool.map(head, missing), strict=True):
+                    self._registry[r] = probe
 
     def registry(self, ref: str) -> Probe:
-        self._probe_all(ref)
+        if ref not in self._registry:
+            self._ask_all(ref)
         return self._registry[ref]
 
     def local(self, ref: str) -> bool:
-        self._probe_all(ref)
+        """Whether the daemon here has `ref` (asked once, only when a question needs it)."""
+        if ref not in self._local:
+            self._local[ref] = daemon.image_exists_locally(ref)
         return self._local[ref]
 
     def refresh(self, ref: str) -> Probe:
-        """Ask the registry again (after an error, before acting on the answer)."""
-        probe = daemon.probe_registry(ref)
+        """Ask the registry again (before acting on the answer)."""
+        probe = head(ref)
         self._registry[ref] = probe
         return probe
 
@@ -67,19 +83,22 @@ class Availability:
     def built(self, ref: str) -> None:
         self._local[ref] = True
 
-    def pushed(self, ref: str, digest: str) -> None:
-        self._registry[ref] = Probe(Presence.PRESENT, digest=digest)
+    def forget(self, ref: str) -> None:
+        """The registry's answer about `ref` changed (we wrote it): ask again when needed."""
+        self._registry.pop(ref, None)
 
 
 def describe_availability(refs: list[str]) -> list[dict[str, object]]:
-    """For `plan --json`: local/registry presence of each reference, probed concurrently."""
+    """For `plan --json`: registry presence of each reference (one concurrent round), and
+    whether the daemon here has it."""
     seen = Availability()
     seen.register(refs)
     rows: list[dict[str, object]] = []
     for ref in refs:
         probe = seen.registry(ref)
-        rows.append({"local": seen.local(ref), "registry": probe.presence.value,
+        local = seen.local(ref)
+        rows.append({"local": local, "registry": probe.presence.value,
                      "digest": probe.digest, "registry_error": probe.error,
-                     "status": "built" if probe.presence is Presence.PRESENT or seen.local(ref)
+                     "status": "built" if probe.presence is Presence.PRESENT or local
                      else "to build"})
     return rows

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import IO, TYPE_CHECKING, Any
 
-from build_graph.engine.registry import Presence, Probe, registry_of
+from build_graph.engine.registry import registry_of
 from build_graph.errors import BuildFailed, EnvironmentProblem, RegistryError
 from build_graph.log import log
 
@@ -55,24 +55,6 @@ def split_ref(ref: str) -> tuple[str, str]:
 
     repo, tag = parse_repository_tag(ref)
     return repo, tag or "latest"
-
-
-def probe_registry(ref: str) -> Probe:
-    """Ask the registry (through the daemon) for `ref`'s manifest digest."""
-    import docker.errors
-
-    try:
-        info = client().api.inspect_distribution(ref)  # type: ignore[no-untyped-call]
-    except docker.errors.NotFound:
-        return Probe(Presence.ABSENT)
-    except docker.errors.APIError as exc:
-        text = short_error(exc)
-        if "manifest unknown" in text or "not found" in text.lower():
-            return Probe(Presence.ABSENT)
-        return Probe(Presence.ERROR, error=text)
-    except docker.errors.DockerException as exc:
-        return Probe(Presence.ERROR, error=short_error(exc))
-    return Probe(Presence.PRESENT, digest=str(info["Descriptor"]["digest"]))
 
 
 def local_digest(ref: str) -> str | None:

@@ -12,7 +12,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from build_graph.engine import daemon
+from build_graph.engine import availability, daemon
 from build_graph.engine.registry import Presence
 from build_graph.errors import BuildFailed, RegistryError
 from build_graph.log import progress
@@ -24,7 +24,7 @@ _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
 def resolve(ref: str) -> str:
-    probe = daemon.probe_registry(ref)
+    probe = availability.head(ref)
     if probe.presence is Presence.PRESENT and probe.digest:
         return probe.digest
     local = daemon.local_digest(ref)

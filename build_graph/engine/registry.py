@@ -1,4 +1,4 @@
-"""What a registry said about one reference: present (with digest), absent, or an error.
+"""Image references and what a registry said about one: present (digest), absent, or error.
 
 Tri-state on purpose: an error is never read as 'absent' (that would rebuild, or worse,
 report a lost image as never built).
@@ -6,8 +6,18 @@ report a lost image as never built).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import Enum
+
+# The manifest kinds a HEAD or GET accepts: OCI and Docker, single-platform and lists.
+MANIFEST_TYPES = (
+    "application/vnd.oci.image.index.v1+json",
+    "application/vnd.docker.distribution.manifest.list.v2+json",
+    "application/vnd.oci.image.manifest.v1+json",
+    "application/vnd.docker.distribution.manifest.v2+json",
+)
+_DIGEST = re.compile(r"^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,}$")
 
 
 class Presence(Enum):
@@ -18,14 +28,67 @@ class Presence(Enum):
 
 @dataclass(frozen=True)
 class Probe:
-    """What the registry said about one reference: never guesses on error."""
+    """What the registry said about one reference: never guesses on error. For a present
+    manifest, its digest, media type and size (what an artifact's `subject` names)."""
 
     presence: Presence
     digest: str | None = None
     error: str | None = None
+    media_type: str | None = None
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class Ref:
+    """'127.0.0.1:5000/team/base:tag' -> host '127.0.0.1:5000', repository 'team/base',
+    reference 'tag' (or a digest)."""
+
+    host: str
+    repository: str
+    reference: str
+
+    @property
+    def api_host(self) -> str:
+        """Where the HTTP API answers (Docker Hub's API lives on registry-1.docker.io)."""
+        return "registry-1.docker.io" if self.host == "docker.io" else self.host
+
+    def at(self, reference: str) -> Ref:
+        return Ref(self.host, self.repository, reference)
 
 
 def registry_of(ref: str) -> str:
     """The registry host of an image reference ('docker.io' for short names)."""
-    first = ref.split("/", 1)[0]
+    first, slash, _ = ref.partition("/")
+    if not slash:  # 'debian:bookworm': a name and a tag, no host
+        return "docker.io"
     return first if ("." in first or ":" in first or first == "localhost") else "docker.io"
+
+
+def parse_ref(ref: str) -> Ref:
+    """A reference as the Docker CLI reads it: no host means Docker Hub (and 'library/'
+    for one-part names), no tag means 'latest', '@sha256:...' names a digest."""
+    host = registry_of(ref)
+    rest = ref[len(host) + 1:] if ref.startswith(f"{host}/") else ref
+    name, at, digest = rest.partition("@")
+    if at:
+        if not _DIGEST.match(digest):
+            raise ValueError(f"{ref!r}: {digest!r} is not a digest")
+        reference = digest
+    else:
+        slash = name.rfind("/")
+        colon = name.rfind(":")
+        name, reference = (name[:colon], name[colon + 1:]) if colon > slash else (name, "latest")
+    if host == "docker.io" and "/" not in name:
+        name = f"library/{name}"
+    if not name:
+        raise ValueError(f"{ref!r} names no repository")
+    return Ref(host, name, reference)
+
+
+def artifact_tag(digest: str, suffix: str) -> str:
+    """cosign's tag scheme for something about a manifest, on registries without the OCI 1.1
+    referrers API: 'sha256:abc...' + 'verify-x' -> 'sha256-abc....verify-x' (<= 128 chars)."""
+    tag = f"{digest.replace(':', '-', 1)}.{suffix}"
+    if len(tag) > 128:
+        raise ValueError(f"artifact tag {tag!r} is longer than a registry accepts (128)")
+    return tag

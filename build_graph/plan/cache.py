@@ -46,7 +46,9 @@ def load_plan(manifest: Path) -> tuple[Stack, list[PlannedTier]]:
     inputs += [stack.root / entry for tier in planned for entry in tier.spec.context]
     inputs += [stack.root / src for tier in planned if tier.spec.compile
                for _, src in tier.spec.compile.sources if "://" not in src]
-    payload = {"tool": __version__, "inputs": _stats(inputs), "plan": (stack, planned)}
+    roots = [str(p) for p in dict.fromkeys(inputs)]
+    payload = {"tool": __version__, "roots": roots, "inputs": _stats(inputs),
+               "plan": (stack, planned)}
     write_bytes_if_changed(cache, pickle.dumps(payload))
     return stack, planned
 
@@ -58,8 +60,8 @@ def _read(cache: Path) -> tuple[Stack, list[PlannedTier]] | None:
         return None
     if payload.get("tool") != __version__:
         return None
-    paths = [Path(p) for p, _, _ in payload["inputs"]]
-    if _stats(paths) != payload["inputs"]:
+    # The roots as given (folders expand to their trees again: what was added is seen).
+    if _stats([Path(p) for p in payload.get("roots", ())]) != payload["inputs"]:
         return None
     stack, planned = payload["plan"]
     return stack, planned

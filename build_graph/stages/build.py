@@ -1,6 +1,6 @@
 """The build stage: `docker build` of a tier's rendered Dockerfile, tagged by content hash.
 
-Done when the hash tag was pushed (push.json), or exists in the local daemon or the registry.
+Done when the registry holds the hash tag, or the local daemon has it (then push sends it).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from build_graph import settings
 from build_graph.engine import buildkit, daemon
 from build_graph.engine.availability import Availability
 from build_graph.engine.context import context_tar
-from build_graph.engine.records import recorded_digest
 from build_graph.engine.registry import Presence
 from build_graph.errors import BuildFailed
 from build_graph.log import log, progress
@@ -25,9 +24,10 @@ LABEL_PREFIX = "io.build-graph"
 
 
 def image_available(tier: PlannedTier, seen: Availability) -> bool:
-    """Up to date for build: the hash tag was pushed, or exists locally or in the registry."""
-    return (recorded_digest(tier) is not None or seen.local(tier.image)
-            or seen.registry(tier.image).presence is Presence.PRESENT)
+    """Up to date for build: the registry holds the hash tag, or the daemon here has it.
+    The daemon is asked only when the registry lacks it (a fresh runner never asks)."""
+    return (seen.registry(tier.image).presence is Presence.PRESENT
+            or seen.local(tier.image))
 
 
 def build(stack: Stack, tier: PlannedTier, seen: Availability) -> None:

@@ -1,24 +1,24 @@
-"""The push stage: the hash tag into the registry, its digest recorded in push.json.
+"""The push stage: the hash tag into the registry; the digest the registry holds recorded.
 
-Done when push.json names the hash tag, or the registry already holds it.
+Done when the registry holds the hash tag (asked every run: push.json is only a note of
+what this machine last saw, for `doit info` and the next run's first round of questions).
+When another runner pushed the same hash tag first, its digest is adopted, never fought.
 """
 
 from __future__ import annotations
 
 from build_graph.engine import daemon
 from build_graph.engine.availability import Availability
-from build_graph.engine.records import recorded_digest, write_record
+from build_graph.engine.records import write_record
 from build_graph.engine.registry import Presence
+from build_graph.errors import RegistryError
 from build_graph.log import log
 from build_graph.plan.plan import PlannedTier
 
 
 def pushed(tier: PlannedTier, seen: Availability) -> bool:
-    if recorded_digest(tier) is not None:
-        return True
     probe = seen.registry(tier.image)
     if probe.presence is Presence.PRESENT and probe.digest:
-        # Remember the registry's answer, as push would have: the next run need not ask.
         write_record(tier.push_record, record(tier, probe.digest))
         return True
     return False
@@ -28,11 +28,17 @@ def push(tier: PlannedTier, seen: Availability) -> None:
     probe = seen.require(tier.image)
     if probe.presence is Presence.PRESENT and probe.digest:
         log(f"[{tier.key}] registry already holds {tier.image} ({probe.digest})")
-        digest = probe.digest
-    else:
-        digest = daemon.push(tier.image)
-        seen.pushed(tier.image, digest)
-    write_record(tier.push_record, record(tier, digest))
+        write_record(tier.push_record, record(tier, probe.digest))
+        return
+    ours = daemon.push(tier.image)
+    now = seen.require(tier.image)
+    if now.digest is None:
+        raise RegistryError(f"{tier.image} was pushed ({ours}) but the registry does not "
+                            "hold it; check the registry's storage and logs")
+    if now.digest != ours:
+        log(f"[{tier.key}] another runner pushed {tier.image} too; adopting the registry's "
+            f"{now.digest} (ours was {ours})")
+    write_record(tier.push_record, record(tier, now.digest))
 
 
 def record(tier: PlannedTier, digest: str) -> dict[str, object]:

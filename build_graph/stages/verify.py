@@ -1,7 +1,9 @@
-"""The verify stage: run the probe in the pushed image, check it, write the run manifest.
+"""The verify stage: run the probe in the pushed image, check it, store the report.
 
-Done when verify.json is a passing report for the registry's digest and the current
-verifier fingerprint (probe, reader, checks, promises, GPU present or not).
+Done when the registry holds a passing report (stages/reports.py) for the digest the hash
+tag names and the current verifier fingerprint (probe, reader, checks, promises, GPU
+present or not). The report goes to the registry, bound to the digest, pass or fail, and a
+copy to the tier's verify.json.
 """
 
 from __future__ import annotations
@@ -13,10 +15,11 @@ from typing import Any
 from build_graph.engine import containers, daemon
 from build_graph.engine.availability import Availability
 from build_graph.engine.containers import Mount
-from build_graph.engine.records import image_digest, read_record, write_record
+from build_graph.engine.registry import Presence
 from build_graph.errors import BuildFailed
 from build_graph.log import log, progress
 from build_graph.plan.plan import PlannedTier
+from build_graph.stages import reports
 from build_graph.verify.checks import evaluate
 from build_graph.verify.device import gpu_code_paths
 from build_graph.verify.expectation import Expectation
@@ -28,20 +31,23 @@ NO_GPU = "no GPU: the Docker daemon has no nvidia runtime"
 
 
 def verified(tier: PlannedTier, want: Expectation, seen: Availability) -> bool:
-    """Up to date: a passing report for the registry's current digest and this verifier."""
-    report = read_record(tier.verify_record)
-    if not report or report.get("passed") is not True:
-        return False
-    digest = image_digest(tier, seen)
-    return bool(digest and report.get("digest") == digest
-                and report.get("fingerprint") == fingerprint(want, daemon.gpu_runtime()))
+    """Up to date: the registry holds a passing report for the hash tag's digest and this
+    verifier (made here or by any other runner)."""
+    probe = seen.registry(tier.image)
+    return bool(probe.presence is Presence.PRESENT and probe.digest
+                and reports.find(tier, want, probe.digest, seen) is not None)
 
 
 def verify(tier: PlannedTier, want: Expectation, seen: Availability) -> None:
-    """Probe the pushed digest; write the report either way; raise unless it passed."""
-    digest = seen.require(tier.image).digest
+    """Probe the digest the hash tag names; store the report in the registry either way;
+    raise unless it passed. A passing report another runner stored meanwhile is adopted."""
+    image = seen.require(tier.image)
+    digest = image.digest
     if digest is None:
         raise BuildFailed(f"{tier.key}: {tier.image} is not in the registry; run push:{tier.key}")
+    if reports.find(tier, want, digest, seen, fresh=True) is not None:
+        log(f"[{tier.key}] the registry already holds a passing report for {digest}")
+        return
     ref = f"{tier.repository}@{digest}"
     daemon.ensure_local(ref)
     gpu = daemon.gpu_runtime()
@@ -52,8 +58,8 @@ def verify(tier: PlannedTier, want: Expectation, seen: Availability) -> None:
     probe["smoke"] = [run_smoke(ref, command) for command in want.smoke]
     results = evaluate(want, probe)
     stoppers = blocking(results, want)
-    write_record(tier.verify_record, report(tier, digest, want, probe, results, gpu,
-                                            passed=not stoppers))
+    reports.publish(tier, image, report(tier, digest, want, probe, results, gpu,
+                                        passed=not stoppers), seen)
     lines = "\n".join(r.line() for r in results)
     if stoppers:
         why = "; ".join(f"{r.name} {'failed' if r.status == 'fail' else 'not checked'}"

@@ -193,6 +193,20 @@ def output_of(image: str, command: list[str]) -> str:
     return text
 
 
+def statuses(ws: Workspace) -> dict[str, str]:
+    """`doit list --status`: tier -> what a run would do to it."""
+    import re
+
+    result = ws.doit("list", "--status")
+    assert result.returncode == 0, result.stderr
+    found = {}
+    for line in result.stdout.splitlines():
+        match = re.match(r"^(.*?)\s{2,}(\S+)\s+(?:on|from) ", line)
+        assert match, line
+        found[match[2]] = match[1]
+    return found
+
+
 def built(output: str) -> list[str]:
     """Tier keys that `docker build` ran for, from doit's output."""
     return [line.split("(tier ", 1)[1].rstrip(")") for line in output.splitlines()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -18,7 +17,14 @@ import docker
 import pytest
 
 from tests.helpers import REPO
-from tests.integration.conftest import Registry, Workspace, built, make_workspace, pushed
+from tests.integration.conftest import (
+    Registry,
+    Workspace,
+    built,
+    make_workspace,
+    pushed,
+    statuses,
+)
 
 pytestmark = pytest.mark.integration
 TIERS = ["builder", "fastext", "base", "training", "runner"]
@@ -112,18 +118,6 @@ def test_a_new_file_rebuilds_its_tier_and_descendants_and_dotenv_stays_out(
     assert find.stdout.strip().endswith("extra.py") and ".env" not in find.stdout
     assert set(statuses(ws).values()) == {"up to date"}
     assert "Up to date" in ws.doit("info", "runner").stdout
-
-
-def statuses(ws: Workspace) -> dict[str, str]:
-    """`doit list --status`: tier -> what a run would do to it."""
-    result = ws.doit("list", "--status")
-    assert result.returncode == 0, result.stderr
-    found = {}
-    for line in result.stdout.splitlines():
-        match = re.match(r"^(.*?)\s{2,}(\S+)\s+(?:on|from) ", line)
-        assert match, line
-        found[match[2]] = match[1]
-    return found
 
 
 def test_fresh_machine_rebuilds_and_pushes_nothing(ws: Workspace) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from build_graph.engine.context import without_mounts
 from build_graph.errors import ConfigError
+from build_graph.plan import cache
 from build_graph.plan.cache import load_plan
 from build_graph.plan.context import context_files
 from build_graph.plan.plan import plan
@@ -78,6 +79,16 @@ def test_git_env_dockerignore_and_tier_excludes_are_neither_sent_nor_hashed(
     (app / ".env").write_text("TOKEN=other\n")
     (app / "data" / "big.bin").write_bytes(b"1" * 10)
     assert app_hash(folder) == before  # excluded files never rebuild anything
+
+
+def test_an_unchanged_stack_is_served_from_the_plan_cache(folder: Path) -> None:
+    """The cache must hit when nothing changed (it once re-expanded its own file list and
+    never matched: every no-op run planned afresh)."""
+    load_plan(folder / "images.toml")
+    cached = cache._read(folder / "build" / cache.CACHE_NAME)
+    assert cached is not None
+    (folder / "app" / "new.py").write_text("x = 1\n")
+    assert cache._read(folder / "build" / cache.CACHE_NAME) is None
 
 
 def test_a_new_file_in_a_context_folder_changes_the_plan(folder: Path) -> None:
