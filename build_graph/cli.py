@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from build_graph.errors import run_cli
+from build_graph.fs import write_if_changed
 from build_graph.manifest.load import load
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import plan
@@ -88,6 +89,20 @@ def _lock(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ci(args: argparse.Namespace) -> int:
+    from build_graph.ci import github_workflow
+
+    stack = load(args.manifest)
+    text = github_workflow(stack, plan(stack), str(args.manifest), args.runs_on,
+                           args.gpu_runs_on)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        write_if_changed(args.output, text)
+        print(f"wrote {args.output}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m build_graph", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
@@ -111,7 +126,19 @@ def parser() -> argparse.ArgumentParser:
                       help="re-resolve these `from` images or git sources (all when none "
                            "is named)")
     lock.set_defaults(run=_lock)
-    for command in (check, show, doc, lock):
+    ci = sub.add_parser("ci", help="write a CI workflow: one job per (variant, tier), "
+                        "needs: following the tier graph")
+    ci.add_argument("--github", action="store_true", required=True,
+                    help="GitHub Actions (the one CI system supported so far)")
+    ci.add_argument("--output", type=Path,
+                    help="write here (e.g. .github/workflows/images.yml); default stdout")
+    ci.add_argument("--runs-on", nargs="+", default=["ubuntu-latest"], metavar="LABEL",
+                    help="runner labels of the jobs (default: ubuntu-latest)")
+    ci.add_argument("--gpu-runs-on", nargs="+", default=["self-hosted", "gpu"],
+                    metavar="LABEL", help="runner labels of tiers whose verify needs a GPU "
+                    "(default: self-hosted gpu)")
+    ci.set_defaults(run=_ci)
+    for command in (check, show, doc, lock, ci):
         command.add_argument("--manifest", type=Path, default=Path("images.toml"),
                              help="the stack's images.toml (default: ./images.toml)")
     return top

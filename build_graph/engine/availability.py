@@ -18,7 +18,10 @@ from build_graph.engine import daemon, registry_http
 from build_graph.engine.registry import Presence, Probe, parse_ref, registry_of
 from build_graph.errors import RegistryError
 
+# Concurrent HEADs: a remote registry is latency-bound (many help); a loopback one is
+# CPU-bound on this machine's few cores (4 measured fastest: benchmarks/registry_truth.py).
 _WORKERS = 16
+_LOOPBACK_WORKERS = 4
 
 
 def head(ref: str) -> Probe:
@@ -50,7 +53,9 @@ class Availability:
             if len(missing) == 1:
                 self._registry[missing[0]] = head(missing[0])
                 return
-            with ThreadPoolExecutor(max_workers=min(_WORKERS, len(missing))) as pool:
+            loopback = all(r.startswith(("127.", "localhost")) for r in missing)
+            workers = _LOOPBACK_WORKERS if loopback else _WORKERS
+            with ThreadPoolExecutor(max_workers=min(workers, len(missing))) as pool:
                 for r, probe in zip(missing, pool.map(head, missing), strict=True):
                     self._registry[r] = probe
 

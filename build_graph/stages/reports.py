@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import socket
-import uuid
 from typing import Any
 
 from build_graph.engine import artifacts, daemon
@@ -27,7 +27,7 @@ from build_graph.verify.expectation import Expectation
 from build_graph.verify.request import fingerprint
 
 ARTIFACT_TYPE = "application/vnd.build-graph.verify-report.v1+json"
-RUN_ID = uuid.uuid4().hex[:12]  # tells reports of different runs (and runners) apart
+RUN_ID = os.urandom(6).hex()  # tells reports of different runs (and runners) apart
 
 
 def fingerprints(want: Expectation) -> list[str]:
@@ -42,10 +42,11 @@ def report_ref(tier: PlannedTier, digest: str, fp: str) -> str:
 
 
 def expected_refs(tier: PlannedTier, want: Expectation) -> list[str]:
-    """Report tags worth asking about in the run's first round: those for the digest this
-    machine last saw (a cache hint; a different digest only costs a second round)."""
+    """The report tag worth asking about in the run's first round: this runner's, for the
+    digest this machine last saw (a hint: a different digest, or a GPU runner's report
+    looked for where this runner has none, costs a second round)."""
     digest = recorded_digest(tier)
-    return [report_ref(tier, digest, fp) for fp in fingerprints(want)] if digest else []
+    return [report_ref(tier, digest, fingerprints(want)[0])] if digest else []
 
 
 def find(tier: PlannedTier, want: Expectation, digest: str, seen: Availability,

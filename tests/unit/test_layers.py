@@ -21,7 +21,7 @@ LAYERS: dict[str, int] = {
     "ccache": 5, "verify": 5,
     "stages": 6,
     "tasks": 7, "reporter": 7, "commands": 7, "explain": 7, "doctor": 7, "cli": 7,
-    "run_lock": 7, "__main__": 8,
+    "run_lock": 7, "ci": 7, "__main__": 8,
 }
 IN_IMAGE = ("verify/probe.py", "verify/fatbin.py", "verify/finder.py")
 SIBLINGS = {"fatbin", "finder"}  # mounted beside probe.py in the image

@@ -1,0 +1,68 @@
+"""`python -m build_graph ci --github`: a GitHub Actions workflow that runs the stack on
+many machines, one job per (variant, tier), `needs:` following the tier graph.
+
+Every job runs `doit promote:<tier>[@variant]` against the shared registry and compiler
+cache store named in images.toml; the registry is the truth (README, "Records"), so a job
+finds its parents' images and reports there and rebuilds nothing another job made. A tier
+whose verify needs a GPU (it promises device code and verify.gpu = "required") runs on the
+GPU runner labels. The YAML is written by hand: every scalar is a JSON string (valid YAML),
+so no value can change the document's structure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+from build_graph.manifest.model import Stack
+from build_graph.plan.plan import PlannedTier
+from build_graph.verify.expectation import expectation_for
+
+SETUP = "scripts/bootstrap.sh"  # the virtualenv with build-graph, on a fresh runner
+
+
+def job_id(key: str) -> str:
+    """'runner@cu124' -> 'runner-cu124' (GitHub job ids: letters, digits, '-' and '_')."""
+    return re.sub(r"[^A-Za-z0-9_-]", "-", key)
+
+
+def needs(tier: PlannedTier) -> list[str]:
+    """The tiers a tier's job waits for: its parent and the builder of its compile."""
+    return [job_id(k) for k in dict.fromkeys([tier.parent_key, tier.builder_key]) if k]
+
+
+def needs_gpu(stack: Stack, tier: PlannedTier) -> bool:
+    want = expectation_for(stack.variant(tier.spec.variant), tier.spec.name)
+    return want.wants_gpu and want.gpu_policy == "required"
+
+
+def github_workflow(stack: Stack, planned: Sequence[PlannedTier], manifest: str,
+                    runs_on: Sequence[str], gpu_runs_on: Sequence[str]) -> str:
+    q = json.dumps
+    lines = [
+        f"# Written by `python -m build_graph ci --github` from {manifest}; regenerate it",
+        "# after adding or removing tiers. One job per (variant, tier); needs: follow the",
+        "# tier graph; every job promotes its tier against the shared registry.",
+        f"name: {q('images: ' + stack.name)}",
+        "\"on\":",
+        "  push:",
+        f"    branches: [{q('main')}]",
+        "  workflow_dispatch: {}",
+        "jobs:",
+    ]
+    for tier in planned:
+        labels = gpu_runs_on if needs_gpu(stack, tier) else runs_on
+        lines += [
+            f"  {job_id(tier.key)}:",
+            f"    name: {q(tier.key)}",
+            f"    runs-on: [{', '.join(q(label) for label in labels)}]",
+            f"    needs: [{', '.join(q(n) for n in needs(tier))}]",
+            "    steps:",
+            f"      - uses: {q('actions/checkout@v4')}",
+            f"      - name: {q('set up build-graph')}",
+            f"        run: {q(SETUP)}",
+            f"      - name: {q('build, push, verify, promote ' + tier.key)}",
+            f"        run: {q(f'.venv/bin/doit manifest={manifest} promote:{tier.key}')}",
+        ]
+    return "\n".join(lines) + "\n"

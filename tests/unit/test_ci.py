@@ -1,0 +1,40 @@
+"""`python -m build_graph ci --github`: the workflow parses, and its jobs are the tier graph."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from build_graph import cli
+from build_graph.ci import job_id
+from build_graph.manifest.load import load
+from build_graph.plan.plan import plan
+from tests.helpers import REPO
+
+
+@pytest.mark.parametrize("manifest", [REPO / "images.toml",
+                                      REPO / "examples" / "quickstart" / "images.toml"])
+def test_the_workflow_parses_and_its_job_graph_is_the_tier_graph(
+        manifest: Path, tmp_path: Path) -> None:
+    out = tmp_path / "images.yml"
+    assert cli.main(["ci", "--github", "--manifest", str(manifest), "--output", str(out),
+                     "--gpu-runs-on", "self-hosted", "h100"]) == 0
+    workflow = yaml.safe_load(out.read_text())
+    assert set(workflow["on"]) == {"push", "workflow_dispatch"}
+    jobs = workflow["jobs"]
+    planned = plan(load(manifest))
+    graph = {job_id(t.key): {job_id(k) for k in (t.parent_key, t.builder_key) if k}
+             for t in planned}
+    assert {name: set(job["needs"]) for name, job in jobs.items()} == graph
+    for tier in planned:
+        job = jobs[job_id(tier.key)]
+        assert job["steps"][-1]["run"].endswith(f" promote:{tier.key}")
+    # The shipped stack promises device code with verify.gpu = "required": those tiers'
+    # jobs run where a GPU is; the quickstart promises none.
+    on_gpu = {name for name, job in jobs.items() if job["runs-on"] == ["self-hosted", "h100"]}
+    if manifest == REPO / "images.toml":
+        assert on_gpu and on_gpu < set(jobs)
+    else:
+        assert on_gpu == set()
