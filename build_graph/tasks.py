@@ -165,8 +165,13 @@ class StackTasks:
         """What the registry holds for the tier, asked now: `doit info`'s account."""
         image = self.seen.registry(tier.image)
         if image.presence is not Presence.PRESENT or image.digest is None:
-            return [f"{tier.image}: " + (f"could not ask ({image.error})" if image.error
-                                         else "not in the registry")]
+            lines = [f"{tier.image}: " + (f"could not ask ({image.error})" if image.error
+                                          else "not in the registry")]
+            for name in tier.human_tags:
+                tag = self.seen.registry(f"{tier.repository}:{name}")
+                lines.append(f"{tier.repository}:{name} -> "
+                             f"{tag.digest or ('could not ask' if tag.error else 'absent')}")
+            return lines
         lines = [f"{tier.image} = {image.digest}"]
         for name in tier.human_tags:
             tag = self.seen.registry(f"{tier.repository}:{name}")
@@ -219,7 +224,7 @@ class StackTasks:
         deps += [f"compile:{tier.key}"] if tier.builder_key else []
         return {"actions": [action("build", tier, build.build, self.stack, tier, self.seen)],
                 "task_dep": deps, "uptodate": [Condition(
-                    f"{tier.image} was pushed, or exists here or in the registry",
+                    f"the registry holds {tier.image}, or the daemon here has it",
                     build.image_available, tier, self.seen)]}
 
     def _push(self, tier: PlannedTier) -> DoitTask:
