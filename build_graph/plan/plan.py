@@ -68,10 +68,6 @@ class PlannedTier:
         return self.build_dir / "push.json"
 
     @property
-    def promote_record(self) -> Path:
-        return self.build_dir / "promote.json"
-
-    @property
     def verify_record(self) -> Path:
         """The run manifest verify writes: fingerprints, digest, every check."""
         return self.build_dir / "verify.json"

@@ -68,7 +68,12 @@ def test_stopped_registry_fails_clearly_and_moves_no_tag(ws: Workspace) -> None:
 
 
 def test_missing_docker_daemon_is_one_clear_line(ws: Workspace) -> None:
-    result = ws.doit("build:builder", env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"})
+    # A tier the registry does not hold (one it holds needs no daemon to be up to date).
+    (ws.root / "templates" / "nodaemon.Dockerfile.j2").write_text(
+        "FROM {{ base_image }}\nRUN echo nodaemon > /nodaemon\n")
+    ws.manifest.write_text(ws.manifest.read_text() + (
+        '\n[tiers.nodaemon]\nparent = "builder"\ntemplate = "nodaemon.Dockerfile.j2"\n'))
+    result = ws.doit("build:nodaemon", env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"})
     text = result.stdout + result.stderr
     assert result.returncode == 3
     assert "cannot reach the Docker daemon" in text and "scripts/services.sh up" in text
