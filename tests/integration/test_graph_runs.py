@@ -50,8 +50,9 @@ def test_full_run_builds_pushes_verifies_and_promotes(ws: Workspace) -> None:
         assert report["passed"] is True
         assert report["digest"] == ws.registry.digest(f"quickstart/{tier}", "latest")
     assert "py3.11" in ws.registry.tags("quickstart/fastext")
-    labels = docker.from_env().images.get(
-        f"{ws.registry.address}/quickstart/base:latest").labels
+    # Promote copied the manifest in the registry: the daemon pulls what `latest` names.
+    labels = docker.from_env().images.pull(
+        f"{ws.registry.address}/quickstart/base", tag="latest").labels
     assert labels["io.build-graph.tier"] == "base"
     assert labels["org.opencontainers.image.revision"]
     assert len(labels["io.build-graph.content-hash"]) == 20
