@@ -1,4 +1,6 @@
-"""Cold vs warm compile of the quickstart's C++ extension through a full GCS round trip.
+"""Cold vs warm compile through a full GCS round trip: the quickstart's C++ extension
+(--stack quickstart) or the CUDA example's extensions, nvcc under ccache for seven GPU
+archs (--stack cuda).
 
 Uses the GCS emulator of scripts/services.sh (127.0.0.1:4443). Each run starts from a wiped
 workspace (no local cache, no wheels, no compile stamp), as on a fresh CI runner: the cold
@@ -17,6 +19,8 @@ from pathlib import Path
 from _common import REPO, doit_command, timed
 
 EMULATOR = "http://127.0.0.1:4443"
+# stack -> (compiled tier, the [cache] line the bucket URL goes before)
+STACKS = {"quickstart": ("fastext", 'max_size = "2G"'), "cuda": ("kernels", 'max_size = "4G"')}
 
 
 def empty_bucket(name: str) -> None:
@@ -32,16 +36,16 @@ def empty_bucket(name: str) -> None:
         blob.delete()
 
 
-def wipe(root: Path) -> None:
-    shutil.rmtree(root / "build" / "ccache", ignore_errors=True)
-    shutil.rmtree(root / "build" / "default" / "fastext", ignore_errors=True)
+def wipe(root: Path, tier: str) -> None:
+    for folder in ("ccache", "sources", f"default/{tier}"):
+        shutil.rmtree(root / "build" / folder, ignore_errors=True)
 
 
-def run(manifest: Path) -> tuple[float, dict[str, object]]:
-    wipe(manifest.parent)
+def run(manifest: Path, tier: str) -> tuple[float, dict[str, object]]:
+    wipe(manifest.parent, tier)
     # -a: the same stack may already be in the registry, which would make compiling moot.
-    elapsed, _ = timed(doit_command(manifest, "-a", "compile:fastext"), 1)
-    stats = json.loads((manifest.parent / "build" / "default" / "fastext" /
+    elapsed, _ = timed(doit_command(manifest, "-a", f"compile:{tier}"), 1)
+    stats = json.loads((manifest.parent / "build" / "default" / tier /
                         "ccache-stats.json").read_text())
     return elapsed, stats
 
@@ -49,20 +53,22 @@ def run(manifest: Path) -> tuple[float, dict[str, object]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bucket", default="bench-ccache")
+    parser.add_argument("--stack", choices=sorted(STACKS), default="quickstart")
     args = parser.parse_args()
+    tier, cache_line = STACKS[args.stack]
     os.environ.setdefault("STORAGE_EMULATOR_HOST", EMULATOR)
     empty_bucket(args.bucket)
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "quickstart"
-        shutil.copytree(REPO / "examples" / "quickstart", root,
+        root = Path(tmp) / args.stack
+        shutil.copytree(REPO / "examples" / args.stack, root,
                         ignore=shutil.ignore_patterns("build", "gen"))
         manifest = root / "images.toml"
         manifest.write_text(manifest.read_text().replace(
-            'max_size = "2G"', f'url = "gs://{args.bucket}/ccache"\nmax_size = "2G"'))
+            cache_line, f'url = "gs://{args.bucket}/ccache"\n{cache_line}'))
         timed(doit_command(manifest, "build:builder"), 1)  # the builder image, not timed
-        cold, cold_stats = run(manifest)
-        warm, warm_stats = run(manifest)
-    print("quickstart compile:fastext on a wiped workspace, cache in GCS (emulator):")
+        cold, cold_stats = run(manifest, tier)
+        warm, warm_stats = run(manifest, tier)
+    print(f"{args.stack} compile:{tier} on a wiped workspace, cache in GCS (emulator):")
     for name, elapsed, stats in (("cold", cold, cold_stats), ("warm", warm, warm_stats)):
         numbers = stats["stats"]
         moved = stats["transfer"]

@@ -16,6 +16,7 @@ from build_graph.engine import availability, daemon
 from build_graph.engine.registry import Presence
 from build_graph.errors import BuildFailed, RegistryError
 from build_graph.log import progress
+from build_graph.manifest.grammar import split_git_source
 from build_graph.manifest.model import Stack
 from build_graph.plan.lock import LOCAL, Lock, lock_path, read_lock, write_lock
 from build_graph.plan.plan import from_images, git_sources
@@ -40,9 +41,7 @@ def resolve(ref: str) -> str:
 
 def resolve_source(source: str) -> str:
     """The commit a git source's ref names now."""
-    url, _, ref = source.rpartition("@")
-    if not url or "://" not in url:
-        url, ref = source, "HEAD"
+    url, ref = split_git_source(source)
     if _COMMIT.match(ref):
         return ref
     try:

@@ -22,6 +22,10 @@ CONTEXT_RE = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.(?:/|$))[A-Za-z0-9_.+-]+(?:/[A-Z
 SOURCE_URL_RE = re.compile(r"^(?:https|ssh|git)://(?:[A-Za-z0-9._-]+@)?"
                            r"[A-Za-z0-9][A-Za-z0-9._~:/%+=,-]*"
                            r"(?:@[A-Za-z0-9][A-Za-z0-9._/+-]*)?$")
+# A source archive to download (an sdist, a release tarball): an https URL of an archive,
+# pinned by the sha256 of its bytes, written as pip writes it (#sha256=<64 hex>).
+ARCHIVE_URL_RE = re.compile(r"^https://[A-Za-z0-9][A-Za-z0-9._~:/%+=,-]*"
+                            r"\.(?:tar\.gz|tgz|tar\.bz2|tar\.xz|zip)#sha256=[0-9a-f]{64}$")
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _HOST = r"(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?::[0-9]+)?/)?"
 REPO_RE = re.compile(rf"^{_HOST}{_COMPONENT}(?:/{_COMPONENT})*$")
@@ -30,6 +34,25 @@ IMAGE_RE = re.compile(
     rf"^{_HOST}{_COMPONENT}(?:/{_COMPONENT})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?"
     r"(?:@sha256:[0-9a-f]{64})?$"
 )
+
+
+def source_kind(source: str) -> str:
+    """'archive' (URL#sha256=...), 'git' (URL[@ref]) or 'local' (a folder below the manifest)."""
+    if "://" not in source:
+        return "local"
+    return "archive" if "#sha256=" in source else "git"
+
+
+def split_git_source(source: str) -> tuple[str, str]:
+    """'https://host/repo@v1' -> ('https://host/repo', 'v1'); no @ref after the host means
+    HEAD ('ssh://git@host/repo' is a user name, not a ref)."""
+    _, _, rest = source.partition("://")
+    host_end = rest.find("/")
+    path = rest[host_end:] if host_end >= 0 else ""
+    if "@" not in path:
+        return source, "HEAD"
+    head, _, ref = source.rpartition("@")
+    return head, ref
 
 
 def _matching(pattern: re.Pattern[str], what: str, example: str) -> AfterValidator:
@@ -48,11 +71,15 @@ def single_line(value: str) -> str:
     return value
 
 
+_FIELD = re.compile(r"\{[A-Za-z0-9_]+\}")
+
+
 def requirement(value: str) -> str:
-    """A pip requirement ('numpy<2', 'torch==2.6.0'): PEP 508, single line."""
+    """A pip requirement ('numpy<2', 'torch==2.6.0', 'torch=={torch}'): PEP 508, single
+    line; a {field} is checked as a version here and the filled text again on resolve."""
     single_line(value)
     try:
-        Requirement(value)
+        Requirement(_FIELD.sub("0", value))
     except InvalidRequirement as exc:
         raise ValueError(f"{value!r} is not a pip requirement: {exc}") from None
     return value

@@ -65,6 +65,9 @@ class VerifySpec:
     max_size_bytes: int | None
     smoke: tuple[str, ...]
     cuda_libraries: tuple[str, ...]  # globs inside the image, read for SASS/PTX archs
+    # whether torch's own arch list and torch/lib are held to gpu.arch_list (false: torch
+    # is upstream's prebuilt wheel; the promise is about the libraries this stack compiles)
+    torch_archs: bool = True
     gpu: str | None = None  # "required" or "optional"; None inherits (default "required")
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from build_graph.errors import ConfigError, did_you_mean
 from build_graph.manifest import schema
 from build_graph.manifest.files import check_files, check_source
-from build_graph.manifest.grammar import IMAGE_RE, TAG_RE
+from build_graph.manifest.grammar import IMAGE_RE, TAG_RE, requirement
 from build_graph.manifest.graph import CycleError, topological_order
 from build_graph.manifest.model import (
     DEFAULT_VARIANT,
@@ -170,6 +170,13 @@ def _resolve_tier(name: str, tier: schema.Tier, variant: str, versions: Mapping[
         if "{" not in tag and not TAG_RE.match(tag):
             report.error(f"{key}.tags", f"{tag!r} is not a Docker tag (letters, digits, "
                          "'_', '.', '-'; at most 128)")
+    packages = tuple(_fill(p, fields, f"{key}.packages.{i}", report)
+                     for i, p in enumerate(tier.packages))
+    for i, package in enumerate(packages):
+        try:
+            requirement(package)
+        except ValueError as exc:
+            report.error(f"{key}.packages.{i}", str(exc))
     args = tuple((k, _fill(v, fields, f"{key}.build_args.{k}", report))
                  for k, v in tier.build_args.items())
     return TierSpec(
@@ -177,7 +184,7 @@ def _resolve_tier(name: str, tier: schema.Tier, variant: str, versions: Mapping[
         template=tier.template, description=_fill(tier.description, fields,
                                                   f"{key}.description", report),
         context=tuple(tier.context), exclude=tuple(tier.exclude),
-        packages=tuple(tier.packages), system_packages=tuple(tier.system_packages),
+        packages=packages, system_packages=tuple(tier.system_packages),
         build_args=args, tags=tags,
         compile=_resolve_compile(tier.compile, fields, key, report),
         verify=_resolve_verify(tier.verify, versions, fields, key, report))
@@ -211,7 +218,8 @@ def _resolve_verify(spec: schema.Verify, versions: Mapping[str, str],
                                      for n, v in spec.packages.items()),
                       archs=spec.archs,
                       max_size_bytes=size, smoke=tuple(spec.smoke),
-                      cuda_libraries=tuple(spec.cuda_libraries), gpu=spec.gpu)
+                      cuda_libraries=tuple(spec.cuda_libraries), gpu=spec.gpu,
+                      torch_archs=spec.torch_archs)
 
 
 def _check_tags(variants: tuple[VariantSpec, ...], report: Report) -> None:

@@ -90,6 +90,7 @@ class Verify(Strict):
     pip_check: bool = True
     packages: dict[Name, Text] = Field(default_factory=dict)
     archs: bool = True
+    torch_archs: bool = True
     max_size: Text | None = None
     smoke: list[Text] = Field(default_factory=list)
     cuda_libraries: list[Text] = Field(default_factory=list)

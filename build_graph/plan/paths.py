@@ -10,9 +10,16 @@ from build_graph.manifest.model import Stack
 SRC_DIR = "/src"
 OUT_DIR = "/out"
 CCACHE_DIR = "/ccache"
+# Fetched sources, kept between compiles: git-<commit>/ and sha256-<hex>/ (an archive).
+SOURCES_DIR = "/sources"
 WHEELS_DIR = "wheels"  # inside a tier's build context
 
 
 def build_root(stack: Stack) -> Path:
     """build/ beside the manifest: rendered files, records, doit's database, the lock."""
     return stack.root / "build"
+
+
+def sources_cache(stack: Stack) -> Path:
+    """Where fetched sources are kept between compiles, keyed by commit or sha256."""
+    return build_root(stack) / "sources"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from build_graph.errors import ConfigError, ConfigIssue
+from build_graph.manifest.grammar import source_kind
 from build_graph.manifest.model import Stack, TierSpec, VariantSpec
 from build_graph.plan.context import ContextError, context_files
 from build_graph.plan.hashing import content_hash, file_digest
@@ -93,7 +94,7 @@ def plan(stack: Stack) -> list[PlannedTier]:
 def git_sources(stack: Stack) -> list[str]:
     """Every git source of `compile.sources`, as written ('url@ref'): what the lock pins."""
     return list(dict.fromkeys(s for v in stack.variants for t in v.tiers if t.compile
-                              for _, s in t.compile.sources if "://" in s))
+                              for _, s in t.compile.sources if source_kind(s) == "git"))
 
 
 def from_images(stack: Stack) -> list[str]:
@@ -125,7 +126,8 @@ def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier
             "builder": builder.content_hash, "script": script,
             "sources": [file_digest(n, p) for n, p in sources],
             "spec": [tier.compile.sources, tier.compile.env, tier.compile.outputs],
-            "commits": {s: lock.sources.get(s) for _, s in tier.compile.sources if "://" in s}})
+            "commits": {s: lock.sources.get(s) for _, s in tier.compile.sources
+                        if source_kind(s) == "git"}})
     digests = [file_digest(n, p) for n, p in files]
     tag_hash = content_hash({
         "dockerfile": dockerfile, "context": digests,

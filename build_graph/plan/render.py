@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from build_graph.errors import TemplateError
+from build_graph.manifest.grammar import source_kind, split_git_source
 from build_graph.manifest.model import Stack, TierSpec, VariantSpec, format_fields
-from build_graph.plan.paths import CCACHE_DIR, OUT_DIR, SRC_DIR, WHEELS_DIR
+from build_graph.plan.paths import CCACHE_DIR, OUT_DIR, SOURCES_DIR, SRC_DIR, WHEELS_DIR
 
 if TYPE_CHECKING:  # Jinja is imported only when something is rendered (not on a no-op)
     import jinja2
@@ -80,7 +81,8 @@ def tier_context(stack: Stack, variant: VariantSpec, tier: TierSpec, base_image:
         "compile": _compile_context(tier, commits or {}),
         "base_image": base_image,
         "builder_image": builder_image,
-        "paths": {"src": SRC_DIR, "out": OUT_DIR, "ccache": CCACHE_DIR, "wheels": WHEELS_DIR},
+        "paths": {"src": SRC_DIR, "out": OUT_DIR, "ccache": CCACHE_DIR, "wheels": WHEELS_DIR,
+                  "sources": SOURCES_DIR},
     }
 
 
@@ -88,10 +90,13 @@ def _compile_context(tier: TierSpec, commits: Mapping[str, str]) -> dict[str, An
     """Sources, env, outputs; `commits`: source name -> the commit images.lock pins its
     git source to ('' when not pinned yet)."""
     if tier.compile is None:
-        return {"sources": {}, "commits": {}, "env": {}, "outputs": ""}
+        return {"sources": {}, "commits": {}, "git": {}, "env": {}, "outputs": ""}
+    git = {n: dict(zip(("url", "ref"), split_git_source(s), strict=True),
+                   commit=commits.get(s, ""))
+           for n, s in tier.compile.sources if source_kind(s) == "git"}
     return {"sources": dict(tier.compile.sources), "env": dict(tier.compile.env),
             "commits": {n: commits.get(s, "") for n, s in tier.compile.sources},
-            "outputs": tier.compile.outputs}
+            "git": git, "outputs": tier.compile.outputs}
 
 
 def render(env: jinja2.Environment, template: str, context: Mapping[str, Any]) -> str:

@@ -21,12 +21,21 @@ from build_graph.ccache.sync import CacheSync
 from build_graph.engine import containers, daemon
 from build_graph.engine.availability import Availability
 from build_graph.engine.containers import Mount
+from build_graph.engine.downloads import cached_archive
 from build_graph.engine.records import write_record
 from build_graph.errors import BuildFailed
 from build_graph.fs import write_if_changed
 from build_graph.log import log, progress
+from build_graph.manifest.grammar import source_kind
 from build_graph.manifest.model import Stack
-from build_graph.plan.paths import CCACHE_DIR, OUT_DIR, SRC_DIR, build_root
+from build_graph.plan.paths import (
+    CCACHE_DIR,
+    OUT_DIR,
+    SOURCES_DIR,
+    SRC_DIR,
+    build_root,
+    sources_cache,
+)
 from build_graph.plan.plan import PlannedTier
 from build_graph.stages.build import image_available
 
@@ -68,7 +77,7 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> None:
     sync.restore()
     mounts = (Mount(str(tier.script_path), SCRIPT_IN_CONTAINER, read_only=True),
               Mount(str(src), SRC_DIR), Mount(str(cache), CCACHE_DIR),
-              Mount(str(staging), OUT_DIR))
+              Mount(str(staging), OUT_DIR), Mount(str(sources_cache(stack)), SOURCES_DIR))
     env = {**settings.pip_settings(), "CCACHE_MAXSIZE": f"{stack.cache.max_size_bytes >> 20}M",
            **dict(tier.spec.compile.env)}
     log(f"[{tier.key}] compiling in {builder.image}")
@@ -140,11 +149,16 @@ def _report(tier: PlannedTier, stats: CcacheStats | None, sync: CacheSync,
 
 
 def _stage_sources(stack: Stack, tier: PlannedTier, src: Path) -> None:
-    """Fresh copies of local sources under src/<name>; URL sources are fetched by the script."""
+    """Fresh copies of local sources under src/<name>; archives downloaded into the source
+    cache (the script unpacks them); git sources are fetched by the script."""
     assert tier.spec.compile is not None
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir(parents=True)
+    sources_cache(stack).mkdir(parents=True, exist_ok=True)
     for name, source in tier.spec.compile.sources:
-        if "://" not in source:
+        kind = source_kind(source)
+        if kind == "local":
             shutil.copytree(stack.root / source, src / name,
                             ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+        elif kind == "archive":
+            cached_archive(sources_cache(stack), source)

@@ -33,7 +33,7 @@ def check_torch_cuda(want: Expectation, probe: dict[str, Any]) -> list[Result]:
 
 def check_arch_list(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     torch, broken = _torch(probe)
-    if not want.archs or (torch is None and broken is None):
+    if not want.archs or not want.torch_archs or (torch is None and broken is None):
         return []
     expected = ", ".join(f"sm_{a.replace('.', '')}" for a in want.archs)
     if torch is None:

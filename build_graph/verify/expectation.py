@@ -30,6 +30,7 @@ class Expectation:
     ptx: list[str] = field(default_factory=list)  # promised PTX archs
     targets: list[tuple[str, tuple[int, int]]] = field(default_factory=list)
     libraries: tuple[str, ...] = ()  # globs of CUDA libraries to read, besides torch/lib
+    torch_archs: bool = True  # torch's arch list and torch/lib/*.so are held to the promise
     gpu_policy: GpuPolicy = DEFAULT_GPU_POLICY
 
     @property
@@ -64,6 +65,7 @@ def expectation(chain: list[VerifySpec], variant: VariantSpec) -> Expectation:
         archs=[str(a) for a in sass] if checked else [],
         ptx=[str(a) for a in ptx] if checked else [], targets=targets,
         libraries=tuple(g for spec in chain for g in spec.cuda_libraries),
+        torch_archs=all(spec.torch_archs for spec in chain),
         max_size_bytes=next((s.max_size_bytes for s in reversed(chain) if s.max_size_bytes),
                             None),
         smoke=tuple(cmd for spec in chain for cmd in spec.smoke),

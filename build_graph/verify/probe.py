@@ -180,9 +180,10 @@ def torch_lib_dir() -> str | None:
         return None
 
 
-def libraries(patterns: list[str]) -> dict[str, object]:
-    """SASS/PTX archs of torch/lib/*.so* and of the given globs; an error names the file."""
-    lib_dir = torch_lib_dir()
+def libraries(patterns: list[str], with_torch: bool = True) -> dict[str, object]:
+    """SASS/PTX archs of torch/lib/*.so* (unless with_torch is false) and of the given
+    globs; an error names the file."""
+    lib_dir = torch_lib_dir() if with_torch else None
     if lib_dir is not None:
         patterns = [os.path.join(lib_dir, "*.so*"), *patterns]
     found: dict[str, object] = {}
@@ -231,7 +232,8 @@ def main(argv: list[str]) -> int:
     section("imports", lambda: imports([*request.get("imports", []), *TORCH_FAMILY]))
     torch = section("torch", lambda: torch_facts(bool(request.get("gpu"))))
     report["gpu"] = torch.pop("gpu", None) if isinstance(torch, dict) else None
-    section("libraries", lambda: libraries(list(request.get("libraries", []))))
+    section("libraries", lambda: libraries(list(request.get("libraries", [])),
+                                           bool(request.get("torch_libraries", True))))
     text = json.dumps(report, indent=1, sort_keys=True) + "\n"
     out = request.get("out")
     if out:  # read back from the stopped container: complete, unlike its logs

@@ -26,7 +26,8 @@ def probe_request(want: Expectation, gpu: bool, out: str | None = None) -> str:
     """The probe's one argument: packages to report and import, libraries to read, and
     the file to write its report to (stdout without one)."""
     return json.dumps({"packages": sorted(want.packages), "imports": sorted(want.packages),
-                       "libraries": list(want.libraries), "gpu": gpu, "out": out})
+                       "libraries": list(want.libraries), "torch_libraries": want.torch_archs,
+                       "gpu": gpu, "out": out})
 
 
 def fingerprint(want: Expectation, gpu_present: bool) -> str:

@@ -218,3 +218,22 @@ def test_incomplete_search_is_not_checked_but_extras_still_fail(tmp_path: Path) 
     two = {"complete": False, "found": [python_env("/usr/bin/python3.11"),
                                         python_env("/opt/pypy/bin/pypy3", "3.10.14", "/opt/pypy")]}
     assert results(tmp_path, interpreters=two)["one Python"].status == "fail"
+
+
+def test_prebuilt_torch_is_left_out_of_the_arch_promise_when_asked(tmp_path: Path) -> None:
+    """torch_archs = false (torch from PyPI): torch's arch list and torch/lib are not held to
+    gpu.arch_list, the stack's own libraries still are; false on an ancestor wins."""
+    from build_graph.verify.request import probe_request
+
+    text = GPU_STACK.replace('packages = { setuptools = ">=70", torch = "==2.7.0" }',
+                             'packages = { torch = "==2.7.0" }\ntorch_archs = false')
+    stack = load_text(tmp_path, text)
+    want = expectation_for(stack.variants[0], "child")
+    assert want.torch_archs is False
+    assert '"torch_libraries": false' in probe_request(want, gpu=False)
+    found = {r.name: r for r in evaluate(want, probe(
+        torch={"version": "2.7.0", "cuda": "12.8", "arch_list": ["sm_90"]},
+        libraries={"/x/_ops.so": {"sass": ["8.0"], "ptx": []}}))}
+    assert "torch arch list" not in found  # upstream's list, not this stack's promise
+    assert found["archs in _ops.so"].status == "fail"  # the compiled library still is
+    assert "missing SASS 9.0, PTX 9.0" in found["archs in _ops.so"].actual

@@ -166,6 +166,9 @@ def test_unknown_version_field_lists_the_known_ones(tmp_path: Path) -> None:
          "newline or control character"),
         ('packages = ["numpy\\nRUN rm -rf /"]', "tiers.base.packages.0", "newline"),
         ('packages = ["numpy<2; rm -rf /"]', "tiers.base.packages.0", "not a pip requirement"),
+        ('packages = ["numpy=={python}; rm -rf /"]', "tiers.base.packages.0",
+         "not a pip requirement"),
+        ('packages = ["numpy=={pyton}"]', "tiers.base.packages.0", "unknown field {pyton}"),
         ('system_packages = ["curl evil"]', "tiers.base.system_packages.0",
          "not a valid Debian package name"),
         ('build_args = { "BAD-NAME" = "1" }', "tiers.base.build_args.BAD-NAME.[key]",
@@ -179,6 +182,13 @@ def test_values_cannot_inject_dockerfile_instructions(
 ) -> None:
     message = one_error(tmp_path, MINIMAL + addition + "\n", key)
     assert fragment in message
+
+
+def test_packages_take_version_fields(tmp_path: Path) -> None:
+    packages = 'packages = ["python-dateutil>={python}", "x=={python}"]\n'
+    stack = load_text(tmp_path, MINIMAL + packages)
+    [base] = [t for t in stack.variants[0].tiers if t.name == "base"]
+    assert base.packages == ("python-dateutil>=3.11", "x==3.11")
 
 
 def test_bad_version_and_image_grammar(tmp_path: Path) -> None:

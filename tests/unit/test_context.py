@@ -10,6 +10,7 @@ import pytest
 
 from build_graph.engine.context import without_mounts
 from build_graph.errors import ConfigError
+from build_graph.manifest.grammar import source_kind, split_git_source
 from build_graph.plan import cache
 from build_graph.plan.cache import load_plan
 from build_graph.plan.context import context_files
@@ -134,6 +135,13 @@ def test_a_new_file_in_a_compile_source_changes_the_compile_hash(tmp_path: Path)
     ("https://host/$(id)@main", False),
     ("https://host/repo@--upload-pack=x", False),
     ("file:///etc", False),
+    ("https://files.pythonhosted.org/p/a-1.0.tar.gz#sha256=" + "ab" * 32, True),
+    ("https://host/a-1.0.zip#sha256=" + "0" * 64, True),
+    ("https://host/a-1.0.tar.gz#sha256=abc", False),  # not a whole sha256
+    ("https://host/a-1.0.tar.gz#sha256=" + "AB" * 32, False),  # pip writes lower case
+    ("https://host/a;id.tar.gz#sha256=" + "0" * 64, False),
+    ("http://host/a-1.0.tar.gz#sha256=" + "0" * 64, False),  # https only
+    ("https://host/a-1.0.exe#sha256=" + "0" * 64, False),
 ])
 def test_compile_source_urls_have_a_grammar(tmp_path: Path, source: str,
                                             accepted: bool) -> None:
@@ -148,7 +156,24 @@ def test_compile_source_urls_have_a_grammar(tmp_path: Path, source: str,
     if accepted:
         load_text(tmp_path, text)
     else:
-        assert "is not a source URL" in one_error(tmp_path, text, "tiers.ext.compile.sources.s")
+        message = one_error(tmp_path, text, "tiers.ext.compile.sources.s")
+        assert "is not a source URL" in message or "is not an archive URL" in message
+
+
+@pytest.mark.parametrize(("source", "kind", "split"), [
+    ("src/ext", "local", None),
+    ("https://github.com/pytorch/pytorch@v2.6.0", "git",
+     ("https://github.com/pytorch/pytorch", "v2.6.0")),
+    ("https://host/repo", "git", ("https://host/repo", "HEAD")),
+    ("ssh://git@host/team/repo", "git", ("ssh://git@host/team/repo", "HEAD")),  # a user
+    ("ssh://git@host/team/repo@release/2.6", "git", ("ssh://git@host/team/repo", "release/2.6")),
+    ("https://host/a-1.tar.gz#sha256=" + "0" * 64, "archive", None),
+])
+def test_sources_are_told_apart_and_git_refs_split_after_the_host(
+        source: str, kind: str, split: tuple[str, str] | None) -> None:
+    assert source_kind(source) == kind
+    if split is not None:
+        assert split_git_source(source) == split
 
 
 def test_docker_pattern_syntax(tmp_path: Path) -> None:

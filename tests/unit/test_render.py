@@ -49,9 +49,17 @@ def test_golden_stack_has_the_promised_shape() -> None:
     assert "export TORCH_CUDA_ARCH_LIST='7.5;8.0;8.6;8.9;9.0;10.0;12.0+PTX'" in script
     for needle in ("CMAKE_CUDA_COMPILER_LAUNCHER=ccache", "-Xfatbin -compress-all",
                    "USE_CUDNN=1", "USE_NCCL=1", "CMAKE_GENERATOR=Ninja", "MAX_JOBS",
-                   "https://github.com/pytorch/pytorch@v2.7.0"):
+                   "fetch_git pytorch https://github.com/pytorch/pytorch v2.7.0",
+                   # the compile script review's fixes (issue "CUDA for real")
+                   "CMAKE_POLICY_VERSION_MINIMUM=3.5", "export PYTORCH_VERSION=2.7.0",
+                   "pip wheel -v", "USE_SYSTEM_NCCL=1", "avail_kib / (4 * 1024 * 1024)",
+                   "local cached=/sources/git-$commit", "while sleep 60"):
         assert needle in script
+    builder = files["cu124/builder.Dockerfile"]
+    assert "'cmake>=3.27,<4'" in builder and "libjpeg-dev" in builder and "libpng-dev" in builder
     runtime = files["cu124/pytorch-clean.Dockerfile"]
+    for needle in ("libgomp1", "libopenblas0", "libjpeg-turbo8", "libpng16-16", "triton==3.2.0"):
+        assert needle in runtime
     assert runtime.count("FROM ") == 1
     assert "FROM nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04" in runtime
     assert "pip==26.3" in runtime and "conda" not in runtime

@@ -10,13 +10,13 @@ ENV DEBIAN_FRONTEND=noninteractive
 
 RUN --mount=type=cache,target=/var/cache/apt,sharing=locked --mount=type=cache,target=/var/lib/apt/lists,sharing=locked rm -f /etc/apt/apt.conf.d/docker-clean \
  && apt-get update \
- && apt-get install -y --no-install-recommends build-essential ca-certificates ccache cmake git libopenblas-dev ninja-build python3 python3-dev python3-pip-whl python3-setuptools-whl \
+ && apt-get install -y --no-install-recommends build-essential ca-certificates ccache git libjpeg-dev libopenblas-dev libpng-dev ninja-build python3 python3-dev python3-pip-whl python3-setuptools-whl \
  && rm -f /usr/lib/python3*/EXTERNALLY-MANAGED \
  && for whl in /usr/share/python-wheels/pip-*.whl; do python3 "$whl/pip" install --no-cache-dir --no-index "$whl" /usr/share/python-wheels/setuptools-*.whl; done \
  && ln -sf /usr/bin/python3 /usr/local/bin/python
 RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=cache,target=/root/.cache/pip,sharing=locked python3 -m pip install --upgrade pip==26.3 setuptools==84.2.1
 
-RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=cache,target=/root/.cache/pip,sharing=locked python3 -m pip install 'cmake>=3.27' ninja 'numpy<2' pyyaml typing-extensions wheel
+RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=cache,target=/root/.cache/pip,sharing=locked python3 -m pip install 'cmake>=3.27,<4' ninja 'numpy<2' pyyaml typing-extensions wheel
 
 ENV CCACHE_DIR=/ccache \
     CCACHE_BASEDIR=/src \

@@ -9,7 +9,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 
 RUN --mount=type=cache,target=/var/cache/apt,sharing=locked --mount=type=cache,target=/var/lib/apt/lists,sharing=locked rm -f /etc/apt/apt.conf.d/docker-clean \
  && apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates python3 python3-pip-whl python3-setuptools-whl \
+ && apt-get install -y --no-install-recommends ca-certificates libgomp1 libjpeg-turbo8 libopenblas0 libpng16-16 python3 python3-pip-whl python3-setuptools-whl \
  && rm -f /usr/lib/python3*/EXTERNALLY-MANAGED \
  && for whl in /usr/share/python-wheels/pip-*.whl; do python3 "$whl/pip" install --no-cache-dir --no-index "$whl" /usr/share/python-wheels/setuptools-*.whl; done \
  && ln -sf /usr/bin/python3 /usr/local/bin/python
@@ -18,5 +18,5 @@ RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=cache,targe
 COPY wheels/ /tmp/wheels/
 RUN python3 -m pip install --no-cache-dir /tmp/wheels/*.whl \
  && rm -rf /tmp/wheels
-RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=cache,target=/root/.cache/pip,sharing=locked python3 -m pip install 'numpy<2'
+RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=cache,target=/root/.cache/pip,sharing=locked python3 -m pip install 'numpy<2' triton==3.3.0
 

@@ -1,0 +1,106 @@
+"""The CUDA example (examples/cuda) end to end, as a user runs it: CUDA 13.0 from NVIDIA's
+PyPI wheels, our own extension and torch-scatter's released sdist compiled for seven GPU
+archs with ccache in front of gcc, g++ and nvcc, the compiler cache in a GCS bucket (the
+real client against the emulator), verify reading the freshly compiled fatbins, promotion.
+Then a fresh runner (workspace wiped) compiles again from the bucket's cache.
+
+The longest test of the suite (about 15 minutes cold on 2 cores): `pytest -m cuda` runs
+it alone, `-m "not cuda"` leaves it out; CI runs it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import zipfile
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.helpers import REPO
+from tests.integration.conftest import GcsEmulator, Registry, Workspace, output_of
+
+pytestmark = [pytest.mark.integration, pytest.mark.cuda]
+BUCKET = "team-ccache"
+SASS = ["10.0", "12.0", "7.5", "8.0", "8.6", "8.9", "9.0"]
+LIBRARIES = ("_C.abi3.so", "_scatter_cuda.so", "_segment_csr_cuda.so", "_segment_coo_cuda.so")
+HOST_ONLY = ("_version_cuda.so",)  # torch-scatter's version query: no device code
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory, registry: Registry,
+       gcs: GcsEmulator) -> Iterator[Workspace]:
+    root = tmp_path_factory.mktemp("cuda") / "cuda"
+    shutil.copytree(REPO / "examples" / "cuda", root, ignore=shutil.ignore_patterns("build"))
+    ws = Workspace(root, registry)
+    ws.edit('registry = "127.0.0.1:5000/cuda"', f'registry = "{registry.address}/cuda"')
+    ws.edit('max_size = "4G"', f'url = "gs://{BUCKET}/cuda"\nmax_size = "4G"')
+    yield ws
+
+
+def compile_stats(ws: Workspace) -> dict[str, Any]:
+    data = json.loads((ws.root / "build" / "default" / "kernels" / "ccache-stats.json")
+                      .read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def wheel_libraries(ws: Workspace) -> dict[str, int]:
+    """Each compiled library in the wheels, by CRC: what a warm compile must reproduce."""
+    found = {}
+    for wheel in (ws.root / "build" / "default" / "kernels" / "wheels").glob("*.whl"):
+        with zipfile.ZipFile(wheel) as archive:
+            found.update({i.filename: i.CRC for i in archive.infolist()
+                          if i.filename.endswith(".so")})
+    return found
+
+
+FIRST: dict[str, int] = {}
+
+
+def test_the_cuda_stack_builds_verifies_and_promotes(ws: Workspace, gcs: GcsEmulator) -> None:
+    result = ws.doit(env={"STORAGE_EMULATOR_HOST": gcs.url})
+    text = result.stdout + result.stderr
+    assert result.returncode == 0, text[-5000:]
+    assert "latest" in ws.registry.tags("cuda/kernels")
+
+    stats = compile_stats(ws)
+    assert stats["stats"]["misses"] > 0 and stats["transfer"]["saved"].startswith("saved")
+    assert [b.name for b in gcs.client().list_blobs(BUCKET, prefix="cuda/cuda/kernels/")]
+    FIRST.update(wheel_libraries(ws))
+    assert {name.rsplit("/", 1)[-1] for name in FIRST} == {*LIBRARIES, *HOST_ONLY}
+
+    report = json.loads((ws.root / "build" / "default" / "kernels" / "verify.json").read_text())
+    assert report["passed"] is True
+    checks = {c["name"]: c for c in report["checks"]}
+    for library in LIBRARIES:  # every promised arch as SASS, PTX of the newest, in each
+        check = checks[f"archs in {library}"]
+        assert check["status"] == "pass", check
+        assert check["actual"] == f"SASS {', '.join(SASS)}; PTX 12.0", check
+    for gpu in ("T4", "A100", "L4", "H100", "B200", "RTX 5090"):
+        assert checks[f"runs on {gpu}"]["status"] == "pass"
+    for module in ("torch", "teamkernels", "torch_scatter"):
+        assert checks[f"import {module}"]["status"] == "pass"
+    assert checks["torch CUDA"]["actual"] == "13.0"
+    assert checks["GPU kernel launch"]["status"] == "not checked"
+    assert all(c["status"] == "pass" for n, c in checks.items() if n.startswith("smoke: "))
+
+    image = f"{ws.registry.address}/cuda/kernels:latest"
+    found = output_of(image, ["sh", "-c", "command -v gcc g++ cc nvcc ccache || true"])
+    assert found.strip() == "", f"compilers in the runtime image: {found}"
+
+
+def test_a_fresh_runner_compiles_from_the_buckets_cache(ws: Workspace,
+                                                        gcs: GcsEmulator) -> None:
+    assert FIRST, "needs the cold build"
+    build = ws.root / "build"
+    shutil.rmtree(build / "ccache", ignore_errors=True)
+    shutil.rmtree(build / "sources", ignore_errors=True)
+    shutil.rmtree(build / "default" / "kernels" / "wheels", ignore_errors=True)
+    result = ws.doit("compile:kernels", env={"STORAGE_EMULATOR_HOST": gcs.url})
+    assert result.returncode == 0, (result.stdout + result.stderr)[-5000:]
+    stats = compile_stats(ws)
+    assert stats["transfer"]["restored_from"] is not None
+    assert stats["stats"]["hit_rate"] >= 0.9, stats  # nvcc's units too: most of the work
+    assert wheel_libraries(ws) == FIRST  # the same device code, byte for byte
