@@ -66,15 +66,13 @@ def test_a_moved_tag_rebuilds_nothing_until_the_lock_is_updated(ws: Workspace) -
     assert built(moved.stdout + moved.stderr) == ["app"]  # exactly the tier on that image
 
 
-FETCH = """\
+FETCH = """\\
 #!/usr/bin/env bash
+{% import "_compile.j2" as c %}
 set -euo pipefail
-{% for n, s in compile.sources | dictsort %}
-git init -q /tmp/{{ n }}
-git -C /tmp/{{ n }} fetch -q --depth 1 {{ s.rsplit("@", 1)[0] | shquote }} \\
-    {{ compile.commits[n] | shquote }}
-git -C /tmp/{{ n }} checkout -q FETCH_HEAD
-cp /tmp/{{ n }}/VERSION {{ paths.out }}/{{ n }}-version.txt
+{{ c.fetch_sources(compile, paths) }}
+{% for n in compile.sources %}
+cp {{ paths.src }}/{{ n }}/VERSION {{ paths.out }}/{{ n }}-version.txt
 {% endfor %}
 """
 
@@ -108,6 +106,7 @@ def remote(tmp_path: Path) -> Iterator[tuple[str, Path]]:
             time.sleep(0.2)
         yield f"git://127.0.0.1:{port}/lib.git", work
         daemon.terminate()
+        daemon.wait(timeout=20)
 
 
 def test_a_moved_branch_recompiles_nothing_until_the_lock_is_updated(
@@ -141,3 +140,30 @@ def test_a_moved_branch_recompiles_nothing_until_the_lock_is_updated(
     assert f"moved from {v1}" in update.stdout
     moved = ws.doit("compile:fromgit")
     assert moved.returncode == 0 and version.read_text() == "v2\n"
+    # The shared fetch (templates/_compile.j2) kept each pinned commit in the source cache.
+    v2 = git("rev-parse", "HEAD", cwd=work)
+    cached = ws.root / "build" / "sources"
+    assert {p.name for p in cached.iterdir()} == {f"git-{v1}", f"git-{v2}"}
+    assert "compile: lib at " + v2 in moved.stdout + moved.stderr
+
+
+def test_a_pinned_commit_compiles_again_from_the_source_cache_without_the_remote(
+        ws: Workspace, tmp_path: Path) -> None:
+    """A fresh compile of a commit the source cache holds needs no network: the remote is
+    gone (a URL nothing listens on) and the wheels are wiped; the compile still runs."""
+    commit = "1" * 40
+    source = f"git://127.0.0.1:{free_port()}/gone.git@main"
+    (ws.root / "images.lock").write_text(f'[sources]\n"{source}" = "{commit}"\n')
+    held = ws.root / "build" / "sources" / f"git-{commit}"
+    held.mkdir(parents=True)
+    (held / "VERSION").write_text("cached\n")
+    (ws.root / "templates" / "fetch.sh.j2").write_text(FETCH)
+    ws.manifest.write_text(ws.manifest.read_text() + (
+        '\n[tiers.fromgit]\nfrom = "debian:{debian}-slim"\n'
+        'template = "python-runtime.Dockerfile.j2"\n'
+        'compile = { builder = "builder", script = "fetch.sh.j2", '
+        f'sources = {{ lib = "{source}" }}, outputs = "*.txt" }}\n'))
+    result = ws.doit("compile:fromgit")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    version = ws.root / "build" / "default" / "fromgit" / "wheels" / "lib-version.txt"
+    assert version.read_text() == "cached\n"
