@@ -77,6 +77,17 @@ cp {{ paths.src }}/{{ n }}/VERSION {{ paths.out }}/{{ n }}-version.txt
 """
 
 
+def add_fetching_tier(ws: Workspace, source: str) -> None:
+    """Tier `fromgit`: its compile fetches `source` (as `lib`) with the shared git fetch and
+    writes lib's VERSION file to its wheels folder."""
+    (ws.root / "templates" / "fetch.sh.j2").write_text(FETCH)
+    ws.manifest.write_text(ws.manifest.read_text() + (
+        '\n[tiers.fromgit]\nfrom = "debian:{debian}-slim"\n'
+        'template = "python-runtime.Dockerfile.j2"\n'
+        'compile = { builder = "builder", script = "fetch.sh.j2", '
+        f'sources = {{ lib = "{source}" }}, outputs = "*.txt" }}\n'))
+
+
 def git(*args: str, cwd: Path) -> str:
     return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example", *args],
                           cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
@@ -113,12 +124,7 @@ def test_a_moved_branch_recompiles_nothing_until_the_lock_is_updated(
         ws: Workspace, remote: tuple[str, Path]) -> None:
     url, work = remote
     source = f"{url}@main"
-    (ws.root / "templates" / "fetch.sh.j2").write_text(FETCH)
-    ws.manifest.write_text(ws.manifest.read_text() + (
-        '\n[tiers.fromgit]\nfrom = "debian:{debian}-slim"\n'
-        'template = "python-runtime.Dockerfile.j2"\n'
-        'compile = { builder = "builder", script = "fetch.sh.j2", '
-        f'sources = {{ lib = "{source}" }}, outputs = "*.txt" }}\n'))
+    add_fetching_tier(ws, source)
     version = ws.root / "build" / "default" / "fromgit" / "wheels" / "lib-version.txt"
     first = ws.doit("compile:fromgit")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
@@ -157,12 +163,7 @@ def test_a_pinned_commit_compiles_again_from_the_source_cache_without_the_remote
     held = ws.root / "build" / "sources" / f"git-{commit}"
     held.mkdir(parents=True)
     (held / "VERSION").write_text("cached\n")
-    (ws.root / "templates" / "fetch.sh.j2").write_text(FETCH)
-    ws.manifest.write_text(ws.manifest.read_text() + (
-        '\n[tiers.fromgit]\nfrom = "debian:{debian}-slim"\n'
-        'template = "python-runtime.Dockerfile.j2"\n'
-        'compile = { builder = "builder", script = "fetch.sh.j2", '
-        f'sources = {{ lib = "{source}" }}, outputs = "*.txt" }}\n'))
+    add_fetching_tier(ws, source)
     result = ws.doit("compile:fromgit")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     version = ws.root / "build" / "default" / "fromgit" / "wheels" / "lib-version.txt"
