@@ -15,7 +15,7 @@ from pathlib import Path
 from _common import REPO, count, doit_command, timed
 
 from build_graph import settings
-from build_graph.engine import buildkit
+from build_graph.docker import buildkit
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
 
@@ -36,7 +36,7 @@ def naive_script(manifest: Path, folder: Path) -> Path:
             (ctx / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, ctx / name)
         if tier.spec.compile is not None:
-            shutil.copytree(tier.wheels_dir, ctx / "wheels")
+            shutil.copytree(tier.folder.wheels, ctx / "wheels")
         args = "".join(f" --build-arg {k}={shlex.quote(v)}"
                        for k, v in settings.pip_settings().items())
         lines.append(f"DOCKER_BUILDKIT=1 {builder} -q --network=host{args} "

@@ -2,6 +2,6 @@
 
 import sys
 
-from build_graph.cli import main
+from build_graph.cli.main import main
 
 sys.exit(main())

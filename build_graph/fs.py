@@ -1,10 +1,16 @@
-"""Atomic file writes that leave unchanged files (and their mtimes) alone."""
+"""Atomic file writes that leave unchanged files (and their mtimes) alone; JSON records.
+
+A record is this machine's note (push.json, verify.json, ...), never the truth: the
+registry answers whether an image, a report or a tag exists.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 
 def inside(root: Path, path: Path) -> bool:
@@ -37,3 +43,16 @@ def write_bytes_if_changed(path: Path, data: bytes, mode: int | None = None) -> 
         Path(tmp).unlink(missing_ok=True)
         raise
     return True
+
+
+def write_record(path: Path, data: dict[str, Any]) -> None:
+    write_if_changed(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def read_record(path: Path) -> dict[str, Any] | None:
+    """The record, or None when it is missing or unreadable (treated as 'not done')."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

@@ -71,3 +71,12 @@ def tail(path: Path, lines: int = 20, before: str | None = None) -> list[str]:
                   default=len(text))
         text = text[:cut]
     return text[-lines:]
+
+
+FAILURE_TAIL = 25  # lines of a failed build's or compile's output shown in its error
+
+
+def last_output(lines: list[str], count: int = FAILURE_TAIL) -> str:
+    """'last output:' and the last `count` lines, indented: how every failure shows its tail."""
+    shown = "\n".join(f"    {line}" for line in lines[-count:])
+    return f"last output:\n{shown}"

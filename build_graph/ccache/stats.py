@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from build_graph.engine import containers
-from build_graph.engine.containers import Mount
+from build_graph.docker import containers
+from build_graph.docker.containers import Mount
 from build_graph.errors import BuildGraphError
-from build_graph.plan.paths import CCACHE_DIR
+from build_graph.layout import CCACHE_DIR
 
 
 @dataclass(frozen=True)

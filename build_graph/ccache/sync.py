@@ -18,7 +18,7 @@ from pathlib import Path
 
 from build_graph.ccache import archive as ccache_archive
 from build_graph.ccache.store import CacheConflict, CacheUnavailable, Found, Store, open_store
-from build_graph.engine.records import read_record, write_record
+from build_graph.fs import read_record, write_record
 from build_graph.log import log, progress
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier

@@ -8,8 +8,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from build_graph.gpu.archs import torch_cuda_arch_list
+from build_graph.layout import BuildFolder
 
 DEFAULT_VARIANT = "default"
+# The stages every tier goes through, in order, with their one-line docs: task names are
+# '<stage>:<tier>', so no tier may take one of these names. Declared here, once.
+STAGES: dict[str, str] = {
+    "render": "write each tier's Dockerfile (and compile script) under build/",
+    "compile": "run a tier's compile script in its builder image with a compiler cache",
+    "build": "docker build a tier, tagged <registry>/<tier>:<content hash>",
+    "push": "push a tier's hash tag to the registry",
+    "verify": "probe the pushed image and check it against images.toml",
+    "promote": "move the human tags and 'latest' to the verified digest",
+}
 
 
 class FrozenDict(dict[str, str]):
@@ -137,6 +148,11 @@ class Stack:
     @property
     def root(self) -> Path:
         return self.manifest.parent
+
+    @property
+    def build_folder(self) -> BuildFolder:
+        """Where this machine keeps everything about the stack (layout.py)."""
+        return BuildFolder.of(self.manifest)
 
     def variant(self, name: str) -> VariantSpec:
         for variant in self.variants:

@@ -8,12 +8,14 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from build_graph.errors import ConfigError, did_you_mean
+from build_graph.layout import BuildFolder
 from build_graph.manifest import schema
 from build_graph.manifest.files import check_files, check_source
 from build_graph.manifest.grammar import IMAGE_RE, TAG_RE, requirement
 from build_graph.manifest.graph import CycleError, topological_order
 from build_graph.manifest.model import (
     DEFAULT_VARIANT,
+    STAGES,
     CacheSpec,
     CompileSpec,
     FrozenDict,
@@ -27,9 +29,8 @@ from build_graph.manifest.model import (
 from build_graph.manifest.rules import RULES, Report
 
 # `doit <tier>` builds a tier: its name may not be a stage or a doit command.
-RESERVED = frozenset({"render", "compile", "build", "push", "verify", "promote", "tiers",
-                      "list", "info", "run", "help", "clean", "forget", "ignore", "dumpdb",
-                      "strace", "tabcompletion", "reset-dep", "auto"})
+RESERVED = frozenset({*STAGES, "tiers", "list", "info", "run", "help", "clean", "forget",
+                      "ignore", "dumpdb", "strace", "tabcompletion", "reset-dep", "auto"})
 SHIPPED_TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 _GCS_RE = re.compile(r"^gs://([a-z0-9][a-z0-9._-]{1,220}[a-z0-9])(/[^\s]*)?$")
@@ -42,7 +43,7 @@ def resolve_stack(path: Path, manifest: schema.Manifest) -> Stack:
     template_dirs = tuple(dict.fromkeys([root / "templates", SHIPPED_TEMPLATES]))
     order = _check_graph(manifest, report)
     check_files(manifest, root, template_dirs, report)
-    cache = _resolve_cache(manifest.cache, root, report)
+    cache = _resolve_cache(manifest.cache, path, report)
     names = list(manifest.variants) or [DEFAULT_VARIANT]
     default = manifest.stack.default_variant or names[0]
     if default not in names:
@@ -107,8 +108,9 @@ def _check_graph(manifest: schema.Manifest, report: Report) -> list[str]:
         return list(manifest.tiers)
 
 
-def _resolve_cache(cache: schema.Cache, root: Path, report: Report) -> CacheSpec:
-    url = cache.url or f"file://{root / 'build' / 'ccache-store'}"
+def _resolve_cache(cache: schema.Cache, manifest: Path, report: Report) -> CacheSpec:
+    root = manifest.parent
+    url = cache.url or f"file://{BuildFolder.of(manifest).cache_store}"
     if url.startswith("file://"):
         folder = Path(url.removeprefix("file://"))
         url = f"file://{folder if folder.is_absolute() else (root / folder).resolve()}"

@@ -2,12 +2,13 @@
 
 The plan is a pure function of the manifest, the template folders, the context entries,
 the local compile sources and this package's code. The (path, mtime, size) of every file
-*and every folder* below them are recorded with the pickled plan in build/; a folder's mtime
-changes when an entry is added, removed or renamed in it, so a new file in a context folder,
-a new source file or a new template override is noticed, not only edits of files the last
-plan knew. A template folder that does not exist yet is recorded as missing, so creating it
-is noticed too. If every stat still matches, the plan is loaded without importing pydantic
-or Jinja or reading a context file (doit's own file_dep check works the same way).
+*and every folder* below them are recorded with the pickled plan in the build folder
+(layout.py); a folder's mtime changes when an entry is added, removed or renamed in it, so
+a new file in a context folder, a new source file or a new template override is noticed,
+not only edits of files the last plan knew. A template folder that does not exist yet is
+recorded as missing, so creating it is noticed too. If every stat still matches, the plan
+is loaded without importing pydantic or Jinja or reading a context file (doit's own
+file_dep check works the same way).
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ from pathlib import Path
 
 from build_graph import __version__
 from build_graph.fs import write_bytes_if_changed
+from build_graph.layout import BuildFolder
 from build_graph.manifest.model import Stack
 from build_graph.plan.lock import lock_path
 from build_graph.plan.plan import PlannedTier
 
-CACHE_NAME = ".plan-cache.pickle"
 PACKAGE = Path(__file__).resolve().parents[1]  # all of build_graph/
 FileStat = tuple[str, int, int]
 
@@ -33,7 +34,7 @@ def load_plan(manifest: Path) -> tuple[Stack, list[PlannedTier]]:
     Raises ConfigError/TemplateError like config.load and plan.plan.
     """
     manifest = manifest.resolve()
-    cache = manifest.parent / "build" / CACHE_NAME
+    cache = BuildFolder.of(manifest).plan_cache
     cached = _read(cache)
     if cached is not None:
         return cached

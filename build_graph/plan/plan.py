@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from build_graph.errors import ConfigError, ConfigIssue
+from build_graph.layout import TierFolder
 from build_graph.manifest.grammar import source_kind
 from build_graph.manifest.model import Stack, TierSpec, VariantSpec
 from build_graph.plan.context import ContextError, context_files
 from build_graph.plan.hashing import content_hash, file_digest
 from build_graph.plan.lock import Lock, lock_path, pinned_image, read_lock
-from build_graph.plan.paths import build_root
 from build_graph.plan.render import environment, render, tier_context
 
 if TYPE_CHECKING:
@@ -31,10 +31,13 @@ LATEST = "latest"
 class PlannedTier:
     spec: TierSpec
     key: str  # 'base', or 'base@cu124' when the stack has variants
-    build_dir: Path
+    folder: TierFolder  # build/<variant>/<tier>/ (layout.py)
     dockerfile: str
     script: str | None  # the rendered compile script, for tiers that compile
     context_files: tuple[tuple[str, Path], ...]
+    # Local compile sources, file by file: (source name, name relative to the manifest's
+    # folder, file). Exactly what the compile hash reads and what the compile is given.
+    source_files: tuple[tuple[str, str, Path], ...]
     content_hash: str
     repository: str  # <registry>/<tier>
     base_image: str  # what FROM names: the parent's hash tag, or the external image
@@ -51,27 +54,6 @@ class PlannedTier:
     def image(self) -> str:
         """The immutable reference: <registry>/<tier>:<content hash>."""
         return f"{self.repository}:{self.content_hash}"
-
-    @property
-    def dockerfile_path(self) -> Path:
-        return self.build_dir / "Dockerfile"
-
-    @property
-    def script_path(self) -> Path:
-        return self.build_dir / "compile.sh"
-
-    @property
-    def wheels_dir(self) -> Path:
-        return self.build_dir / "wheels"
-
-    @property
-    def push_record(self) -> Path:
-        return self.build_dir / "push.json"
-
-    @property
-    def verify_record(self) -> Path:
-        """The run manifest verify writes: fingerprints, digest, every check."""
-        return self.build_dir / "verify.json"
 
 
 def task_key(stack: Stack, tier: str, variant: str) -> str:
@@ -124,7 +106,7 @@ def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier
     if tier.compile is not None and builder is not None:
         compile_hash = content_hash({
             "builder": builder.content_hash, "script": script,
-            "sources": [file_digest(n, p) for n, p in sources],
+            "sources": [file_digest(n, p) for _, n, p in sources],
             "spec": [tier.compile.sources, tier.compile.env, tier.compile.outputs],
             "commits": {s: lock.sources.get(s) for _, s in tier.compile.sources
                         if source_kind(s) == "git"}})
@@ -142,8 +124,8 @@ def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier
     is_default = variant.name == stack.default_variant
     return PlannedTier(
         spec=tier, key=task_key(stack, tier.name, variant.name),
-        build_dir=build_root(stack) / variant.name / tier.name, dockerfile=dockerfile,
-        script=script, context_files=files, content_hash=tag_hash,
+        folder=stack.build_folder.tier(variant.name, tier.name), dockerfile=dockerfile,
+        script=script, context_files=files, source_files=sources, content_hash=tag_hash,
         repository=f"{stack.registry}/{tier.name}", base_image=base_image,
         parent_key=parent.key if parent else None, builder_key=builder.key if builder else None,
         builder_image=builder.image if builder else None,
@@ -155,9 +137,12 @@ def _short(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def _local_sources(stack: Stack, tier: TierSpec) -> list[tuple[str, Path]]:
-    """Files of compile sources that are folders below the manifest (URLs hash by name)."""
+def _local_sources(stack: Stack, tier: TierSpec) -> tuple[tuple[str, str, Path], ...]:
+    """(source name, file's name relative to the manifest's folder, file) of every file of
+    the compile sources that are folders below the manifest (URLs are pinned by commit or
+    sha256 instead), by the context rules: `.git`, `.env`, `.dockerignore`'d files never."""
     if tier.compile is None:
-        return []
-    local = [src for _, src in tier.compile.sources if "://" not in src]
-    return context_files(stack.root, local)
+        return ()
+    return tuple((name, relative, path) for name, src in tier.compile.sources
+                 if source_kind(src) == "local"
+                 for relative, path in context_files(stack.root, [src]))

@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from build_graph.errors import TemplateError
+from build_graph.layout import CCACHE_DIR, OUT_DIR, SOURCES_DIR, SRC_DIR, WHEELS_DIR
 from build_graph.manifest.grammar import source_kind, split_git_source
 from build_graph.manifest.model import Stack, TierSpec, VariantSpec, format_fields
-from build_graph.plan.paths import CCACHE_DIR, OUT_DIR, SOURCES_DIR, SRC_DIR, WHEELS_DIR
 
 if TYPE_CHECKING:  # Jinja is imported only when something is rendered (not on a no-op)
     import jinja2

@@ -11,14 +11,15 @@ from functools import cache
 from pathlib import Path
 
 from build_graph import settings
-from build_graph.engine import buildkit, daemon
-from build_graph.engine.availability import Availability
-from build_graph.engine.context import context_tar
-from build_graph.engine.registry import Presence
+from build_graph.docker import buildkit, daemon
+from build_graph.docker.build_context import context_tar
 from build_graph.errors import BuildFailed
 from build_graph.log import log, progress
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier
+from build_graph.plan.render import dockerquote
+from build_graph.registry.availability import Availability
+from build_graph.registry.refs import Presence
 
 LABEL_PREFIX = "io.build-graph"
 
@@ -37,13 +38,17 @@ def build(stack: Stack, tier: PlannedTier, seen: Availability) -> None:
     if seen.require(tier.image).presence is Presence.PRESENT:
         log(f"[{tier.key}] {tier.image} is in the registry: not rebuilt")
         return
-    if tier.spec.compile is not None and not any(tier.wheels_dir.glob("*.whl")):
-        raise BuildFailed(f"{tier.key}: no wheels in {tier.wheels_dir}; run compile:{tier.key}")
+    if tier.spec.compile is not None and not any(tier.folder.wheels.glob("*.whl")):
+        raise BuildFailed(f"{tier.key}: no wheels in {tier.folder.wheels}; run compile:{tier.key}")
     command = buildkit.cli()
     buildargs, secrets = settings.for_build(buildkit=command is not None)
     if command is None:
         _warn_classic()
-    with context_tar(tier, labels(stack, tier), classic=command is None) as context:
+    # The labels go only into the Dockerfile sent to the builder, not into the rendered one
+    # that is hashed: they describe the build (time, revision), not the image's inputs.
+    dockerfile = tier.dockerfile.rstrip("\n") + "\n" + label_instruction(labels(stack, tier))
+    wheels = tier.folder.wheels if tier.spec.compile is not None else None
+    with context_tar(dockerfile, tier.context_files, wheels, classic=command is None) as context:
         if command is None:
             daemon.build(context, tier.image, name=tier.key, buildargs=buildargs)
         else:
@@ -57,6 +62,12 @@ def _warn_classic() -> None:
     progress("warning: no BuildKit here (no docker buildx, no docker CLI with "
              "DOCKER_BUILDKIT support): building with the classic builder, without cache "
              "mounts or secrets")
+
+
+def label_instruction(labels: dict[str, str]) -> str:
+    """One LABEL instruction for all labels (docker-py's `labels=` adds a step per label)."""
+    pairs = " ".join(f"{dockerquote(k)}={dockerquote(v)}" for k, v in sorted(labels.items()))
+    return f"LABEL {pairs}\n"
 
 
 def labels(stack: Stack, tier: PlannedTier) -> dict[str, str]:

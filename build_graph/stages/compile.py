@@ -18,31 +18,21 @@ from typing import TYPE_CHECKING
 from build_graph import settings
 from build_graph.ccache.stats import CcacheStats, parse, read_stats
 from build_graph.ccache.sync import CacheSync
-from build_graph.engine import containers, daemon
-from build_graph.engine.availability import Availability
-from build_graph.engine.containers import Mount
-from build_graph.engine.downloads import cached_archive
-from build_graph.engine.records import write_record
+from build_graph.docker import containers, daemon
+from build_graph.docker.containers import Mount
 from build_graph.errors import BuildFailed
-from build_graph.fs import write_if_changed
-from build_graph.log import log, progress
-from build_graph.manifest.grammar import source_kind
+from build_graph.fs import write_if_changed, write_record
+from build_graph.layout import CCACHE_DIR, COMPILE_SCRIPT, OUT_DIR, SOURCES_DIR, SRC_DIR
+from build_graph.log import last_output, log, progress
 from build_graph.manifest.model import Stack
-from build_graph.plan.paths import (
-    CCACHE_DIR,
-    OUT_DIR,
-    SOURCES_DIR,
-    SRC_DIR,
-    build_root,
-    sources_cache,
-)
 from build_graph.plan.plan import PlannedTier
+from build_graph.registry.availability import Availability
 from build_graph.stages.build import image_available
+from build_graph.stages.sources import stage_sources
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
 
-SCRIPT_IN_CONTAINER = "/build/compile.sh"
 # Seconds between progress lines of a long compile (BUILD_GRAPH_PROGRESS_S overrides).
 PROGRESS_S = float(os.environ.get("BUILD_GRAPH_PROGRESS_S", "15"))
 _NINJA_RE = re.compile(r"^\[(\d+)/(\d+)\] ")
@@ -50,11 +40,11 @@ STAMP = ".compile-hash"
 
 
 def ccache_dir(stack: Stack, tier: PlannedTier) -> Path:
-    return build_root(stack) / "ccache" / tier.spec.variant / tier.spec.name
+    return stack.build_folder.ccache(tier.spec.variant, tier.spec.name)
 
 
 def wheels_current(tier: PlannedTier) -> bool:
-    stamp = tier.wheels_dir / STAMP
+    stamp = tier.folder.wheels / STAMP
     return stamp.is_file() and stamp.read_text().strip() == tier.compile_hash
 
 
@@ -65,25 +55,24 @@ def compiled(tier: PlannedTier, seen: Availability) -> bool:
 
 def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> None:
     assert tier.spec.compile is not None and tier.script is not None
-    work = tier.build_dir
-    src, staging = work / "src", work / "wheels.partial"
-    _stage_sources(stack, tier, src)
+    src, staging = tier.folder.staged_sources, tier.folder.wheels_staging
+    stage_sources(stack, tier)
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     cache = ccache_dir(stack, tier)
-    write_if_changed(tier.script_path, tier.script, mode=0o755)
+    write_if_changed(tier.folder.compile_script, tier.script, mode=0o755)
     daemon.ensure_local(builder.image)
     sync = CacheSync(stack, tier, builder, cache)
     sync.restore()
-    mounts = (Mount(str(tier.script_path), SCRIPT_IN_CONTAINER, read_only=True),
+    mounts = (Mount(str(tier.folder.compile_script), COMPILE_SCRIPT, read_only=True),
               Mount(str(src), SRC_DIR), Mount(str(cache), CCACHE_DIR),
-              Mount(str(staging), OUT_DIR), Mount(str(sources_cache(stack)), SOURCES_DIR))
+              Mount(str(staging), OUT_DIR), Mount(str(stack.build_folder.sources), SOURCES_DIR))
     env = {**settings.pip_settings(), "CCACHE_MAXSIZE": f"{stack.cache.max_size_bytes >> 20}M",
            **dict(tier.spec.compile.env)}
     log(f"[{tier.key}] compiling in {builder.image}")
     started = time.monotonic()
     try:
-        with containers.container(builder.image, [SCRIPT_IN_CONTAINER], entrypoint=["bash"],
+        with containers.container(builder.image, [COMPILE_SCRIPT], entrypoint=["bash"],
                                   mounts=mounts, env=env) as box:
             code, output = containers.run_to_end(box, Progress(tier.key, box).line)
     finally:  # a failed compile's partial cache is worth keeping too
@@ -92,15 +81,15 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> None:
         sync.save()
         _report(tier, stats, sync, elapsed)
     if code != 0:
-        tail = "\n".join(f"    {line}" for line in output.splitlines()[-30:])
-        raise BuildFailed(f"compile of {tier.key} failed (exit {code}); last output:\n{tail}")
+        raise BuildFailed(f"compile of {tier.key} failed (exit {code}); "
+                          f"{last_output(output.splitlines())}")
     outputs = sorted(staging.glob(tier.spec.compile.outputs))
     if not outputs:
         raise BuildFailed(f"compile of {tier.key} wrote nothing matching "
                           f"{tier.spec.compile.outputs!r} to {OUT_DIR}")
     (staging / STAMP).write_text(f"{tier.compile_hash}\n")
-    shutil.rmtree(tier.wheels_dir, ignore_errors=True)
-    staging.rename(tier.wheels_dir)
+    shutil.rmtree(tier.folder.wheels, ignore_errors=True)
+    staging.rename(tier.folder.wheels)
     log(f"[{tier.key}] wheels: {', '.join(p.name for p in outputs)}")
 
 
@@ -143,22 +132,7 @@ def _report(tier: PlannedTier, stats: CcacheStats | None, sync: CacheSync,
             f"restore {moved.bytes_down / 2**20:.1f} MiB in {moved.restore_s:.1f} s, "
             f"save {moved.bytes_up / 2**20:.1f} MiB in {moved.save_s:.1f} s ({moved.saved}); "
             f"compile {compile_s:.1f} s")
-    write_record(tier.build_dir / "ccache-stats.json", {
+    write_record(tier.folder.ccache_stats, {
         "compile_s": round(compile_s, 2), "stats": stats.as_dict() if stats else None,
         "transfer": sync.summary()})
 
-
-def _stage_sources(stack: Stack, tier: PlannedTier, src: Path) -> None:
-    """Fresh copies of local sources under src/<name>; archives downloaded into the source
-    cache (the script unpacks them); git sources are fetched by the script."""
-    assert tier.spec.compile is not None
-    shutil.rmtree(src, ignore_errors=True)
-    src.mkdir(parents=True)
-    sources_cache(stack).mkdir(parents=True, exist_ok=True)
-    for name, source in tier.spec.compile.sources:
-        kind = source_kind(source)
-        if kind == "local":
-            shutil.copytree(stack.root / source, src / name,
-                            ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-        elif kind == "archive":
-            cached_archive(sources_cache(stack), source)

@@ -9,13 +9,13 @@ one promoted; verified here first if no report for it exists yet.
 
 from __future__ import annotations
 
-from build_graph.engine import registry_http
-from build_graph.engine.availability import Availability
-from build_graph.engine.registry import Presence, parse_ref
 from build_graph.errors import BuildFailed, RegistryError
 from build_graph.log import log, progress
 from build_graph.plan.plan import PlannedTier
-from build_graph.stages import reports
+from build_graph.registry import api as registry_http
+from build_graph.registry import reports
+from build_graph.registry.availability import Availability
+from build_graph.registry.refs import Presence, parse_ref
 from build_graph.stages import verify as verify_stage
 from build_graph.verify.expectation import Expectation
 

@@ -7,19 +7,19 @@ When another runner pushed the same hash tag first, its digest is adopted, never
 
 from __future__ import annotations
 
-from build_graph.engine import daemon
-from build_graph.engine.availability import Availability
-from build_graph.engine.records import write_record
-from build_graph.engine.registry import Presence
+from build_graph.docker import daemon
 from build_graph.errors import RegistryError
+from build_graph.fs import read_record, write_record
 from build_graph.log import log
 from build_graph.plan.plan import PlannedTier
+from build_graph.registry.availability import Availability
+from build_graph.registry.refs import Presence
 
 
 def pushed(tier: PlannedTier, seen: Availability) -> bool:
     probe = seen.registry(tier.image)
     if probe.presence is Presence.PRESENT and probe.digest:
-        write_record(tier.push_record, record(tier, probe.digest))
+        write_record(tier.folder.push_record, record(tier, probe.digest))
         return True
     return False
 
@@ -28,7 +28,7 @@ def push(tier: PlannedTier, seen: Availability) -> None:
     probe = seen.require(tier.image)
     if probe.presence is Presence.PRESENT and probe.digest:
         log(f"[{tier.key}] registry already holds {tier.image} ({probe.digest})")
-        write_record(tier.push_record, record(tier, probe.digest))
+        write_record(tier.folder.push_record, record(tier, probe.digest))
         return
     ours = daemon.push(tier.image)
     now = seen.require(tier.image)
@@ -38,9 +38,17 @@ def push(tier: PlannedTier, seen: Availability) -> None:
     if now.digest != ours:
         log(f"[{tier.key}] another runner pushed {tier.image} too; adopting the registry's "
             f"{now.digest} (ours was {ours})")
-    write_record(tier.push_record, record(tier, now.digest))
+    write_record(tier.folder.push_record, record(tier, now.digest))
 
 
 def record(tier: PlannedTier, digest: str) -> dict[str, object]:
     """push.json: the hash tag, its digest, and the inputs it was made of (for `doit info`)."""
     return {"image": tier.image, "digest": digest, "inputs": dict(tier.inputs)}
+
+
+def recorded_digest(tier: PlannedTier) -> str | None:
+    """The digest this machine last saw for the tier's hash tag (push.json): a hint only."""
+    seen = read_record(tier.folder.push_record)
+    if seen and seen.get("image") == tier.image and seen.get("digest"):
+        return str(seen["digest"])
+    return None

@@ -12,14 +12,14 @@ import dataclasses
 import json
 from typing import Any
 
-from build_graph.engine import containers, daemon
-from build_graph.engine.availability import Availability
-from build_graph.engine.containers import Mount
-from build_graph.engine.registry import Presence
+from build_graph.docker import containers, daemon
+from build_graph.docker.containers import Mount
 from build_graph.errors import BuildFailed
 from build_graph.log import log, progress
 from build_graph.plan.plan import PlannedTier
-from build_graph.stages import reports
+from build_graph.registry import reports
+from build_graph.registry.availability import Availability
+from build_graph.registry.refs import Presence
 from build_graph.verify.checks import evaluate
 from build_graph.verify.device import gpu_code_paths
 from build_graph.verify.expectation import Expectation

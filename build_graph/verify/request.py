@@ -15,9 +15,10 @@ from build_graph.plan.hashing import content_hash
 from build_graph.verify.expectation import Expectation
 
 HERE = Path(__file__).parent
-PROBE = HERE / "probe.py"
+IN_IMAGE = HERE / "in_image"
+PROBE = IN_IMAGE / "probe.py"
 # Mounted together into the image; standard library only.
-PROBE_FILES = (PROBE, HERE / "fatbin.py", HERE / "finder.py")
+PROBE_FILES = (PROBE, IN_IMAGE / "fatbin.py", IN_IMAGE / "finder.py")
 # Where the probe leaves its report inside the container.
 REPORT_PATH = "/tmp/build-graph-probe.json"
 
@@ -39,6 +40,6 @@ def fingerprint(want: Expectation, gpu_present: bool) -> str:
 
 @cache
 def _verifier_code() -> tuple[str, ...]:
-    """Digests of build_graph/verify/*.py, read once per process (every verify task's
+    """Digests of build_graph/verify/**/*.py, read once per process (every verify task's
     up-to-date check asks, on every run)."""
-    return tuple(hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(HERE.glob("*.py")))
+    return tuple(hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(HERE.rglob("*.py")))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from build_graph.gpu.archs import Coverage, coverage, parse_arch
-from build_graph.verify.fatbin import FatbinError, Truncated, scan_library
+from build_graph.verify.in_image.fatbin import FatbinError, Truncated, scan_library
 
 pytestmark = pytest.mark.gpu
 REPO = Path(__file__).resolve().parent.parent.parent

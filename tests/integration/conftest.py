@@ -181,7 +181,7 @@ def output_of(image: str, command: list[str]) -> str:
     """What `command` prints inside `image`, read back as a file from the stopped container:
     docker 20.10 can return a container's logs before the last of them is written (an empty
     `containers.run(...)` result was seen in CI), a file in its filesystem is complete."""
-    from build_graph.engine import containers
+    from build_graph.docker import containers
 
     script = ["sh", "-c", '"$@" > /tmp/.output 2>&1', "sh", *command]
     with containers.container(image, script, entrypoint=[]) as box:

@@ -12,8 +12,8 @@ from typing import ClassVar
 
 import pytest
 
-from build_graph.engine.downloads import cached_archive
 from build_graph.errors import BuildFailed
+from build_graph.stages.sources import cached_archive
 
 pytestmark = pytest.mark.integration
 BODY = b"pretend this is an sdist " * 4096

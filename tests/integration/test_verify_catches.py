@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from build_graph.verify.fatbin import fatbin_sections
+from build_graph.verify.in_image.fatbin import fatbin_sections
 from tests.integration.conftest import Registry, Workspace, make_workspace
 from tests.unit.test_fatbin import KERNEL, NVCC
 

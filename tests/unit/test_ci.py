@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from build_graph import cli
-from build_graph.ci import job_id
+from build_graph.cli import main as cli
+from build_graph.cli.ci import job_id
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
 from tests.helpers import REPO

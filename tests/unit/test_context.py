@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from build_graph.engine.context import without_mounts
+from build_graph.docker.build_context import without_mounts
 from build_graph.errors import ConfigError
+from build_graph.layout import BuildFolder
 from build_graph.manifest.grammar import source_kind, split_git_source
 from build_graph.plan import cache
 from build_graph.plan.cache import load_plan
@@ -86,10 +87,10 @@ def test_an_unchanged_stack_is_served_from_the_plan_cache(folder: Path) -> None:
     """The cache must hit when nothing changed (it once re-expanded its own file list and
     never matched: every no-op run planned afresh)."""
     load_plan(folder / "images.toml")
-    cached = cache._read(folder / "build" / cache.CACHE_NAME)
+    cached = cache._read(BuildFolder.of(folder / "images.toml").plan_cache)
     assert cached is not None
     (folder / "app" / "new.py").write_text("x = 1\n")
-    assert cache._read(folder / "build" / cache.CACHE_NAME) is None
+    assert cache._read(BuildFolder.of(folder / "images.toml").plan_cache) is None
 
 
 def test_a_new_file_in_a_context_folder_changes_the_plan(folder: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from build_graph.verify.fatbin import (
+from build_graph.verify.in_image.fatbin import (
     Corrupt,
     FatbinError,
     NotAnElf,

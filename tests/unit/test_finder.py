@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from build_graph.verify import finder
+from build_graph.verify.in_image import finder
 
 
 @pytest.fixture

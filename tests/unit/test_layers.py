@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -13,17 +14,23 @@ from tests.helpers import REPO
 PACKAGE = REPO / "build_graph"
 # Lowest first. A module may import its own layer and any lower one, never a higher one.
 LAYERS: dict[str, int] = {
-    "errors": 0, "fs": 0, "log": 0, "settings": 0,
+    "errors": 0, "fs": 0, "log": 0, "settings": 0, "layout": 0,
     "gpu": 1,
     "manifest": 2,
     "plan": 3,
-    "engine": 4,
-    "ccache": 5, "verify": 5,
-    "stages": 6,
-    "tasks": 7, "reporter": 7, "commands": 7, "explain": 7, "doctor": 7, "cli": 7,
-    "run_lock": 7, "ci": 7, "__main__": 8,
+    "docker": 4,
+    "registry": 5,
+    "ccache": 6, "verify": 6,
+    "stages": 7,
+    "run": 8,
+    "cli": 9,
+    "__main__": 10,
 }
-IN_IMAGE = ("verify/probe.py", "verify/fatbin.py", "verify/finder.py")
+# The adapters take plain values: they never see a manifest, a plan or a stage.
+PLAIN = {"docker": {"manifest", "plan", "stages", "verify", "ccache"},
+         "registry": {"manifest", "plan", "stages", "verify", "ccache"}}
+IN_IMAGE = ("verify/in_image/probe.py", "verify/in_image/fatbin.py",
+            "verify/in_image/finder.py")
 SIBLINGS = {"fatbin", "finder"}  # mounted beside probe.py in the image
 
 
@@ -70,8 +77,8 @@ def test_in_image_files_import_only_the_standard_library(name: str) -> None:
     outside = [f"line {line}: {module}" for module, line in imports_of(PACKAGE / name)
                if module.split(".")[0] not in sys.stdlib_module_names
                and module.split(".")[0] not in {"__future__", "torch", *SIBLINGS}
-               and module not in {"build_graph.verify",
-                                  *(f"build_graph.verify.{s}" for s in SIBLINGS)}]
+               and module not in {"build_graph.verify.in_image",
+                                  *(f"build_graph.verify.in_image.{s}" for s in SIBLINGS)}]
     assert not outside, f"{name} runs inside images; it may not import {outside}"
 
 
@@ -79,3 +86,30 @@ def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("def f():\n    from build_graph.stages.build import build\n")
     assert ("build_graph.stages.build", 2) in imports_of(bad)
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_adapters_take_plain_values(path: Path) -> None:
+    own = layer_of(".".join(("build_graph", *path.relative_to(PACKAGE).with_suffix("").parts)))
+    banned = PLAIN.get(own, set())
+    seen = [f"line {line}: {name}" for name, line in imports_of(path)
+            if name.startswith("build_graph.") and layer_of(name) in banned]
+    assert not seen, f"{path.name} ({own}) is an adapter; it may not import {seen}"
+
+
+def test_few_top_level_modules_and_none_too_long() -> None:
+    top = sorted(p.name for p in PACKAGE.glob("*.py")
+                 if p.name not in {"__init__.py", "__main__.py"})
+    assert len(top) <= 6, f"build_graph/ has {len(top)} loose modules: {top}"
+    long = {str(p.relative_to(PACKAGE)): n for p in modules()
+            if (n := len(p.read_text().splitlines())) > 300}
+    assert not long, f"modules over 300 lines: {long}"
+
+
+def test_only_the_layout_module_composes_build_paths() -> None:
+    """`"build"` as a path part is written once, in layout.py (every other module asks it)."""
+    pattern = re.compile(r"""/ ["']build["']|["']build/""")
+    found = [f"{p.relative_to(PACKAGE)}:{n}" for p in modules() if p.name != "layout.py"
+             and "in_image" not in p.parts
+             for n, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert not found, f"build/ paths composed outside build_graph/layout.py: {found}"

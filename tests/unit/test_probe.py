@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from build_graph.verify import finder, probe
+from build_graph.verify.in_image import finder, probe
 
 
 @pytest.fixture(autouse=True)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from build_graph.engine import registry_auth
-from build_graph.engine.registry import Ref, artifact_tag, parse_ref
+from build_graph.registry import auth as registry_auth
+from build_graph.registry.refs import Ref, artifact_tag, parse_ref
 
 DIGEST = "sha256:" + "ab" * 32
 

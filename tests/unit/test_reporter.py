@@ -9,7 +9,7 @@ from doit.cmd_base import ModuleTaskLoader
 from doit.doit_cmd import DoitMain
 
 from build_graph.errors import EXIT_BUILD, EXIT_CONFIG, EXIT_ENVIRONMENT
-from build_graph.reporter import ExitCodeReporter, StageFailed, exit_code_for
+from build_graph.run.reporter import ExitCodeReporter, StageFailed, exit_code_for
 
 
 def run_doit(code: int | None, *args: str, tmp_path: Any) -> int:

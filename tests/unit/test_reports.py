@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from build_graph.engine import daemon
-from build_graph.stages import reports
+from build_graph.docker import daemon
+from build_graph.registry import reports
 from build_graph.verify.expectation import Expectation
 from build_graph.verify.request import fingerprint
 

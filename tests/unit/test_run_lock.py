@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from build_graph.errors import EXIT_ENVIRONMENT
-from build_graph.run_lock import doit_command
+from build_graph.run.run_lock import doit_command
 from tests.helpers import MINIMAL, REPO, write_manifest
 
 

@@ -16,13 +16,15 @@ import os
 import socket
 from typing import Any
 
-from build_graph.engine import artifacts, daemon
-from build_graph.engine.availability import Availability
-from build_graph.engine.records import read_record, recorded_digest, write_record
-from build_graph.engine.registry import Presence, Probe, artifact_tag, parse_ref
+from build_graph.docker import daemon
 from build_graph.errors import RegistryError
+from build_graph.fs import read_record, write_record
 from build_graph.log import log
 from build_graph.plan.plan import PlannedTier
+from build_graph.registry import artifacts
+from build_graph.registry.availability import Availability
+from build_graph.registry.refs import Presence, Probe, artifact_tag, parse_ref
+from build_graph.stages.push import recorded_digest
 from build_graph.verify.expectation import Expectation
 from build_graph.verify.request import fingerprint
 
@@ -66,7 +68,7 @@ def find(tier: PlannedTier, want: Expectation, digest: str, seen: Availability,
 
 
 def _cached(tier: PlannedTier, artifact: str) -> dict[str, Any] | None:
-    return read_record(tier.build_dir / "reports" / f"{artifact.replace(':', '-')}.json")
+    return read_record(tier.folder.root / "reports" / f"{artifact.replace(':', '-')}.json")
 
 
 def _fetch(tier: PlannedTier, ref: str, artifact: str) -> dict[str, Any] | None:
@@ -86,8 +88,8 @@ def _fetch(tier: PlannedTier, ref: str, artifact: str) -> dict[str, Any] | None:
 
 
 def _keep(tier: PlannedTier, artifact: str, report: dict[str, Any]) -> None:
-    write_record(tier.build_dir / "reports" / f"{artifact.replace(':', '-')}.json", report)
-    write_record(tier.verify_record, report)
+    write_record(tier.folder.root / "reports" / f"{artifact.replace(':', '-')}.json", report)
+    write_record(tier.folder.verify_record, report)
 
 
 def publish(tier: PlannedTier, image: Probe, report: dict[str, Any],
@@ -100,7 +102,7 @@ def publish(tier: PlannedTier, image: Probe, report: dict[str, Any],
     annotations = {"org.opencontainers.image.created": report["made_by"]["at"],
                    "dev.build-graph.passed": str(bool(report.get("passed"))).lower(),
                    "dev.build-graph.summary": str(report.get("summary", ""))}
-    write_record(tier.verify_record, report)  # kept even when the registry refuses it
+    write_record(tier.folder.verify_record, report)  # kept even when the registry refuses it
     tag, artifact = artifacts.publish(parse_ref(tier.image), image,
                                       f"verify-{report['fingerprint']}", ARTIFACT_TYPE,
                                       payload, annotations)

@@ -49,10 +49,10 @@ def _plan(args: argparse.Namespace) -> int:
     rows: list[dict[str, object]] = [{
         "variant": p.spec.variant, "tier": p.spec.name, "key": p.key, "parent": p.parent_key,
         "image": p.image, "hash": p.content_hash, "human_tags": list(p.human_tags),
-        "dockerfile": str(p.dockerfile_path),
+        "dockerfile": str(p.folder.dockerfile),
     } for p in planned]
     if not args.offline:
-        from build_graph.engine.availability import describe_availability
+        from build_graph.registry.availability import describe_availability
 
         for row, where in zip(rows, describe_availability([p.image for p in planned]),
                               strict=True):
@@ -67,15 +67,15 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from build_graph.doctor import doctor
+    from build_graph.cli.doctor import doctor
 
     return doctor(args.manifest, args.tier, args.variant, args.fail_on_mismatch,
                   args.emit_json)
 
 
 def _lock(args: argparse.Namespace) -> int:
-    from build_graph.engine import pins
     from build_graph.plan.lock import lock_path, read_lock
+    from build_graph.stages import pin as pins
 
     stack = load(args.manifest)
     if args.update is None:
@@ -90,7 +90,7 @@ def _lock(args: argparse.Namespace) -> int:
 
 
 def _ci(args: argparse.Namespace) -> int:
-    from build_graph.ci import github_workflow
+    from build_graph.cli.ci import github_workflow
 
     stack = load(args.manifest)
     text = github_workflow(stack, plan(stack), str(args.manifest), args.runs_on,

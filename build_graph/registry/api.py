@@ -21,9 +21,9 @@ import threading
 import urllib.parse
 from dataclasses import dataclass, field
 
-from build_graph.engine import registry_auth
-from build_graph.engine.registry import MANIFEST_TYPES, Presence, Probe, Ref
 from build_graph.errors import RegistryError
+from build_graph.registry import auth as registry_auth
+from build_graph.registry.refs import MANIFEST_TYPES, Presence, Probe, Ref
 
 TIMEOUT_S = 30.0
 _LOOPBACK = ("127.", "localhost", "[::1]")

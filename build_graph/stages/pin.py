@@ -12,14 +12,15 @@ import re
 import subprocess
 from pathlib import Path
 
-from build_graph.engine import availability, daemon
-from build_graph.engine.registry import Presence
+from build_graph.docker import daemon
 from build_graph.errors import BuildFailed, RegistryError
 from build_graph.log import progress
 from build_graph.manifest.grammar import split_git_source
 from build_graph.manifest.model import Stack
 from build_graph.plan.lock import LOCAL, Lock, lock_path, read_lock, write_lock
 from build_graph.plan.plan import from_images, git_sources
+from build_graph.registry import availability
+from build_graph.registry.refs import Presence
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 

@@ -8,45 +8,35 @@ doit database rebuilds and pushes nothing the registry already holds.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from pathlib import Path
 from typing import Any
 
 from doit.exceptions import TaskFailed
 from doit.tools import config_changed
 
-from build_graph import explain
-from build_graph.engine.availability import Availability
-from build_graph.engine.registry import Presence
 from build_graph.errors import BuildGraphError, interrupted
-from build_graph.fs import write_if_changed
 from build_graph.log import log, task_log
-from build_graph.manifest.model import Stack
-from build_graph.plan.paths import build_root
+from build_graph.manifest.model import STAGES, Stack
 from build_graph.plan.plan import PlannedTier
-from build_graph.reporter import ExitCodeReporter, StageFailed
-from build_graph.stages import build, promote, push, reports
+from build_graph.registry import reports
+from build_graph.registry.availability import Availability
+from build_graph.registry.refs import Presence
+from build_graph.run import explain
+from build_graph.run.reporter import ExitCodeReporter, StageFailed
+from build_graph.stages import build, promote, push
 from build_graph.stages import compile as compile_stage
+from build_graph.stages import render as render_stage
 from build_graph.stages import verify as verify_stage
 from build_graph.verify.expectation import Expectation, expectation_for
 
-STAGE_DOCS = {
-    "render": "write each tier's Dockerfile (and compile script) under build/",
-    "compile": "run a tier's compile script in its builder image with a compiler cache",
-    "build": "docker build a tier, tagged <registry>/<tier>:<content hash>",
-    "push": "push a tier's hash tag to the registry",
-    "verify": "probe the pushed image and check it against images.toml",
-    "promote": "move the human tags and 'latest' to the verified digest",
-}
 DoitTask = dict[str, Any]
 
 
 def doit_config(stack: Stack) -> dict[str, Any]:
     return {
-        "dep_file": str(build_root(stack) / ".build-graph-doit.json"),
+        "dep_file": str(stack.build_folder.doit_db),
         "backend": "json",
         "default_tasks": ["promote"],
         "verbosity": 2,
@@ -63,7 +53,7 @@ def action(stage: str, tier: PlannedTier, fn: Callable[..., None],
     logs/<stage>.log (and to the terminal when verbose); our errors become a clean
     StageFailed with the cause's exit code (no traceback); Ctrl-C becomes one line and
     exit 130."""
-    path = tier.build_dir / "logs" / f"{stage}.log"
+    path = tier.folder.log(stage)
 
     def run() -> TaskFailed | bool:
         with task_log(path):
@@ -192,7 +182,7 @@ class StackTasks:
         return lines
 
     def stage(self, name: str) -> Iterator[DoitTask]:
-        yield {"basename": name, "name": None, "doc": STAGE_DOCS[name]}
+        yield {"basename": name, "name": None, "doc": STAGES[name]}
         make = getattr(self, f"_{name}")
         for tier in self.planned:
             task = make(tier)
@@ -200,12 +190,10 @@ class StackTasks:
                 yield {"basename": name, "name": tier.key, "doc": self.describe(tier), **task}
 
     def _render(self, tier: PlannedTier) -> DoitTask:
-        files = {tier.dockerfile_path: tier.dockerfile}
-        if tier.script is not None:
-            files[tier.script_path] = tier.script
-        digest = hashlib.sha256("\0".join(files.values()).encode()).hexdigest()
-        return {"actions": [action("render", tier, _write_files, files)], "targets": list(files),
-                "uptodate": [config_changed(digest)], "verbosity": 1}
+        return {"actions": [action("render", tier, render_stage.render, tier)],
+                "targets": list(render_stage.rendered_files(tier)),
+                "uptodate": [config_changed(render_stage.rendered_digest(tier))],
+                "verbosity": 1}
 
     def _compile(self, tier: PlannedTier) -> DoitTask | None:
         if tier.builder_key is None:
@@ -215,7 +203,7 @@ class StackTasks:
                                       builder)],
                 "task_dep": [f"render:{tier.key}", f"build:{builder.key}"],
                 "uptodate": [Condition(
-                    f"{tier.image} exists, or {tier.wheels_dir} holds wheels of compile "
+                    f"{tier.image} exists, or {tier.folder.wheels} holds wheels of compile "
                     f"inputs {tier.compile_hash}", compile_stage.compiled, tier, self.seen)]}
 
     def _build(self, tier: PlannedTier) -> DoitTask:
@@ -252,7 +240,3 @@ class StackTasks:
                     "verified digest in the registry",
                     promote.promoted, tier, want, self.seen)]}
 
-
-def _write_files(files: dict[Path, str]) -> None:
-    for path, text in files.items():
-        write_if_changed(path, text, mode=0o755 if path.suffix == ".sh" else None)

@@ -16,8 +16,11 @@ from doit.cmd_list import List
 from doit.exceptions import InvalidCommand
 
 from build_graph.errors import did_you_mean
+from build_graph.manifest.model import STAGES
 
-STAGES = ("compile", "build", "push", "verify", "promote")
+# What a run does to a tier, as `--status` says it: rendering is local bookkeeping.
+_SHOWN = tuple(stage for stage in STAGES if stage != "render")
+
 
 
 def _tiers(task_list: list[Any]) -> list[Any]:
@@ -28,7 +31,7 @@ def _plan(command: Any, tier_task: Any, tasks: dict[str, Any]) -> list[tuple[str
     """(stage, task) for each stage task of the tier that would run, in pipeline order."""
     key = tier_task.meta["tier"]["key"]
     pending = []
-    for stage in STAGES:
+    for stage in _SHOWN:
         task = tasks.get(f"{stage}:{key}")
         if task is not None and command.dep_manager.get_status(task, tasks).status != "up-to-date":
             pending.append((stage, task))

@@ -1,6 +1,6 @@
 """One doit run per stack at a time: two runs must never share a doit database.
 
-The lock is an flock on build/.doit.lock held for the life of the process (the kernel
+The lock is an flock on the build folder's .doit.lock held for the life of the process (the kernel
 releases it when the process ends, however it ends). Read-only doit commands skip it.
 """
 
@@ -31,12 +31,14 @@ def doit_command(argv: list[str]) -> str:
     return "run"
 
 
-def acquire(build_dir: Path, argv: list[str]) -> None:
-    """Take the stack's run lock, unless the command only reads; fail clearly if held."""
+def acquire(lock: Path, argv: list[str]) -> None:
+    """Take the stack's run lock (BuildFolder.run_lock), unless the command only reads;
+    fail clearly if another process holds it."""
     if doit_command(argv) in READ_ONLY:
         return
+    build_dir = lock.parent
     build_dir.mkdir(parents=True, exist_ok=True)
-    handle = (build_dir / ".doit.lock").open("a+")
+    handle = lock.open("a+")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

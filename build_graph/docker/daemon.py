@@ -16,9 +16,8 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import IO, TYPE_CHECKING, Any
 
-from build_graph.engine.registry import registry_of
 from build_graph.errors import BuildFailed, EnvironmentProblem, RegistryError
-from build_graph.log import log
+from build_graph.log import last_output, log
 
 # docker-py (and requests under it) is imported on first use: a no-op run whose records
 # answer every question never pays for it.
@@ -102,9 +101,8 @@ def build(context: IO[bytes], tag: str, *, name: str,
                                 pull=False)
     for chunk in stream:
         if "error" in chunk:
-            detail = "\n".join(f"    {line}" for line in tail[-25:])
             raise BuildFailed(f"build of {name} failed at step {step or '?'}: "
-                              f"{chunk['error'].strip()}\n  last output:\n{detail}")
+                              f"{chunk['error'].strip()}\n  {last_output(tail)}")
         line = str(chunk.get("stream", "")).rstrip()
         if "aux" in chunk and "ID" in chunk["aux"]:
             image_id = str(chunk["aux"]["ID"])
@@ -135,7 +133,7 @@ def push(ref: str) -> str:
     try:
         for chunk in client().api.push(repo, tag=tag, stream=True, decode=True):
             if "error" in chunk:
-                raise RegistryError(f"push of {ref} refused by {registry_of(ref)}: "
+                raise RegistryError(f"push of {ref} refused by the registry: "
                                     f"{chunk['error'].strip()}; is the registry running "
                                     "(scripts/services.sh up) and are you logged in?")
             aux = chunk.get("aux") or {}

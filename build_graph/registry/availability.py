@@ -14,9 +14,10 @@ import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
-from build_graph.engine import daemon, registry_http
-from build_graph.engine.registry import Presence, Probe, parse_ref, registry_of
+from build_graph.docker import daemon
 from build_graph.errors import RegistryError
+from build_graph.registry import api as registry_http
+from build_graph.registry.refs import Presence, Probe, parse_ref, registry_of
 
 # Concurrent HEADs: a remote registry is latency-bound (many help); a loopback one is
 # CPU-bound on this machine's few cores (4 measured fastest: benchmarks/registry_truth.py).

@@ -22,7 +22,7 @@ from importlib import metadata
 from pathlib import Path
 
 try:  # the doctor, on a host with this package
-    from build_graph.verify import fatbin, finder
+    from build_graph.verify.in_image import fatbin, finder
 except ImportError:  # in an image: the files are mounted beside this one
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import fatbin  # type: ignore[import-not-found,no-redef]

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 
-from build_graph.engine import registry_http
-from build_graph.engine.registry import Probe, Ref, artifact_tag
 from build_graph.errors import RegistryError
+from build_graph.registry import api as registry_http
+from build_graph.registry.refs import Probe, Ref, artifact_tag
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 # The OCI 1.1 empty descriptor, the config of an artifact that has none.

@@ -1,11 +1,13 @@
-"""Source archives (`compile.sources` entries `https://.../name-1.0.tar.gz#sha256=<hex>`).
+"""A compile's sources on the build host: local folders staged, archives downloaded.
 
-Downloaded once on the build host (its CA store and proxy settings: the compile container
-needs no network for them) into the source cache, keyed by the pinned sha256, and kept
-between compiles. The bytes are checked against the pin before they are kept: a wrong or
-changed archive is an error naming the URL and both digests, never a silent compile of
-other code. Writes go to a temporary file renamed into place, so an interrupted download
-leaves nothing that looks complete.
+Local sources are copied from the plan's hashed file list (`stage_sources`). Archives
+(`compile.sources` entries `https://.../name-1.0.tar.gz#sha256=<hex>`) are downloaded once
+on the build host (its CA store and proxy settings: the compile container needs no network
+for them) into the source cache, keyed by the pinned sha256, and kept between compiles. The
+bytes are checked against the pin before they are kept: a wrong or changed archive is an
+error naming the URL and both digests, never a silent compile of other code. Writes go to a
+temporary file renamed into place, so an interrupted download leaves nothing that looks
+complete.
 """
 
 from __future__ import annotations
@@ -13,15 +15,19 @@ from __future__ import annotations
 import hashlib
 import http.client
 import os
+import shutil
 import tempfile
 import urllib.error
 import urllib.request
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import IO
 from urllib.parse import urlsplit
 
 from build_graph.errors import BuildFailed
 from build_graph.log import progress
+from build_graph.manifest.grammar import source_kind
+from build_graph.manifest.model import Stack
+from build_graph.plan.plan import PlannedTier
 
 TIMEOUT_S = 60
 _CHUNK = 1 << 20
@@ -75,3 +81,28 @@ def _download(url: str, out: IO[bytes]) -> str:
         raise BuildFailed(f"cannot download {url}: the connection ended after {received} of "
                           f"{expected} bytes; run again")
     return digest.hexdigest()
+
+
+def stage_sources(stack: Stack, tier: PlannedTier) -> None:
+    """Put a tier's compile sources where its compile container finds them.
+
+    Local sources: a fresh copy, under staged_sources/<name>/, of exactly the files the
+    compile hash was computed from (PlannedTier.source_files): a file the hash left out
+    (.git, .env, a .dockerignore'd file) never reaches the compile. Archives: downloaded
+    into the source cache and checked against their sha256 (the script unpacks them). Git
+    sources are fetched by the script itself, by the commit images.lock pins.
+    """
+    assert tier.spec.compile is not None
+    src = tier.folder.staged_sources
+    shutil.rmtree(src, ignore_errors=True)
+    src.mkdir(parents=True)
+    stack.build_folder.sources.mkdir(parents=True, exist_ok=True)
+    roots = dict(tier.spec.compile.sources)
+    for name, relative, path in tier.source_files:
+        inner = PurePosixPath(relative).relative_to(roots[name].strip("/"))
+        target = src / name / inner if inner.parts else src / name / path.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+    for _, source in tier.spec.compile.sources:
+        if source_kind(source) == "archive":
+            cached_archive(stack.build_folder.sources, source)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from build_graph.engine.records import read_record
+from build_graph.fs import read_record
 from build_graph.plan.plan import PlannedTier
 
 _NAMES = {"dockerfile": "its rendered Dockerfile (template or values)",
@@ -15,7 +15,7 @@ def changes(tier: PlannedTier) -> list[str]:
 
     Empty when the last push was of this very hash; one sentence when there is no record.
     """
-    record = read_record(tier.push_record)
+    record = read_record(tier.folder.push_record)
     if record is None or not isinstance(record.get("inputs"), dict):
         return ["no earlier push of this tier is recorded here, so there is nothing to "
                 "compare with"]

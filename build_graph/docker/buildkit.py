@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO
 
 from build_graph.errors import BuildFailed
-from build_graph.log import log
+from build_graph.log import last_output, log
 
 _CANDIDATES = ("docker", "/usr/bin/docker")
 
@@ -80,8 +80,7 @@ def build(command: tuple[str, ...], context: IO[bytes], tag: str, *, name: str,
                 "-t", tag, *args, "-"]
         tail = _stream(full, tar, name)
         if not iid.is_file():
-            detail = "\n".join(f"    {line}" for line in tail[-25:])
-            raise BuildFailed(f"build of {name} failed (BuildKit); last output:\n{detail}")
+            raise BuildFailed(f"build of {name} failed (BuildKit); {last_output(tail)}")
         image_id = iid.read_text().strip()
     log(f"[{name}] built {tag} in {time.monotonic() - started:.1f}s")
     return image_id
@@ -103,7 +102,6 @@ def _stream(command: list[str], tar: Path, name: str) -> list[str]:
             proc.send_signal(signal.SIGINT)
             raise
     if proc.returncode != 0:
-        detail = "\n".join(f"    {line}" for line in tail[-25:])
         raise BuildFailed(f"build of {name} failed (BuildKit, exit {proc.returncode}); "
-                          f"last output:\n{detail}")
+                          f"{last_output(tail)}")
     return tail

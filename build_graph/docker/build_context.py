@@ -1,4 +1,7 @@
-"""The tar stream sent to `docker build`: the rendered Dockerfile, context files, wheels."""
+"""The tar stream sent to `docker build`: a Dockerfile, context files, wheels (plain values).
+
+Also the Dockerfile the classic builder gets (`without_mounts`): it knows no RUN --mount.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +9,11 @@ import io
 import re
 import tarfile
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from build_graph.plan.paths import WHEELS_DIR
-from build_graph.plan.plan import PlannedTier
-from build_graph.plan.render import dockerquote
+from build_graph.layout import WHEELS_DIR
 
 _MOUNTS = re.compile(r"^RUN\s+(?:--mount=\S+\s+)+")
 _CACHE_TARGET = re.compile(r"--mount=type=cache,(?:[^\s,]+,)*?target=([^\s,]+)")
@@ -23,12 +25,6 @@ def _add(archive: tarfile.TarFile, name: str, data: bytes, executable: bool = Fa
     info.mode = 0o755 if executable else 0o644
     info.mtime = 0  # deterministic: identical inputs give an identical context
     archive.addfile(info, io.BytesIO(data))
-
-
-def label_instruction(labels: dict[str, str]) -> str:
-    """One LABEL instruction for all labels (docker-py's `labels=` adds a step per label)."""
-    pairs = " ".join(f"{dockerquote(k)}={dockerquote(v)}" for k, v in sorted(labels.items()))
-    return f"LABEL {pairs}\n"
 
 
 def without_mounts(dockerfile: str) -> str:
@@ -67,23 +63,20 @@ def _instructions(dockerfile: str) -> list[str]:
     return joined
 
 
-def context_tar(tier: PlannedTier, labels: dict[str, str], classic: bool = False) -> IO[bytes]:
-    """A seekable tar (spooled to disk past 64 MiB) positioned at its start.
-
-    The labels are appended to the Dockerfile sent to the builder, not to the rendered file
-    that is hashed: they describe the build (time, revision), not the image's inputs.
-    """
+def context_tar(dockerfile: str, files: Sequence[tuple[str, Path]], wheels: Path | None,
+                classic: bool = False) -> IO[bytes]:
+    """A seekable tar (spooled to disk past 64 MiB) positioned at its start: `dockerfile`,
+    each (name, file) of `files`, and the wheels of `wheels` under wheels/. With `classic`,
+    the Dockerfile loses its RUN --mount options (without_mounts)."""
     spool = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115 (returned)
-    rendered = without_mounts(tier.dockerfile) if classic else tier.dockerfile
-    dockerfile = rendered.rstrip("\n") + "\n" + label_instruction(labels)
+    text = without_mounts(dockerfile) if classic else dockerfile
     with tarfile.open(fileobj=spool, mode="w") as archive:
-        _add(archive, "Dockerfile", dockerfile.encode("utf-8"))
-        for name, path in tier.context_files:
+        _add(archive, "Dockerfile", text.encode("utf-8"))
+        for name, path in files:
             _add(archive, name, path.read_bytes(), _executable(path))
-        if tier.spec.compile is not None:
-            for wheel in sorted(tier.wheels_dir.glob("*")):
-                if wheel.is_file() and not wheel.name.startswith("."):
-                    _add(archive, f"{WHEELS_DIR}/{wheel.name}", wheel.read_bytes())
+        for wheel in sorted(wheels.glob("*")) if wheels is not None else ():
+            if wheel.is_file() and not wheel.name.startswith("."):
+                _add(archive, f"{WHEELS_DIR}/{wheel.name}", wheel.read_bytes())
     spool.seek(0)
     return spool
 

@@ -1,0 +1,126 @@
+"""Every path the tool owns: its build folder beside a manifest, and fixed paths in containers.
+
+The build folder is `build/` beside `images.toml`; any other manifest `NAME.toml` in the same
+folder gets `build/_NAME.toml/` (a variant name cannot start with `_`), so two stacks side by
+side never share a plan cache, a doit database, a run lock or records. Its contents:
+
+    .plan-cache.pickle         the last plan, reused while none of its inputs changed
+    .build-graph-doit.json     doit's database
+    .doit.lock                 the run lock: one doit run per stack at a time
+    ccache/<variant>/<tier>/   the compiler cache a compile mounts at CCACHE_DIR
+    ccache-store/              the default compiler-cache store (`file://`)
+    sources/                   fetched compile sources: git-<commit>/, sha256-<hex>/
+    <variant>/<tier>/          one tier (TierFolder): rendered files, staged sources, wheels,
+                               logs/<stage>.log, records, report copies
+
+All of it is a cache of the registry, the cache store and the inputs: deleting it loses
+nothing else. It is never part of a build context (plan/context.py asks OWN_FOLDER).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_MANIFEST = "images.toml"
+OWN_FOLDER = "build"  # below the manifest's folder; never sent, never hashed
+
+# Fixed paths inside the builder container, so compiler-cache keys match on every machine.
+SRC_DIR = "/src"
+OUT_DIR = "/out"
+CCACHE_DIR = "/ccache"
+SOURCES_DIR = "/sources"  # fetched sources, kept between compiles
+COMPILE_SCRIPT = "/build/compile.sh"
+# Where the verify probe's files are mounted, and where it leaves its report.
+PROBE_DIR = "/opt/build-graph"
+PROBE_REPORT = "/tmp/build-graph-probe.json"
+WHEELS_DIR = "wheels"  # inside a tier's build context (and its build folder)
+
+
+@dataclass(frozen=True)
+class TierFolder:
+    """`build/<variant>/<tier>/`: everything this machine keeps about one tier."""
+
+    root: Path
+
+    @property
+    def dockerfile(self) -> Path:
+        return self.root / "Dockerfile"
+
+    @property
+    def compile_script(self) -> Path:
+        return self.root / "compile.sh"
+
+    @property
+    def staged_sources(self) -> Path:
+        """Local compile sources, copied fresh from the hashed file list (mounted at SRC_DIR)."""
+        return self.root / "src"
+
+    @property
+    def wheels(self) -> Path:
+        return self.root / WHEELS_DIR
+
+    @property
+    def wheels_staging(self) -> Path:
+        """Where a compile writes; renamed to `wheels` only when it succeeded."""
+        return self.root / "wheels.partial"
+
+    @property
+    def push_record(self) -> Path:
+        return self.root / "push.json"
+
+    @property
+    def verify_record(self) -> Path:
+        return self.root / "verify.json"
+
+    @property
+    def ccache_stats(self) -> Path:
+        return self.root / "ccache-stats.json"
+
+    @property
+    def reports(self) -> Path:
+        """Copies of verify reports read or written, one file per artifact digest."""
+        return self.root / "reports"
+
+    def log(self, stage: str) -> Path:
+        return self.root / "logs" / f"{stage}.log"
+
+
+@dataclass(frozen=True)
+class BuildFolder:
+    """The build folder of one manifest (see the module's docstring)."""
+
+    root: Path
+
+    @classmethod
+    def of(cls, manifest: Path) -> BuildFolder:
+        manifest = manifest.absolute()
+        base = manifest.parent / OWN_FOLDER
+        return cls(base if manifest.name == DEFAULT_MANIFEST else base / f"_{manifest.name}")
+
+    @property
+    def plan_cache(self) -> Path:
+        return self.root / ".plan-cache.pickle"
+
+    @property
+    def doit_db(self) -> Path:
+        return self.root / ".build-graph-doit.json"
+
+    @property
+    def run_lock(self) -> Path:
+        return self.root / ".doit.lock"
+
+    @property
+    def sources(self) -> Path:
+        return self.root / "sources"
+
+    @property
+    def cache_store(self) -> Path:
+        """The default compiler-cache store when `[cache] url` is not set."""
+        return self.root / "ccache-store"
+
+    def ccache(self, variant: str, tier: str) -> Path:
+        return self.root / "ccache" / variant / tier
+
+    def tier(self, variant: str, tier: str) -> TierFolder:
+        return TierFolder(self.root / variant / tier)
