@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 
 from build_graph.errors import ConfigError, did_you_mean
@@ -31,16 +32,27 @@ from build_graph.manifest.rules import RULES, Report
 # `doit <tier>` builds a tier: its name may not be a stage or a doit command.
 RESERVED = frozenset({*STAGES, "tiers", "list", "info", "run", "help", "clean", "forget",
                       "ignore", "dumpdb", "strace", "tabcompletion", "reset-dep", "auto"})
-SHIPPED_TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 _GCS_RE = re.compile(r"^gs://([a-z0-9][a-z0-9._-]{1,220}[a-z0-9])(/[^\s]*)?$")
+
+
+@cache
+def shipped_templates() -> Path:
+    """The shipped templates: package data beside this package in an installed wheel
+    (pyproject.toml maps the top-level templates/ to build_graph/templates), else the
+    checkout's templates/ (a source tree, an editable install)."""
+    package = Path(__file__).resolve().parents[1]
+    for folder in (package / "templates", package.parent / "templates"):
+        if folder.is_dir():
+            return folder
+    raise FileNotFoundError(f"no templates/ beside {package}: reinstall build-graph")
 
 
 def resolve_stack(path: Path, manifest: schema.Manifest) -> Stack:
     """Resolve every variant and apply every rule; raise ConfigError listing all problems."""
     report = Report(path)
     root = path.parent
-    template_dirs = tuple(dict.fromkeys([root / "templates", SHIPPED_TEMPLATES]))
+    template_dirs = tuple(dict.fromkeys([root / "templates", shipped_templates()]))
     order = _check_graph(manifest, report)
     check_files(manifest, root, template_dirs, report)
     cache = _resolve_cache(manifest.cache, path, report)

@@ -11,6 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from build_graph.manifest.load import load
+from build_graph.plan.plan import plan
 from tests.integration.conftest import Registry, Workspace, built, make_workspace
 
 pytestmark = pytest.mark.integration
@@ -88,3 +90,45 @@ def test_a_long_compile_shows_files_done_and_the_hit_rate_so_far(ws: Workspace) 
     assert any(" 2/3 files (67%), ccache 0 hits / 0 misses" in line
                or " 3/3 files (100%), ccache 0 hits / 0 misses" in line for line in progress)
     assert (ws.root / "build" / "default" / "counted" / "wheels" / "result.txt").is_file()
+
+
+LISTING = """\
+#!/usr/bin/env bash
+set -euo pipefail
+cd {{ paths.src }} && find . -type f | sort > {{ paths.out }}/seen.txt
+"""
+
+
+def test_a_compile_sees_exactly_the_files_its_hash_was_made_of(ws: Workspace) -> None:
+    """The compile hash and the compile container share one file list: a .dockerignore'd
+    file changes neither; .git and .env never reach the compile; a hashed file does."""
+    (ws.root / "templates" / "listing.sh.j2").write_text(LISTING)
+    ws.manifest.write_text(ws.manifest.read_text() + (
+        '\n[tiers.listed]\nfrom = "debian:{debian}-slim"\n'
+        'template = "python-runtime.Dockerfile.j2"\n'
+        'compile = { builder = "builder", script = "listing.sh.j2", outputs = "*.txt", '
+        'sources = { fastext = "src/fastext" } }\n'))
+    source = ws.root / "src" / "fastext"
+
+    def compile_hash() -> str | None:
+        return next(t.compile_hash for t in plan(load(ws.manifest)) if t.key == "listed")
+
+    before = compile_hash()
+    (source / ".dockerignore").write_text("notes.md\n")
+    (source / "notes.md").write_text("left out\n")
+    (source / ".git").mkdir()
+    (source / ".git" / "config").write_text("[remote]\n")
+    (source / ".env").write_text("TOKEN=secret\n")
+    assert compile_hash() == before
+    (source / "extra.h").write_text("#pragma once\n")
+    assert compile_hash() != before
+    result = ws.doit("compile:listed", env=QUIET)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    seen = (ws.root / "build" / "default" / "listed" / "wheels" / "seen.txt").read_text()
+    files = {line.removeprefix("./") for line in seen.split()}
+    expected = {f"fastext/{p.relative_to(source).as_posix()}" for p in source.rglob("*")
+                if p.is_file() and "__pycache__" not in p.parts}
+    expected -= {"fastext/notes.md", "fastext/.env", "fastext/.git/config",
+                 "fastext/.dockerignore"}
+    assert files == expected
+    assert "fastext/extra.h" in files and "fastext/setup.py" in files

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,12 @@ def test_only_the_layout_module_composes_build_paths() -> None:
              and "in_image" not in p.parts
              for n, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
     assert not found, f"build/ paths composed outside build_graph/layout.py: {found}"
+
+
+def test_every_package_folder_ships_in_the_wheel() -> None:
+    """pyproject.toml lists packages by hand (templates/ is mapped into the package)."""
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())
+                 ["tool"]["setuptools"]["packages"])
+    folders = {".".join(("build_graph", *p.parent.relative_to(PACKAGE).parts))
+               for p in PACKAGE.rglob("__init__.py")}
+    assert folders | {"build_graph.templates"} == listed
