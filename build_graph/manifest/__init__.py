@@ -1,4 +1,5 @@
 """images.toml -> a frozen, validated Stack (schema, grammar, load, resolve, rules, model).
 
-May import: build_graph.gpu, errors. Nothing of plan, engine, stages or the task layer.
+May import: build_graph.gpu and the ground modules. Nothing of plan, docker, registry,
+stages or above.
 """

@@ -1,4 +1,5 @@
-"""Stack -> planned tiers: rendered files, content hashes, image names; no Docker, no network.
+"""Stack -> planned tiers: rendered files, file lists, content hashes, image names.
 
-May import: build_graph.manifest, gpu, fs, errors. Nothing of engine, stages or tasks.
+No Docker, no network: a plan is a function of the manifest, its lock, its templates and
+its files. May import: build_graph.manifest, gpu and the ground modules.
 """

@@ -1,5 +1,5 @@
-"""compile, build, push, verify, promote: what each stage does and when it is done.
+"""pin, render, sources, compile, build, push, verify, promote: what each does, when it is done.
 
-doit-free (tasks.py wires them). May import every lower layer: engine, ccache, verify,
-plan, manifest. Nothing of tasks, cli or dodo.
+doit-free (run/tasks.py wires them). May import every lower layer: registry, docker,
+ccache, verify, plan, manifest. Nothing of run or cli.
 """

@@ -1,6 +1,6 @@
-"""What an image must satisfy: the in-image probe, the fatbin reader, and the checks.
+"""What an image must satisfy: expectations, the host-side checks, results, the fingerprint.
 
-probe.py and fatbin.py import only the standard library: they run inside images with
-nothing of ours installed. checks.py and request.py may import build_graph.gpu and
-manifest. Nothing of plan, engine, stages or tasks.
+The code that runs inside images is in in_image/ (standard library only). The host side may
+import build_graph.gpu, manifest, plan.hashing and the ground modules. Nothing of docker,
+registry, stages or above.
 """
