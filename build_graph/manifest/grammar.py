@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from typing import Annotated, Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import AfterValidator
@@ -36,7 +36,10 @@ IMAGE_RE = re.compile(
 )
 
 
-def source_kind(source: str) -> str:
+SourceKind = Literal["local", "git", "archive"]
+
+
+def source_kind(source: str) -> SourceKind:
     """'archive' (URL#sha256=...), 'git' (URL[@ref]) or 'local' (a folder below the manifest)."""
     if "://" not in source:
         return "local"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from build_graph.gpu.archs import torch_cuda_arch_list
 from build_graph.layout import BuildFolder
+from build_graph.manifest.grammar import SourceKind, source_kind, split_git_source
 
 DEFAULT_VARIANT = "default"
 # The stages every tier goes through, in order, with their one-line docs: task names are
@@ -57,10 +58,39 @@ def format_fields(versions: Mapping[str, str], variant: str) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
+class Source:
+    """One entry of `compile.sources`, its version fields filled, its kind decided once.
+
+    local: `location` is a path below the manifest's folder; git: `location` is the URL and
+    `ref` what follows its @ (HEAD when nothing does); archive: `location` is the URL and
+    `sha256` its pin. `text` is the entry as written (fields filled): images.lock's key, and
+    what the hash and the templates name.
+    """
+
+    name: str
+    text: str
+    kind: SourceKind
+    location: str
+    ref: str = ""
+    sha256: str = ""
+
+    @classmethod
+    def parse(cls, name: str, text: str) -> Source:
+        kind = source_kind(text)
+        if kind == "git":
+            url, ref = split_git_source(text)
+            return cls(name, text, kind, url, ref=ref)
+        if kind == "archive":
+            url, _, digest = text.partition("#sha256=")
+            return cls(name, text, kind, url, sha256=digest)
+        return cls(name, text, kind, text.strip("/") or text)
+
+
+@dataclass(frozen=True)
 class CompileSpec:
     builder: str  # the tier whose image runs the compile script
     script: str  # template name of the compile script
-    sources: tuple[tuple[str, str], ...]  # name -> git URL@ref, or a path below the manifest
+    sources: tuple[Source, ...]
     env: tuple[tuple[str, str], ...]
     outputs: str  # glob of the files the script leaves in /out
 
@@ -118,6 +148,9 @@ class VariantSpec:
     versions: Mapping[str, str]
     gpu: GpuSpec
     tiers: tuple[TierSpec, ...]  # parents before children
+    # The version fields ({python_mm}, {cuda_tag}, ...), filled once (format_fields): what
+    # the manifest's values were filled with and what templates see as `versions`.
+    fields: Mapping[str, str] = field(default_factory=lambda: FrozenDict({}))
 
     def tier(self, name: str) -> TierSpec:
         for tier in self.tiers:

@@ -21,6 +21,7 @@ from build_graph.manifest.model import (
     CompileSpec,
     FrozenDict,
     GpuSpec,
+    Source,
     Stack,
     TierSpec,
     VariantSpec,
@@ -167,7 +168,8 @@ def _resolve_variant(manifest: schema.Manifest, name: str, order: list[str],
     tiers = tuple(_resolve_tier(n, manifest.tiers[n], name, versions, fields, report)
                   for n in order if n in manifest.tiers)
     return VariantSpec(name=name, description=variant.description,
-                       versions=FrozenDict(versions), gpu=gpu, tiers=tiers)
+                       versions=FrozenDict(versions), gpu=gpu, tiers=tiers,
+                       fields=FrozenDict(fields))
 
 
 def _resolve_tier(name: str, tier: schema.Tier, variant: str, versions: Mapping[str, str],
@@ -208,10 +210,11 @@ def _resolve_compile(spec: schema.Compile | None, fields: Mapping[str, str], key
                      report: Report) -> CompileSpec | None:
     if spec is None:
         return None
-    sources = tuple((n, _fill(s, fields, f"{key}.compile.sources.{n}", report))
+    sources = tuple(Source.parse(n, _fill(s, fields, f"{key}.compile.sources.{n}", report))
                     for n, s in spec.sources.items())
-    for name, source in sources:
-        check_source(report.file.parent, source, f"{key}.compile.sources.{name}", report)
+    for source in sources:
+        check_source(report.file.parent, source, f"{key}.compile.sources.{source.name}",
+                     report)
     env = tuple((n, _fill(v, fields, f"{key}.compile.env.{n}", report))
                 for n, v in spec.env.items())
     return CompileSpec(builder=spec.builder, script=spec.script, sources=sources, env=env,

@@ -45,8 +45,8 @@ def load_plan(manifest: Path) -> tuple[Stack, list[PlannedTier]]:
     planned = plan(stack)
     inputs = [manifest, lock_path(manifest), *stack.template_dirs, PACKAGE]
     inputs += [stack.root / entry for tier in planned for entry in tier.spec.context]
-    inputs += [stack.root / src for tier in planned if tier.spec.compile
-               for _, src in tier.spec.compile.sources if "://" not in src]
+    inputs += [stack.root / src.location for tier in planned if tier.spec.compile
+               for src in tier.spec.compile.sources if src.kind == "local"]
     roots = [str(p) for p in dict.fromkeys(inputs)]
     payload = {"tool": __version__, "roots": roots, "inputs": _stats(inputs),
                "plan": (stack, planned)}

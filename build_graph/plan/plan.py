@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 
 from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.layout import TierFolder
-from build_graph.manifest.grammar import source_kind
-from build_graph.manifest.model import Stack, TierSpec, VariantSpec
+from build_graph.manifest.model import Source, Stack, TierSpec, VariantSpec
 from build_graph.plan.context import ContextError, context_files
 from build_graph.plan.hashing import content_hash, file_digest
 from build_graph.plan.lock import Lock, lock_path, pinned_image, read_lock
@@ -73,10 +72,11 @@ def plan(stack: Stack) -> list[PlannedTier]:
     return planned
 
 
-def git_sources(stack: Stack) -> list[str]:
-    """Every git source of `compile.sources`, as written ('url@ref'): what the lock pins."""
-    return list(dict.fromkeys(s for v in stack.variants for t in v.tiers if t.compile
-                              for _, s in t.compile.sources if source_kind(s) == "git"))
+def git_sources(stack: Stack) -> list[Source]:
+    """Every git source of `compile.sources` (once per text 'url@ref'): what the lock pins."""
+    found = {s.text: s for v in stack.variants for t in v.tiers if t.compile
+             for s in t.compile.sources if s.kind == "git"}
+    return list(found.values())
 
 
 def from_images(stack: Stack) -> list[str]:
@@ -107,9 +107,11 @@ def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier
         compile_hash = content_hash({
             "builder": builder.content_hash, "script": script,
             "sources": [file_digest(n, p) for _, n, p in sources],
-            "spec": [tier.compile.sources, tier.compile.env, tier.compile.outputs],
-            "commits": {s: lock.sources.get(s) for _, s in tier.compile.sources
-                        if source_kind(s) == "git"}})
+            # (name, text) pairs: the JSON the hash has always read (hash schema 2).
+            "spec": [[(s.name, s.text) for s in tier.compile.sources], tier.compile.env,
+                     tier.compile.outputs],
+            "commits": {s.text: lock.sources.get(s.text) for s in tier.compile.sources
+                        if s.kind == "git"}})
     digests = [file_digest(n, p) for n, p in files]
     tag_hash = content_hash({
         "dockerfile": dockerfile, "context": digests,
@@ -143,6 +145,6 @@ def _local_sources(stack: Stack, tier: TierSpec) -> tuple[tuple[str, str, Path],
     sha256 instead), by the context rules: `.git`, `.env`, `.dockerignore`'d files never."""
     if tier.compile is None:
         return ()
-    return tuple((name, relative, path) for name, src in tier.compile.sources
-                 if source_kind(src) == "local"
-                 for relative, path in context_files(stack.root, [src]))
+    return tuple((source.name, relative, path) for source in tier.compile.sources
+                 if source.kind == "local"
+                 for relative, path in context_files(stack.root, [source.text]))

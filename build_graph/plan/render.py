@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from build_graph.errors import TemplateError
 from build_graph.layout import CCACHE_DIR, OUT_DIR, SOURCES_DIR, SRC_DIR, WHEELS_DIR
-from build_graph.manifest.grammar import source_kind, split_git_source
-from build_graph.manifest.model import Stack, TierSpec, VariantSpec, format_fields
+from build_graph.manifest.model import Stack, TierSpec, VariantSpec
 
 if TYPE_CHECKING:  # Jinja is imported only when something is rendered (not on a no-op)
     import jinja2
@@ -62,7 +61,7 @@ def tier_context(stack: Stack, variant: VariantSpec, tier: TierSpec, base_image:
     return {
         "stack": {"name": stack.name, "registry": stack.registry},
         "variant": variant.name,
-        "versions": format_fields(variant.versions, variant.name),
+        "versions": variant.fields,
         "gpu": {
             "arch_list": list(variant.gpu.arch_list),
             "ptx": variant.gpu.ptx,
@@ -91,11 +90,11 @@ def _compile_context(tier: TierSpec, commits: Mapping[str, str]) -> dict[str, An
     git source to ('' when not pinned yet)."""
     if tier.compile is None:
         return {"sources": {}, "commits": {}, "git": {}, "env": {}, "outputs": ""}
-    git = {n: dict(zip(("url", "ref"), split_git_source(s), strict=True),
-                   commit=commits.get(s, ""))
-           for n, s in tier.compile.sources if source_kind(s) == "git"}
-    return {"sources": dict(tier.compile.sources), "env": dict(tier.compile.env),
-            "commits": {n: commits.get(s, "") for n, s in tier.compile.sources},
+    sources = tier.compile.sources
+    git = {s.name: {"url": s.location, "ref": s.ref, "commit": commits.get(s.text, "")}
+           for s in sources if s.kind == "git"}
+    return {"sources": {s.name: s.text for s in sources}, "env": dict(tier.compile.env),
+            "commits": {s.name: commits.get(s.text, "") for s in sources},
             "git": git, "outputs": tier.compile.outputs}
 
 

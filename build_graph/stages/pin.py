@@ -15,8 +15,7 @@ from pathlib import Path
 from build_graph.docker import daemon
 from build_graph.errors import BuildFailed, RegistryError
 from build_graph.log import progress
-from build_graph.manifest.grammar import split_git_source
-from build_graph.manifest.model import Stack
+from build_graph.manifest.model import Source, Stack
 from build_graph.plan.lock import LOCAL, Lock, lock_path, read_lock, write_lock
 from build_graph.plan.plan import from_images, git_sources
 from build_graph.registry import availability
@@ -40,20 +39,20 @@ def resolve(ref: str) -> str:
                       "daemon; fix `from` in images.toml")
 
 
-def resolve_source(source: str) -> str:
+def resolve_source(source: Source) -> str:
     """The commit a git source's ref names now."""
-    url, ref = split_git_source(source)
+    url, ref = source.location, source.ref
     if _COMMIT.match(ref):
         return ref
     try:
         out = subprocess.run(["git", "ls-remote", "--", url, ref], capture_output=True,
                              text=True, timeout=120, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BuildFailed(f"cannot pin {source}: git ls-remote failed ({exc})") from None
+        raise BuildFailed(f"cannot pin {source.text}: git ls-remote failed ({exc})") from None
     commits = [line.split()[0] for line in out.stdout.splitlines() if line.strip()]
     if out.returncode != 0 or not commits:
         why = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "no such ref"
-        raise BuildFailed(f"cannot pin {source}: {why}; check the URL and ref in "
+        raise BuildFailed(f"cannot pin {source.text}: {why}; check the URL and ref in "
                           "compile.sources")
     return commits[0]
 
@@ -69,9 +68,9 @@ def record_missing(stack: Stack) -> bool:
             progress(_line(path, ref, lock.images[ref], "recorded"))
             changed = True
     for source in git_sources(stack):
-        if source not in lock.sources:
-            lock.sources[source] = resolve_source(source)
-            progress(_line(path, source, lock.sources[source], "recorded"))
+        if source.text not in lock.sources:
+            lock.sources[source.text] = resolve_source(source)
+            progress(_line(path, source.text, lock.sources[source.text], "recorded"))
             changed = True
     if changed:
         write_lock(path, lock)
@@ -82,7 +81,9 @@ def update(stack: Stack, names: list[str]) -> list[str]:
     """Re-resolve `names` (every image and source when empty); lines saying what moved."""
     path = lock_path(stack.manifest)
     old = read_lock(path)
-    images, sources = from_images(stack), git_sources(stack)
+    images = from_images(stack)
+    by_text = {s.text: s for s in git_sources(stack)}
+    sources = list(by_text)
     unknown = [n for n in names if n not in images and n not in sources]
     if unknown:
         raise BuildFailed(f"not a `from` image or git source of {stack.manifest}: "
@@ -93,7 +94,7 @@ def update(stack: Stack, names: list[str]) -> list[str]:
     for name in names or images + sources:
         table, before = (new.images, old.images) if name in images else (new.sources,
                                                                          old.sources)
-        table[name] = resolve(name) if name in images else resolve_source(name)
+        table[name] = resolve(name) if name in images else resolve_source(by_text[name])
         if before.get(name) != table[name]:
             lines.append(_line(path, name, table[name],
                                f"moved from {before.get(name) or 'nothing'}"))

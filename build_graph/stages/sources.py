@@ -25,7 +25,6 @@ from urllib.parse import urlsplit
 
 from build_graph.errors import BuildFailed
 from build_graph.log import progress
-from build_graph.manifest.grammar import source_kind
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier
 
@@ -97,12 +96,12 @@ def stage_sources(stack: Stack, tier: PlannedTier) -> None:
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir(parents=True)
     stack.build_folder.sources.mkdir(parents=True, exist_ok=True)
-    roots = dict(tier.spec.compile.sources)
+    roots = {s.name: s.location for s in tier.spec.compile.sources}
     for name, relative, path in tier.source_files:
-        inner = PurePosixPath(relative).relative_to(roots[name].strip("/"))
+        inner = PurePosixPath(relative).relative_to(roots[name])
         target = src / name / inner if inner.parts else src / name / path.name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, target)
-    for _, source in tier.spec.compile.sources:
-        if source_kind(source) == "archive":
-            cached_archive(stack.build_folder.sources, source)
+    for source in tier.spec.compile.sources:
+        if source.kind == "archive":
+            cached_archive(stack.build_folder.sources, source.text)
