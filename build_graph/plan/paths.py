@@ -13,11 +13,12 @@ CCACHE_DIR = "/ccache"
 # Fetched sources, kept between compiles: git-<commit>/ and sha256-<hex>/ (an archive).
 SOURCES_DIR = "/sources"
 WHEELS_DIR = "wheels"  # inside a tier's build context
+BUILD_DIR = "build"  # beside the manifest
 
 
 def build_root(stack: Stack) -> Path:
     """build/ beside the manifest: rendered files, records, doit's database, the lock."""
-    return stack.root / "build"
+    return stack.root / BUILD_DIR
 
 
 def sources_cache(stack: Stack) -> Path:

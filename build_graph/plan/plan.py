@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.manifest.grammar import source_kind
 from build_graph.manifest.model import Stack, TierSpec, VariantSpec
-from build_graph.plan.context import ContextError, context_files
+from build_graph.plan.context import ContextError, context_files, source_files
 from build_graph.plan.hashing import content_hash, file_digest
 from build_graph.plan.lock import Lock, lock_path, pinned_image, read_lock
 from build_graph.plan.paths import build_root
@@ -159,5 +159,5 @@ def _local_sources(stack: Stack, tier: TierSpec) -> list[tuple[str, Path]]:
     """Files of compile sources that are folders below the manifest (URLs hash by name)."""
     if tier.compile is None:
         return []
-    local = [src for _, src in tier.compile.sources if "://" not in src]
-    return context_files(stack.root, local)
+    return [file for _, src in tier.compile.sources if source_kind(src) == "local"
+            for file in source_files(stack.root, src)]

@@ -28,6 +28,7 @@ from build_graph.fs import write_if_changed
 from build_graph.log import log, progress
 from build_graph.manifest.grammar import source_kind
 from build_graph.manifest.model import Stack
+from build_graph.plan.context import source_files
 from build_graph.plan.paths import (
     CCACHE_DIR,
     OUT_DIR,
@@ -157,8 +158,10 @@ def _stage_sources(stack: Stack, tier: PlannedTier, src: Path) -> None:
     sources_cache(stack).mkdir(parents=True, exist_ok=True)
     for name, source in tier.spec.compile.sources:
         kind = source_kind(source)
-        if kind == "local":
-            shutil.copytree(stack.root / source, src / name,
-                            ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+        if kind == "local":  # exactly the files the compile hash read
+            for relative, path in source_files(stack.root, source):
+                target = src / name / Path(relative).relative_to(source)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, target)
         elif kind == "archive":
             cached_archive(sources_cache(stack), source)
