@@ -85,11 +85,12 @@ def test_git_env_dockerignore_and_tier_excludes_are_neither_sent_nor_hashed(
 def test_an_unchanged_stack_is_served_from_the_plan_cache(folder: Path) -> None:
     """The cache must hit when nothing changed (it once re-expanded its own file list and
     never matched: every no-op run planned afresh)."""
-    load_plan(folder / "images.toml")
-    cached = cache._read(folder / "build" / cache.CACHE_NAME)
+    manifest = (folder / "images.toml").resolve()
+    load_plan(manifest)
+    cached = cache._read(cache.cache_path(manifest), manifest)
     assert cached is not None
     (folder / "app" / "new.py").write_text("x = 1\n")
-    assert cache._read(folder / "build" / cache.CACHE_NAME) is None
+    assert cache._read(cache.cache_path(manifest), manifest) is None
 
 
 def test_a_new_file_in_a_context_folder_changes_the_plan(folder: Path) -> None:
