@@ -11,7 +11,7 @@ from pathlib import Path
 from build_graph.errors import did_you_mean
 from build_graph.fs import inside
 from build_graph.manifest import schema
-from build_graph.manifest.grammar import ARCHIVE_URL_RE, CONTEXT_RE, SOURCE_URL_RE
+from build_graph.manifest.grammar import ARCHIVE_URL_RE, CONTEXT_RE, SOURCE_URL_RE, conforms
 from build_graph.manifest.model import Source
 from build_graph.manifest.rules import Report
 
@@ -52,16 +52,16 @@ def _check_local(root: Path, entry: str, key: str, report: Report) -> None:
 def check_source(root: Path, entry: Source, key: str, report: Report) -> None:
     source = entry.text
     if entry.kind == "archive":
-        if not ARCHIVE_URL_RE.match(source):
+        if not conforms(ARCHIVE_URL_RE, source):
             report.error(key, f"{source!r} is not an archive URL: write https://host/path/"
                               "name-1.0.tar.gz#sha256=<the archive's 64 hex sha256> (.tar.gz, "
                               ".tgz, .tar.bz2, .tar.xz or .zip)")
     elif entry.kind == "git":
-        if not SOURCE_URL_RE.match(source):
+        if not conforms(SOURCE_URL_RE, source):
             report.error(key, f"{source!r} is not a source URL: write https://, ssh:// or "
                               "git:// URL with an optional @ref (letters, digits, ._/+-), "
                               "no shell characters")
-    elif not CONTEXT_RE.match(source):
+    elif not conforms(CONTEXT_RE, source):
         report.error(key, f"{source!r} is neither a URL nor a relative path below {root}")
     else:
         _check_local(root, source, key, report)

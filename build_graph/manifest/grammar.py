@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import re
+import string
+import unicodedata
+from collections import defaultdict
+from collections.abc import Mapping
 from typing import Annotated, Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 from pydantic import AfterValidator
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Unicode categories no value may hold: controls (Cc: newline, tab, NUL, U+0085), format
+# characters (Cf: zero-width and bidi marks, BOM), line and paragraph separators (Zl, Zp:
+# U+2028, U+2029), surrogates (Cs). Some end a line for a shell or an editor, the others
+# make a value read differently from what it is.
+_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+FIELD_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What images.lock pins to: a registry's manifest digest, or a git commit (SHA-1 or SHA-256).
+DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
+COMMIT_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 VERSION_RE = re.compile(r"^[0-9A-Za-z][0-9A-Za-z.+_~-]*$")
 NAME_RE = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$")
 TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
@@ -58,23 +70,73 @@ def split_git_source(source: str) -> tuple[str, str]:
     return head, ref
 
 
+def conforms(pattern: re.Pattern[str], value: str) -> bool:
+    """True when all of `value` matches `pattern` and it holds no forbidden character.
+
+    fullmatch, not match: a pattern ending in '$' also matches before a trailing newline."""
+    return pattern.fullmatch(value) is not None and forbidden_character(value) is None
+
+
 def _matching(pattern: re.Pattern[str], what: str, example: str) -> AfterValidator:
     def check(value: str) -> str:
-        if not pattern.match(value):
-            raise ValueError(f"{value!r} is not a valid {what} (for example {example!r})")
+        if not conforms(pattern, value):
+            found = forbidden_character(value)
+            why = f": it contains {found}" if found else ""
+            raise ValueError(f"{value!r} is not a valid {what} (for example {example!r}){why}")
         return value
 
     return AfterValidator(check)
 
 
+def forbidden_character(value: str) -> str | None:
+    """'U+2028 (LINE SEPARATOR)' for the first character no value may hold; None if none."""
+    for char in value:
+        if unicodedata.category(char) in _FORBIDDEN_CATEGORIES:
+            name = unicodedata.name(char, "control character")
+            return f"U+{ord(char):04X} ({name})"
+    return None
+
+
 def single_line(value: str) -> str:
-    """Reject newlines and control characters (they could start a Dockerfile instruction)."""
-    if _CONTROL.search(value):
-        raise ValueError(f"{value!r} contains a newline or control character")
+    """The one rule every value obeys: no newline, control, format or line/paragraph
+    separator character (any of them could end a Dockerfile line and start an instruction,
+    or hide what a value says). Raises ValueError naming the character."""
+    found = forbidden_character(value)
+    if found is not None:
+        raise ValueError(f"{value!r} contains a newline or control character ({found}); "
+                         "values are one line of printable text")
     return value
 
 
-_FIELD = re.compile(r"\{[A-Za-z0-9_]+\}")
+def field_names(text: str) -> list[str]:
+    """The {name} fields of `text`, in order. Raises ValueError for anything else in braces
+    (a format spec, a conversion, an attribute or an index) or an unpaired brace: only
+    plain {name} is filled, so no value can be formatted into something else."""
+    try:
+        parts = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        raise ValueError(f"{text!r}: {exc}; write a field as {{name}} ({{{{ for a brace)") \
+            from None
+    names = []
+    for _, name, spec, conversion in parts:
+        if name is None:
+            continue
+        if spec or conversion or not FIELD_NAME_RE.fullmatch(name):
+            written = "{" + name + (f"!{conversion}" if conversion else "") + \
+                (f":{spec}" if spec else "") + "}"
+            raise ValueError(f"{text!r}: {written} is not a field: only {{name}} is allowed "
+                             "(no format spec, conversion, attribute or index)")
+        names.append(name)
+    return names
+
+
+def fill_fields(text: str, fields: Mapping[str, str]) -> str:
+    """`text` with each {name} replaced by its value, verbatim (no str.format semantics).
+    Raises ValueError for bad field syntax (see field_names) and KeyError for an unknown
+    name."""
+    field_names(text)
+    return "".join(literal + (fields[name] if name is not None else "")
+                   for literal, name, _, _ in string.Formatter().parse(text))
 
 
 def requirement(value: str) -> str:
@@ -82,7 +144,8 @@ def requirement(value: str) -> str:
     line; a {field} is checked as a version here and the filled text again on resolve."""
     single_line(value)
     try:
-        Requirement(_FIELD.sub("0", value))
+        # Every field reads as the version '0': the shape is checked before versions are known.
+        Requirement(fill_fields(value, defaultdict(lambda: "0")))
     except InvalidRequirement as exc:
         raise ValueError(f"{value!r} is not a pip requirement: {exc}") from None
     return value
@@ -92,6 +155,8 @@ Text = Annotated[str, AfterValidator(single_line)]
 Version = Annotated[str, _matching(VERSION_RE, "version", "12.4.1")]
 Name = Annotated[str, _matching(NAME_RE, "name (lower case, digits, '.', '_', '-')", "base")]
 Tag = Annotated[str, AfterValidator(single_line)]  # checked by TAG_RE after formatting
+FieldName = Annotated[str, _matching(FIELD_NAME_RE, "field name (letters, digits, '_')",
+                                     "cuda_toolkit")]
 ArgName = Annotated[str, _matching(ARG_RE, "build-arg name", "MAX_JOBS")]
 Repository = Annotated[str, _matching(REPO_RE, "image repository", "127.0.0.1:5000/team")]
 AptPackage = Annotated[str, _matching(APT_RE, "Debian package name", "ccache")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 import types
 import typing
@@ -12,6 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from build_graph.errors import ConfigError, ConfigIssue, did_you_mean
 from build_graph.manifest import schema
+from build_graph.manifest.grammar import forbidden_character
 from build_graph.manifest.model import Stack
 from build_graph.manifest.resolve import resolve_stack
 
@@ -48,7 +50,7 @@ def _issues_from(path: Path, exc: ValidationError) -> list[ConfigIssue]:
     issues = []
     for err in exc.errors():
         loc = tuple(str(p) for p in err["loc"])
-        key = ".".join("from" if p == "from_" else p for p in loc)
+        key = ".".join("from" if p == "from_" else _key_part(p) for p in loc)
         if err["type"] == "extra_forbidden":
             known = _fields_at(schema.Manifest, loc[:-1])
             message = f"unknown key{did_you_mean(loc[-1], known)}"
@@ -60,6 +62,12 @@ def _issues_from(path: Path, exc: ValidationError) -> list[ConfigIssue]:
             message = err["msg"].removeprefix("Value error, ")
         issues.append(ConfigIssue(path, key, message))
     return issues
+
+
+def _key_part(part: str) -> str:
+    """A key as TOML would quote it when it holds a character no value may (a hostile key
+    must not start a new line, or a terminal escape, in the error message)."""
+    return json.dumps(part) if forbidden_character(part) else part
 
 
 def _fields_at(model: type[BaseModel], loc: tuple[str, ...]) -> list[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -12,7 +11,7 @@ from build_graph.errors import ConfigError, did_you_mean
 from build_graph.layout import BuildFolder
 from build_graph.manifest import schema
 from build_graph.manifest.files import check_files, check_source
-from build_graph.manifest.grammar import IMAGE_RE, TAG_RE, requirement
+from build_graph.manifest.grammar import IMAGE_RE, TAG_RE, conforms, fill_fields, requirement
 from build_graph.manifest.graph import CycleError, topological_order
 from build_graph.manifest.model import (
     DEFAULT_VARIANT,
@@ -34,7 +33,7 @@ from build_graph.manifest.rules import RULES, Report
 RESERVED = frozenset({*STAGES, "tiers", "list", "info", "run", "help", "clean", "forget",
                       "ignore", "dumpdb", "strace", "tabcompletion", "reset-dep", "auto"})
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
-_GCS_RE = re.compile(r"^gs://([a-z0-9][a-z0-9._-]{1,220}[a-z0-9])(/[^\s]*)?$")
+_GCS_RE = re.compile(r"gs://([a-z0-9][a-z0-9._-]{1,220}[a-z0-9])(/[^\s]*)?")
 
 
 @cache
@@ -82,18 +81,17 @@ def parse_size(text: str) -> int | None:
 
 
 def _fill(text: str, fields: Mapping[str, str], key: str, report: Report) -> str:
-    """Fill {field}s; an unknown field is reported (naming the known ones)."""
+    """Fill {field}s; bad field syntax or an unknown field is reported (naming the known
+    ones) and the text comes back unfilled."""
     try:
-        names = [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
+        return fill_fields(text, fields)
     except ValueError as exc:
-        report.error(key, f"{text!r}: {exc}; write a version field as {{torch}}")
-        return text
-    for name in names:
-        if name not in fields:
-            report.error(key, f"unknown field {{{name}}}{did_you_mean(name, fields)}; "
-                              f"known: {', '.join(sorted(fields))}")
-            return text
-    return text.format_map(fields)
+        report.error(key, str(exc))
+    except KeyError as exc:
+        name = str(exc.args[0])
+        report.error(key, f"unknown field {{{name}}}{did_you_mean(name, fields)}; "
+                          f"known: {', '.join(sorted(fields))}")
+    return text
 
 
 def _check_graph(manifest: schema.Manifest, report: Report) -> list[str]:
@@ -127,7 +125,7 @@ def _resolve_cache(cache: schema.Cache, manifest: Path, report: Report) -> Cache
     if url.startswith("file://"):
         folder = Path(url.removeprefix("file://"))
         url = f"file://{folder if folder.is_absolute() else (root / folder).resolve()}"
-    elif not _GCS_RE.match(url):
+    elif not conforms(_GCS_RE, url):
         report.error("cache.url", f"{url!r} is not a cache location; write "
                      "'gs://bucket/prefix' or 'file://path' (or leave it out for a local folder)")
     size = parse_size(cache.max_size)
@@ -178,12 +176,12 @@ def _resolve_tier(name: str, tier: schema.Tier, variant: str, versions: Mapping[
     from_image = None
     if tier.from_ is not None:
         from_image = _fill(tier.from_, fields, f"{key}.from", report)
-        if "{" not in from_image and not IMAGE_RE.match(from_image):
+        if "{" not in from_image and not conforms(IMAGE_RE, from_image):
             report.error(f"{key}.from", f"{from_image!r} is not an image reference "
                          "(for example 'nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04')")
     tags = tuple(_fill(t, fields, f"{key}.tags", report) for t in tier.tags)
     for tag in tags:
-        if "{" not in tag and not TAG_RE.match(tag):
+        if "{" not in tag and not conforms(TAG_RE, tag):
             report.error(f"{key}.tags", f"{tag!r} is not a Docker tag (letters, digits, "
                          "'_', '.', '-'; at most 128)")
     packages = tuple(_fill(p, fields, f"{key}.packages.{i}", report)

@@ -7,16 +7,19 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from build_graph.manifest.grammar import (
+    FIELD_NAME_RE,
     VERSION_RE,
     AptPackage,
     ArgName,
     ContextPath,
+    FieldName,
     Name,
     PipRequirement,
     Repository,
     Tag,
     Text,
     Version,
+    conforms,
 )
 
 # "required": promote only after a kernel really ran on a GPU; "optional": promote after
@@ -53,7 +56,11 @@ class Versions(Strict):
     @model_validator(mode="after")
     def _extra_are_versions(self) -> Versions:
         for key, value in (self.model_extra or {}).items():
-            if not isinstance(value, str) or not VERSION_RE.match(value):
+            # A key is a {field} of from, tags, ... and a name templates read: a field name.
+            if not conforms(FIELD_NAME_RE, key):
+                raise ValueError(f"versions.{key!r}: not a field name (letters, digits, '_'; "
+                                 "for example 'cuda_toolkit')")
+            if not isinstance(value, str) or not conforms(VERSION_RE, value):
                 raise ValueError(f"versions.{key}: {value!r} is not a version string")
         return self
 
@@ -120,7 +127,7 @@ class Tier(Strict):
 
 class Variant(Strict):
     description: Text = ""
-    versions: dict[str, Version] = Field(default_factory=dict)
+    versions: dict[FieldName, Version] = Field(default_factory=dict)
     gpu: GpuOverride | None = None
 
 

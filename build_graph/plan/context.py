@@ -5,6 +5,10 @@ file that is excluded can neither reach an image nor rebuild one. Excluded alway
 `.env` files and tool caches. Also excluded: the patterns of a `.dockerignore` in a context
 folder (Docker's syntax: `*`, `?`, `**`, a leading `!` re-includes, the last match wins)
 and the tier's own `exclude` patterns (relative to the manifest's folder).
+
+Never part of a context or a source, whatever a pattern re-includes: the tool's own files
+(`build/` beside the manifest, `.venv`, doit's database). A context of "." would otherwise
+send the plan cache and the records, and hash files that change on every run.
 """
 
 from __future__ import annotations
@@ -16,11 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from build_graph.fs import inside
+from build_graph.layout import OWN_FOLDER
 
 DEFAULT_EXCLUDES = (".git", "**/.git", ".env", "**/.env", ".env.*", "**/.env.*",
                     "**/__pycache__", "**/*.pyc", "**/.mypy_cache", "**/.pytest_cache",
                     "**/.ruff_cache")
 IGNORE_FILE = ".dockerignore"
+# What a compile leaves in a source folder it builds in place (relative to the source):
+# the compile stage never copied these, so they are not hashed either.
+SOURCE_OUTPUTS = ("**/build", "**/*.egg-info")
 
 
 class ContextError(ValueError):
@@ -66,6 +74,18 @@ def _translate(pattern: str) -> str:
     return "^" + "".join(parts).removesuffix("/") + "(?:/.*)?$"
 
 
+# Relative to the manifest's folder; not Rules a '!' could undo: tool_owned() is asked first.
+_TOOL_OWNED = (OWN_FOLDER, ".venv", "**/.venv", ".doit.db", ".doit.db.*", "**/.doit.db",
+               "**/.doit.db.*")
+_TOOL_RULES = compile_rules(_TOOL_OWNED)
+
+
+def tool_owned(relative: str) -> bool:
+    """True for a path (relative to the manifest's folder) that is the tool's own: build/
+    beside the manifest, a .venv, doit's database files. Never hashed, never sent."""
+    return excluded(os.path.normpath(relative), _TOOL_RULES)
+
+
 def excluded(relative: str, rules: list[Rule]) -> bool:
     verdict = False
     for rule in rules:
@@ -74,11 +94,13 @@ def excluded(relative: str, rules: list[Rule]) -> bool:
     return verdict
 
 
-def context_files(root: Path, entries: Iterable[str],
-                  excludes: Iterable[str] = ()) -> list[tuple[str, Path]]:
+def context_files(root: Path, entries: Iterable[str], excludes: Iterable[str] = (),
+                  within: Iterable[str] = ()) -> list[tuple[str, Path]]:
     """(name relative to root, path) of every file a build sees, sorted per entry.
 
-    Raises ContextError for an entry (or a symlink inside one) that leaves `root`.
+    `excludes` are patterns relative to root, `within` patterns relative to each entry (as
+    its .dockerignore). Raises ContextError for an entry (or a symlink inside one) that
+    leaves `root`, and for an entry inside the tool's own files.
     """
     tier_rules = compile_rules([*DEFAULT_EXCLUDES, *excludes])
     found: list[tuple[str, Path]] = []
@@ -87,11 +109,15 @@ def context_files(root: Path, entries: Iterable[str],
         if os.path.isabs(entry) or ".." in Path(entry).parts or not inside(root, base):
             raise ContextError(entry, f"leaves the manifest's folder {root}; contexts are "
                                       "paths below it")
+        if tool_owned(entry):
+            raise ContextError(entry, "is build-graph's own (build/ beside the manifest, "
+                                      ".venv, doit's database): never part of a context or "
+                                      "a source; name the folders to send instead")
         if base.is_file():
             found.append((entry, base))
             continue
-        local = compile_rules(_read_ignore(base))
-        for path in _walk(base):
+        local = compile_rules([*_read_ignore(base), *within])
+        for path in _walk(base, root):
             name = path.relative_to(root).as_posix()
             if excluded(name, tier_rules) or excluded(path.relative_to(base).as_posix(), local):
                 continue
@@ -103,6 +129,12 @@ def context_files(root: Path, entries: Iterable[str],
     return found
 
 
+def source_files(root: Path, source: str) -> list[tuple[str, Path]]:
+    """The files of a local compile source: what its compile hash reads and exactly what
+    the compile stage copies."""
+    return context_files(root, [source], within=SOURCE_OUTPUTS)
+
+
 def _read_ignore(folder: Path) -> list[str]:
     try:
         return [*(folder / IGNORE_FILE).read_text(encoding="utf-8").splitlines(), IGNORE_FILE]
@@ -110,12 +142,15 @@ def _read_ignore(folder: Path) -> list[str]:
         return []
 
 
-def _walk(folder: Path) -> list[Path]:
+def _walk(folder: Path, root: Path) -> list[Path]:
     """Every file below `folder`, sorted, and every symlink to a folder (not followed:
-    the caller refuses those that leave the manifest's folder and skips the rest)."""
+    the caller refuses those that leave the manifest's folder and skips the rest). The
+    tool's own folders are not entered (build/ may hold a whole PyTorch checkout)."""
     files: list[Path] = []
     for current, dirs, names in os.walk(folder):
-        dirs.sort()
-        files.extend(Path(current) / n for n in names)
-        files.extend(Path(current) / d for d in dirs if (Path(current) / d).is_symlink())
+        here = Path(current)
+        dirs[:] = sorted(d for d in dirs if not tool_owned((here / d).relative_to(root).as_posix()))
+        files.extend(here / n for n in names
+                     if not tool_owned((here / n).relative_to(root).as_posix()))
+        files.extend(here / d for d in dirs if (here / d).is_symlink())
     return sorted(files)

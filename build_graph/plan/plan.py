@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.layout import TierFolder
 from build_graph.manifest.model import Source, Stack, TierSpec, VariantSpec
-from build_graph.plan.context import ContextError, context_files
+from build_graph.plan.context import ContextError, context_files, source_files
 from build_graph.plan.hashing import content_hash, file_digest
 from build_graph.plan.lock import Lock, lock_path, pinned_image, read_lock
 from build_graph.plan.render import environment, render, tier_context
@@ -147,4 +147,4 @@ def _local_sources(stack: Stack, tier: TierSpec) -> tuple[tuple[str, str, Path],
         return ()
     return tuple((source.name, relative, path) for source in tier.compile.sources
                  if source.kind == "local"
-                 for relative, path in context_files(stack.root, [source.text]))
+                 for relative, path in source_files(stack.root, source.text))

@@ -6,6 +6,7 @@ Done when the registry holds the hash tag, or the local daemon has it (then push
 from __future__ import annotations
 
 import datetime as dt
+import re
 import subprocess
 from functools import cache
 from pathlib import Path
@@ -74,12 +75,14 @@ def labels(stack: Stack, tier: PlannedTier) -> dict[str, str]:
     """OCI annotations plus ours; added only to the Dockerfile sent to the daemon, never to
     the rendered (hashed) one, so a build time or revision never changes a tag."""
     revision, source = _git_facts(stack.root)
+    # No host path in an image: without a network remote the source label is left out.
+    where = {"org.opencontainers.image.source": source} if source else {}
     return {
         "org.opencontainers.image.title": f"{stack.name}/{tier.spec.name}",
         "org.opencontainers.image.description": tier.spec.description,
         "org.opencontainers.image.version": (tier.spec.tags or (tier.content_hash,))[0],
         "org.opencontainers.image.revision": revision,
-        "org.opencontainers.image.source": source,
+        **where,
         "org.opencontainers.image.created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "org.opencontainers.image.base.name": tier.base_image,
         f"{LABEL_PREFIX}.stack": stack.name,
@@ -100,7 +103,18 @@ def _git_facts(root: Path) -> tuple[str, str]:
         return result.stdout.strip() if result.returncode == 0 else ""
 
     revision = git("rev-parse", "HEAD") or "unknown"
-    # CI systems put job tokens in remote URLs (GitLab's https://gitlab-ci-token:TOKEN@...):
-    # a label is pushed with the image, so only the URL without userinfo goes in it.
-    source = git("config", "--get", "remote.origin.url")
-    return revision, settings.without_userinfo(source) if source else str(root)
+    return revision, source_label(git("config", "--get", "remote.origin.url"))
+
+
+_SCP_LIKE = re.compile(r"^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:(?!/)")  # git@host:team/repo.git
+
+
+def source_label(remote: str) -> str:
+    """The git remote as the source label, or '' when it is none of a network's: a label
+    is pushed with the image, so a remote that is a path of this host (/srv/git/x.git,
+    file://..., ../x) is left out. CI systems put job tokens in remote URLs (GitLab's
+    https://gitlab-ci-token:TOKEN@...): only the URL without userinfo goes in."""
+    scheme, sep, rest = remote.partition("://")
+    if sep and scheme.lower() in ("https", "http", "ssh", "git") and not rest.startswith("/"):
+        return settings.without_userinfo(remote)
+    return remote if _SCP_LIKE.match(remote) else ""

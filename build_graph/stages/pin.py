@@ -8,29 +8,28 @@ commit already). Anything that cannot be resolved is an error naming it, never a
 
 from __future__ import annotations
 
-import re
 import subprocess
 from pathlib import Path
 
 from build_graph.docker import daemon
 from build_graph.errors import BuildFailed, RegistryError
 from build_graph.log import progress
+from build_graph.manifest.grammar import COMMIT_RE, DIGEST_RE, conforms
 from build_graph.manifest.model import Source, Stack
-from build_graph.plan.lock import LOCAL, Lock, lock_path, read_lock, write_lock
+from build_graph.plan.lock import LOCAL, Lock, lock_path, parse_lock, read_lock, write_lock
 from build_graph.plan.plan import from_images, git_sources
 from build_graph.registry import availability
 from build_graph.registry.refs import Presence
 
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
-
 
 def resolve(ref: str) -> str:
+    """The pin of a `from` image: a digest images.lock's reader accepts, or LOCAL."""
     probe = availability.head(ref)
     if probe.presence is Presence.PRESENT and probe.digest:
-        return probe.digest
+        return _checked(ref, probe.digest, "its registry")
     local = daemon.local_digest(ref)
     if local is not None:
-        return local or LOCAL
+        return _checked(ref, local, "the Docker daemon") if local else LOCAL
     if probe.presence is Presence.ERROR:
         raise RegistryError(f"cannot pin {ref}: its registry did not answer ({probe.error}) "
                             "and the Docker daemon has no such image; start the registry or "
@@ -42,7 +41,7 @@ def resolve(ref: str) -> str:
 def resolve_source(source: Source) -> str:
     """The commit a git source's ref names now."""
     url, ref = source.location, source.ref
-    if _COMMIT.match(ref):
+    if conforms(COMMIT_RE, ref):
         return ref
     try:
         out = subprocess.run(["git", "ls-remote", "--", url, ref], capture_output=True,
@@ -54,7 +53,18 @@ def resolve_source(source: Source) -> str:
         why = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "no such ref"
         raise BuildFailed(f"cannot pin {source.text}: {why}; check the URL and ref in "
                           "compile.sources")
+    if not conforms(COMMIT_RE, commits[0]):
+        raise BuildFailed(f"cannot pin {source.text}: git ls-remote answered {commits[0]!r}, "
+                          "which is not a commit")
     return commits[0]
+
+
+def _checked(ref: str, digest: str, where: str) -> str:
+    """Only a pin images.lock would accept is written to it."""
+    if not conforms(DIGEST_RE, digest):
+        raise BuildFailed(f"cannot pin {ref}: {where} named it {digest!r}, which is not a "
+                          "sha256 digest")
+    return digest
 
 
 def record_missing(stack: Stack) -> bool:
@@ -78,9 +88,12 @@ def record_missing(stack: Stack) -> bool:
 
 
 def update(stack: Stack, names: list[str]) -> list[str]:
-    """Re-resolve `names` (every image and source when empty); lines saying what moved."""
+    """Re-resolve `names` (every image and source when empty); lines saying what moved.
+
+    The one way out of a damaged lock: entries that are not pins (or a file that is not
+    TOML) are dropped and their names pinned again, whatever `names` says."""
     path = lock_path(stack.manifest)
-    old = read_lock(path)
+    old, issues = parse_lock(path)
     images = from_images(stack)
     by_text = {s.text: s for s in git_sources(stack)}
     sources = list(by_text)
@@ -90,8 +103,14 @@ def update(stack: Stack, names: list[str]) -> list[str]:
                           f"{', '.join(unknown)} (they are: {', '.join(images + sources)})")
     new = Lock({r: p for r, p in old.images.items() if r in images},
                {s: c for s, c in old.sources.items() if s in sources})
-    lines = []
-    for name in names or images + sources:
+    # After damage, every name the lock lacks is pinned again, not only `names`.
+    lines = [f"{path.name}: {issue.key or 'the file'}: dropped, "
+             f"{issue.message.partition('; run ')[0]}" for issue in issues]
+    todo = list(names or images + sources)
+    if issues:
+        todo += [n for n in images + sources if n not in todo and n not in old.images
+                 and n not in old.sources]
+    for name in todo:
         table, before = (new.images, old.images) if name in images else (new.sources,
                                                                          old.sources)
         table[name] = resolve(name) if name in images else resolve_source(by_text[name])

@@ -19,6 +19,10 @@ IN_IMAGE = HERE / "in_image"
 PROBE = IN_IMAGE / "probe.py"
 # Mounted together into the image; standard library only.
 PROBE_FILES = (PROBE, IN_IMAGE / "fatbin.py", IN_IMAGE / "finder.py")
+# The code of every rule the verifier applies, by folder: the probe, the fatbin reader and
+# the finder (in_image/), the checks here; which code runs on which GPU (gpu/archs.py) and
+# the tables it reads (gpu/tables.py). A fix in any of them re-verifies.
+VERIFIER_CODE = (HERE, IN_IMAGE, HERE.parent / "gpu")
 # Where the probe leaves its report inside the container.
 REPORT_PATH = "/tmp/build-graph-probe.json"
 
@@ -32,14 +36,22 @@ def probe_request(want: Expectation, gpu: bool, out: str | None = None) -> str:
 
 
 def fingerprint(want: Expectation, gpu_present: bool) -> str:
-    """Changes when the verifier changes: the probe, the reader, the checks, the promises
-    (policy included) and whether a GPU was there. A changed fingerprint re-verifies."""
+    """Changes when the verifier changes: the probe, the reader, the checks, the GPU rules
+    and tables, the promises (policy included) and whether a GPU was there. A changed
+    fingerprint re-verifies."""
     return content_hash({"verifier": _verifier_code(), "want": dataclasses.asdict(want),
                          "gpu_present": gpu_present})
 
 
+def verifier_files() -> list[Path]:
+    """The code of every rule the verifier applies (VERIFIER_CODE's modules)."""
+    return sorted(p for folder in VERIFIER_CODE for p in folder.glob("*.py"))
+
+
 @cache
-def _verifier_code() -> tuple[str, ...]:
-    """Digests of build_graph/verify/**/*.py, read once per process (every verify task's
-    up-to-date check asks, on every run)."""
-    return tuple(hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(HERE.rglob("*.py")))
+def _verifier_code() -> tuple[tuple[str, str], ...]:
+    """(name, sha256 of the bytes) of each verifier file, read once per process (every
+    verify task's up-to-date check asks, on every run). Names count: a module added,
+    removed or renamed changes the fingerprint too."""
+    return tuple((f"{p.parent.name}/{p.name}", hashlib.sha256(p.read_bytes()).hexdigest())
+                 for p in verifier_files())

@@ -10,7 +10,6 @@ import pytest
 
 from build_graph.docker.build_context import without_mounts
 from build_graph.errors import ConfigError
-from build_graph.layout import BuildFolder
 from build_graph.manifest.grammar import source_kind, split_git_source
 from build_graph.plan import cache
 from build_graph.plan.cache import load_plan
@@ -86,11 +85,12 @@ def test_git_env_dockerignore_and_tier_excludes_are_neither_sent_nor_hashed(
 def test_an_unchanged_stack_is_served_from_the_plan_cache(folder: Path) -> None:
     """The cache must hit when nothing changed (it once re-expanded its own file list and
     never matched: every no-op run planned afresh)."""
-    load_plan(folder / "images.toml")
-    cached = cache._read(BuildFolder.of(folder / "images.toml").plan_cache)
+    manifest = (folder / "images.toml").resolve()
+    load_plan(manifest)
+    cached = cache._read(cache.cache_path(manifest), manifest)
     assert cached is not None
     (folder / "app" / "new.py").write_text("x = 1\n")
-    assert cache._read(BuildFolder.of(folder / "images.toml").plan_cache) is None
+    assert cache._read(cache.cache_path(manifest), manifest) is None
 
 
 def test_a_new_file_in_a_context_folder_changes_the_plan(folder: Path) -> None:

@@ -41,7 +41,8 @@ def test_round_trip_and_a_damaged_file(tmp_path: Path) -> None:
     path.write_text("[from\n")
     with pytest.raises(ConfigError) as caught:
         read_lock(path)
-    assert "delete it and run `python -m build_graph lock`" in str(caught.value)
+    assert "not valid TOML" in str(caught.value)
+    assert "run `python -m build_graph lock --update`" in str(caught.value)
 
 
 def test_a_pin_is_in_the_hash_and_the_from_line_and_moves_only_its_tiers(

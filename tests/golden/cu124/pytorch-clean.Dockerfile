@@ -16,7 +16,7 @@ RUN --mount=type=cache,target=/var/cache/apt,sharing=locked --mount=type=cache,t
 RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=cache,target=/root/.cache/pip,sharing=locked python3 -m pip install --upgrade pip==26.3 setuptools==84.2.1
 
 COPY wheels/ /tmp/wheels/
-RUN python3 -m pip install --no-cache-dir /tmp/wheels/*.whl \
+RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=cache,target=/root/.cache/pip,sharing=locked python3 -m pip install --no-cache-dir /tmp/wheels/*.whl \
  && rm -rf /tmp/wheels
 RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=cache,target=/root/.cache/pip,sharing=locked python3 -m pip install 'numpy<2' triton==3.2.0
 
