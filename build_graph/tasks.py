@@ -83,17 +83,21 @@ def action(stage: str, tier: PlannedTier, fn: Callable[..., None],
 class Condition:
     """An uptodate callable that `doit info` prints as the sentence it tests.
 
-    A problem while checking (daemon down, ...) reads as 'not up to date'; the action then
-    runs and explains it.
+    A problem while checking (daemon down, registry unreachable, ...) reads as 'not up to
+    date' for a run (the action then runs and explains it), and is kept in `error`: `doit
+    list --status` and `doit info` report it instead of a plan made of guesses.
     """
 
     def __init__(self, says: str, fn: Callable[..., bool], *args: Any) -> None:
         self.says, self.fn, self.args = says, fn, args
+        self.error: BuildGraphError | None = None
 
     def __call__(self) -> bool:
         try:
+            self.error = None
             return bool(self.fn(*self.args))
-        except BuildGraphError:
+        except BuildGraphError as exc:
+            self.error = exc
             return False
         except KeyboardInterrupt:
             interrupted("an up-to-date check")

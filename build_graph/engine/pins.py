@@ -27,7 +27,7 @@ _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 def resolve(ref: str) -> str:
     probe = availability.head(ref)
     if probe.presence is Presence.PRESENT and probe.digest:
-        return probe.digest
+        return str(probe.digest)
     local = daemon.local_digest(ref)
     if local is not None:
         return local or LOCAL

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from build_graph.engine.digest import Digest, maybe_digest
 from build_graph.fs import write_if_changed
 from build_graph.plan.plan import PlannedTier
 
@@ -28,10 +29,11 @@ def read_record(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def recorded_digest(tier: PlannedTier) -> str | None:
-    """The digest this machine last saw for the tier's hash tag (push.json): a hint only."""
+def recorded_digest(tier: PlannedTier) -> Digest | None:
+    """The digest this machine last saw for the tier's hash tag (push.json): a hint only
+    (None when the note is missing, for another image, or not a digest)."""
     record = read_record(tier.push_record)
-    if record and record.get("image") == tier.image and record.get("digest"):
-        return str(record["digest"])
+    if record and record.get("image") == tier.image:
+        return maybe_digest(record.get("digest"))
     return None
 

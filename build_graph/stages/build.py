@@ -25,9 +25,13 @@ LABEL_PREFIX = "io.build-graph"
 
 def image_available(tier: PlannedTier, seen: Availability) -> bool:
     """Up to date for build: the registry holds the hash tag, or the daemon here has it.
-    The daemon is asked only when the registry lacks it (a fresh runner never asks)."""
-    return (seen.registry(tier.image).presence is Presence.PRESENT
-            or seen.local(tier.image))
+    The daemon is asked only when the registry lacks it (a fresh runner never asks).
+    Raises RegistryError when the registry could not say and the daemon lacks it."""
+    probe = seen.registry(tier.image)
+    if probe.presence is Presence.PRESENT or seen.local(tier.image):
+        return True
+    seen.answer(tier.image)  # an error raises: 'could not ask' is not 'absent'
+    return False
 
 
 def build(stack: Stack, tier: PlannedTier, seen: Availability) -> None:

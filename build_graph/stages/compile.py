@@ -23,7 +23,7 @@ from build_graph.engine.availability import Availability
 from build_graph.engine.containers import Mount
 from build_graph.engine.downloads import cached_archive
 from build_graph.engine.records import write_record
-from build_graph.errors import BuildFailed
+from build_graph.errors import BuildFailed, RegistryError
 from build_graph.fs import write_if_changed
 from build_graph.log import log, progress
 from build_graph.manifest.grammar import source_kind
@@ -59,8 +59,14 @@ def wheels_current(tier: PlannedTier) -> bool:
 
 
 def compiled(tier: PlannedTier, seen: Availability) -> bool:
-    """Up to date: the image already exists (no wheels needed) or the wheels are current."""
-    return image_available(tier, seen) or wheels_current(tier)
+    """Up to date: the image already exists (no wheels needed) or the wheels are current.
+    Raises RegistryError only when the registry could not say and the wheels are stale."""
+    try:
+        return image_available(tier, seen) or wheels_current(tier)
+    except RegistryError:
+        if wheels_current(tier):
+            return True
+        raise
 
 
 def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from build_graph.engine import daemon
 from build_graph.engine.availability import Availability
+from build_graph.engine.digest import Digest
 from build_graph.engine.records import write_record
 from build_graph.engine.registry import Presence
 from build_graph.errors import RegistryError
@@ -17,7 +18,8 @@ from build_graph.plan.plan import PlannedTier
 
 
 def pushed(tier: PlannedTier, seen: Availability) -> bool:
-    probe = seen.registry(tier.image)
+    """Up to date: the registry holds the hash tag; RegistryError when it could not say."""
+    probe = seen.answer(tier.image)
     if probe.presence is Presence.PRESENT and probe.digest:
         write_record(tier.push_record, record(tier, probe.digest))
         return True
@@ -30,7 +32,7 @@ def push(tier: PlannedTier, seen: Availability) -> None:
         log(f"[{tier.key}] registry already holds {tier.image} ({probe.digest})")
         write_record(tier.push_record, record(tier, probe.digest))
         return
-    ours = daemon.push(tier.image)
+    ours = daemon.push(tier.image)  # only compared and logged: the registry's answer counts
     now = seen.require(tier.image)
     if now.digest is None:
         raise RegistryError(f"{tier.image} was pushed ({ours}) but the registry does not "
@@ -41,6 +43,6 @@ def push(tier: PlannedTier, seen: Availability) -> None:
     write_record(tier.push_record, record(tier, now.digest))
 
 
-def record(tier: PlannedTier, digest: str) -> dict[str, object]:
+def record(tier: PlannedTier, digest: Digest) -> dict[str, object]:
     """push.json: the hash tag, its digest, and the inputs it was made of (for `doit info`)."""
-    return {"image": tier.image, "digest": digest, "inputs": dict(tier.inputs)}
+    return {"image": tier.image, "digest": str(digest), "inputs": dict(tier.inputs)}

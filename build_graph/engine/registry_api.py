@@ -1,0 +1,152 @@
+"""Manifests and blobs in a registry, checked at the door before anything uses them.
+
+Contracts: a digest a registry sends (a Docker-Content-Digest header) becomes a `Digest` here
+or the answer is refused; a manifest or blob body read is hashed here and must equal the
+digest asked for (a digest reference) and the digest header (when one came), else
+UntrustedAnswer naming the registry, the digest asked for and the digest of the bytes. A
+manifest's media type must be one of the kinds we asked for. An error is an error: only a
+404 reads as 'absent'.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from dataclasses import dataclass
+
+from build_graph.engine import registry_errors
+from build_graph.engine.digest import Digest, maybe_digest
+from build_graph.engine.registry import MANIFEST_TYPES, Presence, Probe, Ref
+from build_graph.engine.registry_http import Response, blob_response, client
+from build_graph.errors import BuildGraphError, UntrustedAnswer
+
+_ACCEPT = {"Accept": ", ".join(MANIFEST_TYPES)}
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A manifest's bytes exactly as stored, its media type, and the digest of those bytes
+    (computed here)."""
+
+    body: bytes
+    media_type: str
+    digest: Digest
+
+
+def _where(ref: Ref) -> str:
+    sep = "@" if maybe_digest(ref.reference) else ":"
+    return f"{ref.host}/{ref.repository}{sep}{ref.reference}"
+
+
+def _header_digest(ref: Ref, response: Response) -> Digest | None:
+    try:
+        return response.digest_header()
+    except ValueError as exc:
+        raise UntrustedAnswer(f"the registry {ref.host} sent a Docker-Content-Digest for "
+                              f"{_where(ref)} that is not a digest: {exc}") from None
+
+
+def _media_type(ref: Ref, response: Response) -> str:
+    media_type = response.headers.get("content-type", "")
+    if media_type not in MANIFEST_TYPES:
+        raise UntrustedAnswer(f"the registry {ref.host} served {_where(ref)} as "
+                              f"{media_type[:80]!r}, not a manifest kind we asked for")
+    return media_type
+
+
+def head_manifest(ref: Ref) -> Probe:
+    """Is `ref` in the registry, and as which digest? An error is an error, never 'absent'."""
+    try:
+        response = client(ref.api_host).request("HEAD", ref.repository,
+                                                f"manifests/{ref.reference}", headers=_ACCEPT)
+        if response.status == 404:
+            return Probe(Presence.ABSENT)
+        if response.status != 200:
+            raise registry_errors.refused(ref.host, f"a question about {_where(ref)}",
+                                          response.status)
+        digest = _header_digest(ref, response)
+        length = response.headers.get("content-length", "")
+        if digest is None or not length.isdigit():  # not every registry says: read it
+            manifest = get_manifest(ref)
+            return Probe(Presence.PRESENT, digest=manifest.digest,
+                         media_type=manifest.media_type, size=len(manifest.body))
+        return Probe(Presence.PRESENT, digest=digest, media_type=_media_type(ref, response),
+                     size=int(length))
+    except BuildGraphError as exc:
+        return Probe(Presence.ERROR, error=str(exc))
+
+
+def get_manifest(ref: Ref) -> Manifest:
+    """The manifest at `ref`, its bytes hashed here: they must match the digest `ref` names
+    (if it names one) and the registry's digest header (if it sent one)."""
+    response = client(ref.api_host).request("GET", ref.repository,
+                                            f"manifests/{ref.reference}", headers=_ACCEPT)
+    if response.status != 200:
+        raise registry_errors.refused(ref.host, f"reading the manifest {_where(ref)}",
+                                      response.status, response.body)
+    actual = Digest.of(response.body)
+    for claimed, what in ((maybe_digest(ref.reference), "asked for"),
+                          (_header_digest(ref, response), "it named in its header")):
+        if claimed is not None and claimed != actual:
+            raise UntrustedAnswer(
+                f"the registry {ref.host} served other bytes for {ref.repository}@{claimed} "
+                f"(the digest {what}): they hash to {actual}; refusing them")
+    return Manifest(response.body, _media_type(ref, response), actual)
+
+
+def put_manifest(ref: Ref, body: bytes, media_type: str) -> Digest:
+    """Store `body` under `ref` (a tag); returns its digest, computed here. The digest the
+    registry answers, if any, must be the same, else UntrustedAnswer."""
+    response = client(ref.api_host).request("PUT", ref.repository,
+                                            f"manifests/{ref.reference}",
+                                            headers={"Content-Type": media_type}, body=body)
+    if response.status not in (200, 201):
+        raise registry_errors.refused(ref.host, f"writing the manifest {_where(ref)}",
+                                      response.status, response.body)
+    ours, stored = Digest.of(body), _header_digest(ref, response)
+    if stored is not None and stored != ours:
+        raise UntrustedAnswer(f"the registry {ref.host} stored {_where(ref)} as {stored}, "
+                              f"but the bytes sent hash to {ours}; check the registry")
+    return ours
+
+
+def put_blob(ref: Ref, data: bytes) -> Digest:
+    """Upload `data` to `ref`'s repository (monolithic upload) unless it is there already."""
+    digest = Digest.of(data)
+    api = client(ref.api_host)
+    there = api.request("HEAD", ref.repository, f"blobs/{digest}")
+    if there.status == 200:
+        return digest
+    if there.status != 404:
+        raise registry_errors.refused(ref.host, f"a question about blob {digest} in "
+                                      f"{ref.repository}", there.status)
+    started = api.request("POST", ref.repository, "blobs/uploads/", body=b"")
+    location = started.headers.get("location")
+    if started.status != 202 or not location:
+        raise registry_errors.refused(ref.host, f"starting an upload to {ref.repository}",
+                                      started.status, started.body)
+    parts = urllib.parse.urlsplit(location)
+    prefix = f"/v2/{ref.repository}/"
+    if not parts.path.startswith(prefix) or ".." in parts.path:
+        raise UntrustedAnswer(f"the registry {ref.host} sent an upload location outside "
+                              f"{prefix}: {location[:200]!r}")
+    query = "&".join(q for q in (parts.query, urllib.parse.urlencode({"digest": str(digest)}))
+                     if q)
+    done = api.request("PUT", ref.repository, f"{parts.path[len(prefix):]}?{query}", body=data,
+                       headers={"Content-Type": "application/octet-stream"})
+    if done.status != 201:
+        raise registry_errors.refused(ref.host, f"uploading a blob to {ref.repository}",
+                                      done.status, done.body)
+    return digest
+
+
+def get_blob(ref: Ref, digest: Digest) -> bytes:
+    """The blob `digest` of `ref`'s repository; its bytes must hash to `digest`."""
+    response = blob_response(ref.api_host, ref.repository, digest)
+    if response.status != 200:
+        raise registry_errors.refused(ref.host, f"reading blob {digest} of {ref.repository}",
+                                      response.status, response.body)
+    actual = Digest.of(response.body)
+    if actual != digest:
+        raise UntrustedAnswer(f"the registry {ref.host} served other bytes for blob {digest} "
+                              f"of {ref.repository}: they hash to {actual}; refusing them")
+    return response.body
