@@ -113,5 +113,6 @@ def describe_availability(refs: list[str]) -> list[dict[str, object]]:
                      "digest": str(probe.digest) if probe.digest else None,
                      "registry_error": probe.error,
                      "status": "built" if probe.presence is Presence.PRESENT or local
+                     else "could not ask" if probe.presence is Presence.ERROR
                      else "to build"})
     return rows

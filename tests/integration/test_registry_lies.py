@@ -5,7 +5,7 @@ A one-tier stack talks to a real registry through a lying reverse proxy on loopb
 verified digest, and `latest` (polled on the real registry all along) never names a digest
 without a passing report; a path in a digest header writes nothing anywhere; a 5xx on the
 report tag fails verify and promote loudly, naming the registry, before any container runs;
-`doit list --status` says the registry could not be asked and exits 3.
+`doit list --status` (and `plan`) say the registry could not be asked and exit 3.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -207,3 +209,8 @@ def test_list_status_against_a_registry_that_does_not_answer_exits_3(
     assert f"cannot ask the registry {nowhere}: nothing answers there" in errors[0]
     assert "scripts/services.sh up" in errors[0] and "Error" not in errors[0]
     assert "build, push" not in result.stdout
+    plan = subprocess.run([sys.executable, "-m", "build_graph", "plan", "--manifest",
+                           str(root / "images.toml")], capture_output=True, text=True,
+                          check=False)
+    assert plan.returncode == 3, plan.stdout + plan.stderr
+    assert f"cannot ask the registry {nowhere}" in plan.stderr and "to build" not in plan.stdout
