@@ -136,7 +136,6 @@ class Tokens:
         self._grants: dict[tuple[str, str, str], _Grant] = {}
         self._locks: dict[tuple[str, str, str], threading.Lock] = {}
         self._guard = threading.Lock()
-        self.requests = 0  # token requests sent (for tests)
 
     def bearer(self, host: str, challenge: Challenge, scope: str, fetch: Fetch) -> str:
         """'Bearer <token>' for `scope` at `host`; asks the realm at most once per scope
@@ -166,7 +165,6 @@ class Tokens:
         query = urllib.parse.urlencode({"service": challenge.params.get("service", ""),
                                         "scope": scope})
         headers = {"Authorization": basic_header(creds)} if creds else {}
-        self.requests += 1
         try:
             status, body = fetch(f"{realm}{'&' if '?' in realm else '?'}{query}", headers)
         except RegistryError as exc:
