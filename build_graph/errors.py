@@ -68,6 +68,11 @@ class BuildFailed(BuildGraphError):
     """A docker build, push, compile or verification failed."""
 
 
+class UntrustedAnswer(BuildFailed):
+    """A registry (or whatever stands between us and it) answered something that fails its
+    check: bytes that do not hash to the digest asked for, a malformed digest. Never used."""
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """A ' (did you mean 'x'?)' suffix for the closest choice, or ''."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)

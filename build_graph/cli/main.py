@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from build_graph.errors import run_cli
+from build_graph.errors import EXIT_ENVIRONMENT, run_cli
 from build_graph.fs import write_if_changed
 from build_graph.manifest.load import load
 from build_graph.manifest.model import Stack
@@ -63,6 +63,10 @@ def _plan(args: argparse.Namespace) -> int:
     else:
         for row in rows:
             print(f"{row['key']:<24} {row['image']}  {row.get('status', '')}")
+    unasked = [row for row in rows if row.get("status") == "could not ask"]
+    if unasked:  # a plan with guesses in it is not a plan: say so, exit 3
+        print(f"error: {unasked[0]['registry_error']}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
     return 0
 
 

@@ -16,8 +16,11 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import IO, TYPE_CHECKING, Any
 
-from build_graph.errors import BuildFailed, EnvironmentProblem, RegistryError
+from build_graph.errors import BuildFailed, EnvironmentProblem, RegistryError, UntrustedAnswer
 from build_graph.log import last_output, log
+from build_graph.oci import problems as registry_errors
+from build_graph.oci.digest import Digest, parse_digest
+from build_graph.oci.refs import registry_of
 
 # docker-py (and requests under it) is imported on first use: a no-op run whose records
 # answer every question never pays for it.
@@ -123,26 +126,33 @@ def build(context: IO[bytes], tag: str, *, name: str,
     return image_id
 
 
-def push(ref: str) -> str:
-    """Push `ref`; returns the manifest digest the registry reported."""
+def push(ref: str) -> Digest:
+    """Push `ref`; returns the manifest digest the registry reported (parsed: it is the
+    registry's word relayed by the daemon). Raises RegistryError naming the registry."""
     import docker.errors
 
     repo, tag = split_ref(ref)
+    host = registry_of(ref)
     log(f"+ docker push {ref}")
     digest = None
     try:
         for chunk in client().api.push(repo, tag=tag, stream=True, decode=True):
             if "error" in chunk:
-                raise RegistryError(f"push of {ref} refused by the registry: "
-                                    f"{chunk['error'].strip()}; is the registry running "
-                                    "(scripts/services.sh up) and are you logged in?")
+                raise RegistryError(f"push of {ref} refused by the registry {host}: "
+                                    f"{str(chunk['error']).strip()[:300]}; "
+                                    f"{registry_errors.hint(host)}")
             aux = chunk.get("aux") or {}
             if "Digest" in aux:
-                digest = str(aux["Digest"])
+                digest = parse_digest(aux["Digest"])
     except docker.errors.APIError as exc:
-        raise RegistryError(f"push of {ref} failed: {short_error(exc)}") from None
+        raise RegistryError(f"push of {ref} to the registry {host} failed: "
+                            f"{short_error(exc)}; {registry_errors.hint(host)}") from None
+    except ValueError as exc:
+        raise UntrustedAnswer(f"push of {ref}: the registry {host} answered a digest that "
+                              f"is not one: {exc}") from None
     if digest is None:
-        raise RegistryError(f"push of {ref} reported no digest; check the registry logs")
+        raise RegistryError(f"push of {ref} reported no digest; check the registry {host}'s "
+                            "logs")
     return digest
 
 
@@ -156,9 +166,13 @@ def pull(ref: str) -> None:
         for chunk in client().api.pull(repo, tag=tag_or_digest, stream=True,
                                        decode=True):
             if "error" in chunk:
-                raise RegistryError(f"pull of {ref} failed: {chunk['error'].strip()}")
+                raise RegistryError(f"pull of {ref} from the registry {registry_of(ref)} "
+                                    f"failed: {str(chunk['error']).strip()[:300]}; "
+                                    f"{registry_errors.hint(registry_of(ref))}")
     except docker.errors.APIError as exc:
-        raise RegistryError(f"pull of {ref} failed: {short_error(exc)}") from None
+        raise RegistryError(f"pull of {ref} from the registry {registry_of(ref)} failed: "
+                            f"{short_error(exc)}; {registry_errors.hint(registry_of(ref))}"
+                            ) from None
 
 
 def image_size(ref: str) -> int | None:

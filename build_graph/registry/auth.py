@@ -5,6 +5,12 @@ Where credentials come from (the Docker CLI's own order): a credential helper fo
 $DOCKER_CONFIG/config.json (~/.docker/config.json). A registry that answers 401 says how to
 authenticate in its WWW-Authenticate header: Basic (send the credentials) or Bearer (trade
 them at the realm for a token scoped to the repository and action).
+
+Credentials go only where registry_hosts allows (HTTPS, or a real loopback address), never
+to whatever realm a 401 names. Tokens are shared by every thread of the run: one token
+request per (registry, realm, scope) until it expires, under a lock, so sixteen concurrent
+HEADs with wrong credentials cost one failed login, not sixteen; a refused login is
+remembered for the run and answered again without asking.
 """
 
 from __future__ import annotations
@@ -14,9 +20,22 @@ import json
 import os
 import re
 import subprocess
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+from build_graph.errors import RegistryError
+from build_graph.oci.hosts import may_send_credentials
+
+# A token response without `expires_in` lasts 60 s (the distribution token spec); renewing
+# a little early avoids sending one that expires in flight.
+_DEFAULT_LIFETIME_S = 60.0
+_MARGIN_S = 5.0
+_TOKEN_CHARS = re.compile(r"[\x21-\x7e]{1,8192}")  # one header value: no spaces, no CR/LF
 
 # Docker Hub's credentials live under this key (the Docker CLI's IndexServer).
 _HUB_KEYS = ("https://index.docker.io/v1/", "index.docker.io", "docker.io",
@@ -96,3 +115,77 @@ def _from_helper(helper: str, host: str) -> tuple[str, str] | None:
 
 def basic_header(creds: tuple[str, str]) -> str:
     return "Basic " + base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
+
+
+Fetch = Callable[[str, dict[str, str]], tuple[int, bytes]]
+
+
+@dataclass
+class _Grant:
+    """What a realm answered for one scope: an Authorization value until `until`, or a refusal."""
+
+    value: str | None
+    refusal: RegistryError | None
+    until: float
+
+
+class Tokens:
+    """Bearer tokens per (registry, realm, scope), shared by every thread of the run."""
+
+    def __init__(self) -> None:
+        self._grants: dict[tuple[str, str, str], _Grant] = {}
+        self._locks: dict[tuple[str, str, str], threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def bearer(self, host: str, challenge: Challenge, scope: str, fetch: Fetch) -> str:
+        """'Bearer <token>' for `scope` at `host`; asks the realm at most once per scope
+        until the token expires; raises RegistryError (the same one each time) when the
+        realm refused, or when credentials would have to travel in the clear."""
+        realm = challenge.params.get("realm", "")
+        key = (host, realm, scope)
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            grant = self._grants.get(key)
+            if grant is None or (grant.value is not None and grant.until < time.monotonic()):
+                grant = self._grants[key] = self._ask(host, challenge, scope, fetch)
+        if grant.refusal is not None:
+            raise grant.refusal
+        assert grant.value is not None
+        return grant.value
+
+    def _ask(self, host: str, challenge: Challenge, scope: str, fetch: Fetch) -> _Grant:
+        realm = challenge.params.get("realm", "")
+        if urllib.parse.urlsplit(realm).scheme not in ("http", "https"):
+            return _refusal(f"the registry {host} names no usable token service ({realm!r})")
+        creds = credentials(host)
+        if creds is not None and not may_send_credentials(realm):
+            return _refusal(f"the registry {host} wants credentials sent to {realm} over plain "
+                            "HTTP; they are sent only over HTTPS (or to this machine)")
+        query = urllib.parse.urlencode({"service": challenge.params.get("service", ""),
+                                        "scope": scope})
+        headers = {"Authorization": basic_header(creds)} if creds else {}
+        try:
+            status, body = fetch(f"{realm}{'&' if '?' in realm else '?'}{query}", headers)
+        except RegistryError as exc:
+            return _Grant(None, exc, 0.0)
+        if status != 200:
+            return _refusal(f"the registry {host}'s token service refused a token for {scope} "
+                            f"(HTTP {status}); run `docker login {host}`")
+        return _grant(host, body)
+
+
+def _refusal(message: str) -> _Grant:
+    return _Grant(None, RegistryError(message), 0.0)
+
+
+def _grant(host: str, body: bytes) -> _Grant:
+    try:
+        data = json.loads(body)
+        token = data.get("token") or data["access_token"]
+        lifetime = float(data.get("expires_in") or _DEFAULT_LIFETIME_S)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return _refusal(f"the registry {host}'s token service answered no token")
+    if not isinstance(token, str) or not _TOKEN_CHARS.fullmatch(token):
+        return _refusal(f"the registry {host}'s token service answered a malformed token")
+    return _Grant(f"Bearer {token}", None, time.monotonic() + lifetime - _MARGIN_S)

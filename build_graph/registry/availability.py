@@ -16,8 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 from build_graph.docker import daemon
 from build_graph.errors import RegistryError
-from build_graph.registry import api as registry_http
-from build_graph.registry.refs import Presence, Probe, parse_ref, registry_of
+from build_graph.oci.hosts import is_loopback
+from build_graph.oci.refs import Presence, Probe, parse_ref, registry_of
+from build_graph.registry import api as registry_api
 
 # Concurrent HEADs: a remote registry is latency-bound (many help); a loopback one is
 # CPU-bound on this machine's few cores (4 measured fastest: benchmarks/registry_truth.py).
@@ -30,7 +31,7 @@ def head(ref: str) -> Probe:
         parsed = parse_ref(ref)
     except ValueError as exc:
         return Probe(Presence.ERROR, error=str(exc))
-    return registry_http.head_manifest(parsed)
+    return registry_api.head_manifest(parsed)
 
 
 class Availability:
@@ -54,7 +55,7 @@ class Availability:
             if len(missing) == 1:
                 self._registry[missing[0]] = head(missing[0])
                 return
-            loopback = all(r.startswith(("127.", "localhost")) for r in missing)
+            loopback = all(is_loopback(registry_of(r)) for r in missing)
             workers = _LOOPBACK_WORKERS if loopback else _WORKERS
             with ThreadPoolExecutor(max_workers=min(workers, len(missing))) as pool:
                 for r, probe in zip(missing, pool.map(head, missing), strict=True):
@@ -77,14 +78,14 @@ class Availability:
         self._registry[ref] = probe
         return probe
 
+    def answer(self, ref: str) -> Probe:
+        """The run's answer about `ref`: present or absent; an error raises RegistryError
+        (what an up-to-date check asks: 'could not ask' must not read as 'absent')."""
+        return _known(ref, self.registry(ref))
+
     def require(self, ref: str) -> Probe:
         """A fresh answer to act on: present or absent; an error raises RegistryError."""
-        probe = self.refresh(ref)
-        if probe.presence is Presence.ERROR:
-            raise RegistryError(
-                f"cannot ask the registry {registry_of(ref)} about {ref}: {probe.error}; "
-                "start it (scripts/services.sh up) or fix [stack] registry in images.toml")
-        return probe
+        return _known(ref, self.refresh(ref))
 
     def built(self, ref: str) -> None:
         self._local[ref] = True
@@ -92,6 +93,12 @@ class Availability:
     def forget(self, ref: str) -> None:
         """The registry's answer about `ref` changed (we wrote it): ask again when needed."""
         self._registry.pop(ref, None)
+
+
+def _known(ref: str, probe: Probe) -> Probe:
+    if probe.presence is Presence.ERROR:
+        raise RegistryError(f"{ref}: {probe.error}")
+    return probe
 
 
 def describe_availability(refs: list[str]) -> list[dict[str, object]]:
@@ -104,7 +111,9 @@ def describe_availability(refs: list[str]) -> list[dict[str, object]]:
         probe = seen.registry(ref)
         local = seen.local(ref)
         rows.append({"local": local, "registry": probe.presence.value,
-                     "digest": probe.digest, "registry_error": probe.error,
+                     "digest": str(probe.digest) if probe.digest else None,
+                     "registry_error": probe.error,
                      "status": "built" if probe.presence is Presence.PRESENT or local
+                     else "could not ask" if probe.presence is Presence.ERROR
                      else "to build"})
     return rows

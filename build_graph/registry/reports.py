@@ -14,16 +14,17 @@ import datetime
 import json
 import os
 import socket
+from pathlib import Path
 from typing import Any
 
 from build_graph.docker import daemon
-from build_graph.errors import RegistryError
 from build_graph.fs import read_record, write_record
 from build_graph.log import log
+from build_graph.oci.digest import Digest
+from build_graph.oci.refs import Presence, Probe, artifact_tag, parse_ref
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry import artifacts
 from build_graph.registry.availability import Availability
-from build_graph.registry.refs import Presence, Probe, artifact_tag, parse_ref
 from build_graph.stages.push import recorded_digest
 from build_graph.verify.expectation import Expectation
 from build_graph.verify.request import fingerprint
@@ -39,7 +40,7 @@ def fingerprints(want: Expectation) -> list[str]:
     return [fingerprint(want, here)] + ([] if here else [fingerprint(want, True)])
 
 
-def report_ref(tier: PlannedTier, digest: str, fp: str) -> str:
+def report_ref(tier: PlannedTier, digest: Digest, fp: str) -> str:
     return f"{tier.repository}:{artifact_tag(digest, f'verify-{fp}')}"
 
 
@@ -51,44 +52,54 @@ def expected_refs(tier: PlannedTier, want: Expectation) -> list[str]:
     return [report_ref(tier, digest, fingerprints(want)[0])] if digest else []
 
 
-def find(tier: PlannedTier, want: Expectation, digest: str, seen: Availability,
+def find(tier: PlannedTier, want: Expectation, digest: Digest, seen: Availability,
          fresh: bool = False) -> dict[str, Any] | None:
-    """A passing report for `digest` under a fingerprint that counts here, or None.
-    `fresh` asks the registry again (before acting on the answer)."""
+    """A passing report for `digest` under a fingerprint that counts here, or None when the
+    registry definitely holds none. `fresh` asks the registry again (before acting on the
+    answer). Raises RegistryError when the registry could not say (an error is never 'no
+    report'), UntrustedAnswer when what it served fails its hash."""
     for fp in fingerprints(want):
         ref = report_ref(tier, digest, fp)
-        probe = seen.refresh(ref) if fresh else seen.registry(ref)
-        if probe.presence is not Presence.PRESENT or probe.digest is None:
+        probe = seen.require(ref) if fresh else seen.answer(ref)
+        if probe.presence is Presence.ABSENT or probe.digest is None:
             continue
-        report = _cached(tier, probe.digest) or _fetch(tier, ref, probe.digest)
-        if (report and report.get("passed") is True and report.get("digest") == digest
+        report = _cached(tier, probe.digest) or _fetch(tier, probe.digest)
+        if (report and report.get("passed") is True and report.get("digest") == str(digest)
                 and report.get("fingerprint") == fp):
             return report
     return None
 
 
-def _cached(tier: PlannedTier, artifact: str) -> dict[str, Any] | None:
-    return read_record(tier.folder.root / "reports" / f"{artifact.replace(':', '-')}.json")
+def _path(tier: PlannedTier, artifact: Digest) -> Path:
+    """Where this machine keeps a copy of the report whose artifact is `artifact`: the
+    name comes from a parsed digest, so it stays inside reports/."""
+    return tier.folder.reports / f"{artifact.dashed}.json"
 
 
-def _fetch(tier: PlannedTier, ref: str, artifact: str) -> dict[str, Any] | None:
-    """Read a report another run (or runner) published, and keep it here."""
+def _cached(tier: PlannedTier, artifact: Digest) -> dict[str, Any] | None:
+    return read_record(_path(tier, artifact))
+
+
+def _fetch(tier: PlannedTier, artifact: Digest) -> dict[str, Any] | None:
+    """Read a report another run (or runner) published, by its artifact digest (hashed on
+    the way in), and keep it here. A payload that is not a JSON object is no report."""
+    payload = artifacts.read(parse_ref(tier.image), artifact, ARTIFACT_TYPE)
     try:
-        payload, got = artifacts.read(parse_ref(ref), ARTIFACT_TYPE)
         report = json.loads(payload)
-    except (RegistryError, OSError, ValueError):
+    except ValueError:
         return None
-    if got != artifact or not isinstance(report, dict):
+    if not isinstance(report, dict):
         return None
-    by = report.get("made_by") or {}
+    by = report.get("made_by")
+    by = by if isinstance(by, dict) else {}
     log(f"[{tier.key}] verify report from {by.get('host', '?')} (run {by.get('run', '?')}), "
         f"{report.get('summary', '')}")
     _keep(tier, artifact, report)
     return report
 
 
-def _keep(tier: PlannedTier, artifact: str, report: dict[str, Any]) -> None:
-    write_record(tier.folder.root / "reports" / f"{artifact.replace(':', '-')}.json", report)
+def _keep(tier: PlannedTier, artifact: Digest, report: dict[str, Any]) -> None:
+    write_record(_path(tier, artifact), report)
     write_record(tier.folder.verify_record, report)
 
 

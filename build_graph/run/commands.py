@@ -9,18 +9,39 @@ Any other use (`--all`, task names, templates, `info <stage>:<tier>`) is doit's 
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from doit.cmd_info import Info
 from doit.cmd_list import List
 from doit.exceptions import InvalidCommand
 
-from build_graph.errors import did_you_mean
+from build_graph.errors import BuildGraphError, EnvironmentProblem, did_you_mean
 from build_graph.manifest.model import STAGES
 
 # What a run does to a tier, as `--status` says it: rendering is local bookkeeping.
 _SHOWN = tuple(stage for stage in STAGES if stage != "render")
 
+
+
+def _environment_errors(tasks: list[Any]) -> list[BuildGraphError]:
+    """The problems (registry, daemon) that stopped the up-to-date checks of `tasks` from
+    getting an answer: a status computed past them would be a guess."""
+    found: dict[str, BuildGraphError] = {}
+    for task in tasks:
+        for entry in task.uptodate:
+            error = getattr(entry[0] if isinstance(entry, tuple) else entry, "error", None)
+            if isinstance(error, EnvironmentProblem):
+                found.setdefault(str(error), error)
+    return list(found.values())
+
+
+def _could_not_ask(errors: list[BuildGraphError]) -> int:
+    """One 'error:' line (the first problem; they share a cause), exit 3 (the environment)."""
+    first = errors[0]
+    more = f" (and {len(errors) - 1} more like it)" if len(errors) > 1 else ""
+    print(f"error: no status: {str(first).splitlines()[0]}{more}", file=sys.stderr)
+    return first.exit_code
 
 
 def _tiers(task_list: list[Any]) -> list[Any]:
@@ -51,12 +72,16 @@ class TierList(List):  # type: ignore[misc]
         tasks = {t.name: t for t in self.task_list}
         width = max(len(t.name) for t in tiers) + 2
         base_width = max(len(t.meta["tier"]["base"]) for t in tiers) + 2
-        lines = []
+        lines, checked = [], []
         for task in tiers:
             facts = task.meta["tier"]
             line = f"{task.name:<{width}}{facts['base']:<{base_width}}{facts['summary']}"
-            pending = [stage for stage, _ in _plan(self, task, tasks)] if status else []
-            lines.append((", ".join(pending) or "up to date", line))
+            plan = _plan(self, task, tasks) if status else []
+            checked += [stage_task for _, stage_task in plan]
+            lines.append((", ".join(stage for stage, _ in plan) or "up to date", line))
+        errors = _environment_errors(checked)
+        if errors:
+            return _could_not_ask(errors)
         state_width = max(len(state) for state, _ in lines) + 2
         for state, line in lines:
             text = f"{state:<{state_width}}{line}" if status else line
@@ -84,6 +109,9 @@ class TierInfo(Info):  # type: ignore[misc]
         out.write("The registry holds:\n")
         out.writelines(f"  - {line}\n" for line in facts["registry"]())
         pending = _plan(self, task, tasks)
+        errors = _environment_errors([t for _, t in pending])
+        if errors:
+            return _could_not_ask(errors)
         if not pending:
             out.write("Up to date: built, pushed, verified and promoted; a run does nothing.\n")
             return 0

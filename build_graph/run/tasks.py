@@ -19,10 +19,10 @@ from doit.tools import config_changed
 from build_graph.errors import BuildGraphError, interrupted
 from build_graph.log import log, task_log
 from build_graph.manifest.model import STAGES, Stack
+from build_graph.oci.refs import Presence
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry import reports
 from build_graph.registry.availability import Availability
-from build_graph.registry.refs import Presence
 from build_graph.run import explain
 from build_graph.run.reporter import ExitCodeReporter, StageFailed
 from build_graph.stages import build, promote, push
@@ -73,17 +73,21 @@ def action(stage: str, tier: PlannedTier, fn: Callable[..., None],
 class Condition:
     """An uptodate callable that `doit info` prints as the sentence it tests.
 
-    A problem while checking (daemon down, ...) reads as 'not up to date'; the action then
-    runs and explains it.
+    A problem while checking (daemon down, registry unreachable, ...) reads as 'not up to
+    date' for a run (the action then runs and explains it), and is kept in `error`: `doit
+    list --status` and `doit info` report it instead of a plan made of guesses.
     """
 
     def __init__(self, says: str, fn: Callable[..., bool], *args: Any) -> None:
         self.says, self.fn, self.args = says, fn, args
+        self.error: BuildGraphError | None = None
 
     def __call__(self) -> bool:
         try:
+            self.error = None
             return bool(self.fn(*self.args))
-        except BuildGraphError:
+        except BuildGraphError as exc:
+            self.error = exc
             return False
         except KeyboardInterrupt:
             interrupted("an up-to-date check")

@@ -17,19 +17,23 @@ from build_graph.docker.build_context import context_tar
 from build_graph.errors import BuildFailed
 from build_graph.log import log, progress
 from build_graph.manifest.model import Stack
+from build_graph.oci.refs import Presence
 from build_graph.plan.plan import PlannedTier
 from build_graph.plan.render import dockerquote
 from build_graph.registry.availability import Availability
-from build_graph.registry.refs import Presence
 
 LABEL_PREFIX = "io.build-graph"
 
 
 def image_available(tier: PlannedTier, seen: Availability) -> bool:
     """Up to date for build: the registry holds the hash tag, or the daemon here has it.
-    The daemon is asked only when the registry lacks it (a fresh runner never asks)."""
-    return (seen.registry(tier.image).presence is Presence.PRESENT
-            or seen.local(tier.image))
+    The daemon is asked only when the registry lacks it (a fresh runner never asks).
+    Raises RegistryError when the registry could not say and the daemon lacks it."""
+    probe = seen.registry(tier.image)
+    if probe.presence is Presence.PRESENT or seen.local(tier.image):
+        return True
+    seen.answer(tier.image)  # an error raises: 'could not ask' is not 'absent'
+    return False
 
 
 def build(stack: Stack, tier: PlannedTier, seen: Availability) -> None:

@@ -20,7 +20,7 @@ from build_graph.ccache.stats import CcacheStats, parse, read_stats
 from build_graph.ccache.sync import CacheSync
 from build_graph.docker import containers, daemon
 from build_graph.docker.containers import Mount
-from build_graph.errors import BuildFailed
+from build_graph.errors import BuildFailed, RegistryError
 from build_graph.fs import write_if_changed, write_record
 from build_graph.layout import CCACHE_DIR, COMPILE_SCRIPT, OUT_DIR, SOURCES_DIR, SRC_DIR
 from build_graph.log import last_output, log, progress
@@ -49,8 +49,14 @@ def wheels_current(tier: PlannedTier) -> bool:
 
 
 def compiled(tier: PlannedTier, seen: Availability) -> bool:
-    """Up to date: the image already exists (no wheels needed) or the wheels are current."""
-    return image_available(tier, seen) or wheels_current(tier)
+    """Up to date: the image already exists (no wheels needed) or the wheels are current.
+    Raises RegistryError only when the registry could not say and the wheels are stale."""
+    try:
+        return image_available(tier, seen) or wheels_current(tier)
+    except RegistryError:
+        if wheels_current(tier):
+            return True
+        raise
 
 
 def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> None:

@@ -16,17 +16,17 @@ from build_graph.errors import BuildFailed, RegistryError
 from build_graph.log import progress
 from build_graph.manifest.grammar import COMMIT_RE, DIGEST_RE, conforms
 from build_graph.manifest.model import Source, Stack
+from build_graph.oci.refs import Presence
 from build_graph.plan.lock import LOCAL, Lock, lock_path, parse_lock, read_lock, write_lock
 from build_graph.plan.plan import from_images, git_sources
 from build_graph.registry import availability
-from build_graph.registry.refs import Presence
 
 
 def resolve(ref: str) -> str:
     """The pin of a `from` image: a digest images.lock's reader accepts, or LOCAL."""
     probe = availability.head(ref)
     if probe.presence is Presence.PRESENT and probe.digest:
-        return _checked(ref, probe.digest, "its registry")
+        return _checked(ref, str(probe.digest), "its registry")
     local = daemon.local_digest(ref)
     if local is not None:
         return _checked(ref, local, "the Docker daemon") if local else LOCAL

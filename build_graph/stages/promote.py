@@ -9,26 +9,34 @@ one promoted; verified here first if no report for it exists yet.
 
 from __future__ import annotations
 
-from build_graph.errors import BuildFailed, RegistryError
+from build_graph.errors import BuildFailed
 from build_graph.log import log, progress
+from build_graph.oci.digest import Digest
+from build_graph.oci.refs import Presence, parse_ref
 from build_graph.plan.plan import PlannedTier
-from build_graph.registry import api as registry_http
+from build_graph.registry import api as registry_api
 from build_graph.registry import reports
 from build_graph.registry.availability import Availability
-from build_graph.registry.refs import Presence, parse_ref
 from build_graph.stages import verify as verify_stage
 from build_graph.verify.expectation import Expectation
 
 
 def promoted(tier: PlannedTier, want: Expectation, seen: Availability) -> bool:
-    """Up to date: every human tag names the hash tag's digest, which has a passing report."""
-    probe = seen.registry(tier.image)
+    """Up to date: every human tag names the hash tag's digest, which has a passing report.
+    Raises RegistryError when the registry could not say (never read as 'not promoted')."""
+    probe = seen.answer(tier.image)
     if probe.presence is not Presence.PRESENT or probe.digest is None:
         return False
-    if not all(seen.registry(f"{tier.repository}:{t}").digest == probe.digest
-               for t in tier.human_tags):
+    if any(_tag_digest(tier, name, seen) != probe.digest for name in tier.human_tags):
         return False
     return reports.find(tier, want, probe.digest, seen) is not None
+
+
+def _tag_digest(tier: PlannedTier, name: str, seen: Availability,
+                fresh: bool = False) -> Digest | None:
+    """The digest a human tag names now, None when absent; an error raises."""
+    ref = f"{tier.repository}:{name}"
+    return (seen.require(ref) if fresh else seen.answer(ref)).digest
 
 
 def promote(tier: PlannedTier, want: Expectation, seen: Availability) -> None:
@@ -49,26 +57,28 @@ def promote(tier: PlannedTier, want: Expectation, seen: Availability) -> None:
         raise BuildFailed(f"{tier.key}: {tier.image} ({probe.digest}) has no passing verify "
                           "report; human tags stay where they were")
     moving = tuple(t for t in tier.human_tags
-                   if seen.registry(f"{tier.repository}:{t}").digest != probe.digest)
+                   if _tag_digest(tier, t, seen, fresh=True) != probe.digest)
     copy_manifest(tier, probe.digest, moving, seen)
     gpu = str(report.get("gpu", ""))
     if not gpu.startswith(("passed", "not applicable")):
         progress(f"[{tier.key}] promoted with GPU {gpu} (verify.gpu = \"optional\")")
 
 
-def copy_manifest(tier: PlannedTier, digest: str, tags: tuple[str, ...],
+def copy_manifest(tier: PlannedTier, digest: Digest, tags: tuple[str, ...],
                   seen: Availability) -> None:
-    """Put the manifest `digest` names under each tag: the same bytes, so the same digest;
-    no layer moves."""
+    """Put the manifest `digest` names under each tag: the very bytes read by that digest,
+    hashed here and refused unless they hash to it (registry_api.get_manifest), so no tag
+    is written before the bytes are checked; no layer moves. Raises UntrustedAnswer (a
+    BuildFailed) naming the registry and both digests when the bytes or the registry's
+    answer to a PUT disagree."""
     image = parse_ref(tier.image)
-    body, media_type, got = registry_http.get_manifest(image.at(digest))
-    if got != digest:
-        raise RegistryError(f"{tier.repository}@{digest} read back as {got}")
+    if not tags:
+        return
+    manifest = registry_api.get_manifest(image.at(str(digest)))
     for name in tags:
-        written = registry_http.put_manifest(image.at(name), body, media_type)
-        seen.forget(f"{tier.repository}:{name}")
-        if written != digest:
-            raise RegistryError(f"{tier.repository}:{name} was stored as {written}, not "
-                                f"{digest}; check the registry")
+        try:
+            registry_api.put_manifest(image.at(name), manifest.body, manifest.media_type)
+        finally:
+            seen.forget(f"{tier.repository}:{name}")
         log(f"[{tier.key}] {tier.repository}:{name} -> {digest} (manifest copied, 0 layer "
             "bytes moved)")

@@ -11,13 +11,15 @@ from build_graph.docker import daemon
 from build_graph.errors import RegistryError
 from build_graph.fs import read_record, write_record
 from build_graph.log import log
+from build_graph.oci.digest import Digest, maybe_digest
+from build_graph.oci.refs import Presence
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry.availability import Availability
-from build_graph.registry.refs import Presence
 
 
 def pushed(tier: PlannedTier, seen: Availability) -> bool:
-    probe = seen.registry(tier.image)
+    """Up to date: the registry holds the hash tag; RegistryError when it could not say."""
+    probe = seen.answer(tier.image)
     if probe.presence is Presence.PRESENT and probe.digest:
         write_record(tier.folder.push_record, record(tier, probe.digest))
         return True
@@ -30,7 +32,7 @@ def push(tier: PlannedTier, seen: Availability) -> None:
         log(f"[{tier.key}] registry already holds {tier.image} ({probe.digest})")
         write_record(tier.folder.push_record, record(tier, probe.digest))
         return
-    ours = daemon.push(tier.image)
+    ours = daemon.push(tier.image)  # only compared and logged: the registry's answer counts
     now = seen.require(tier.image)
     if now.digest is None:
         raise RegistryError(f"{tier.image} was pushed ({ours}) but the registry does not "
@@ -41,14 +43,15 @@ def push(tier: PlannedTier, seen: Availability) -> None:
     write_record(tier.folder.push_record, record(tier, now.digest))
 
 
-def record(tier: PlannedTier, digest: str) -> dict[str, object]:
+def record(tier: PlannedTier, digest: Digest) -> dict[str, object]:
     """push.json: the hash tag, its digest, and the inputs it was made of (for `doit info`)."""
-    return {"image": tier.image, "digest": digest, "inputs": dict(tier.inputs)}
+    return {"image": tier.image, "digest": str(digest), "inputs": dict(tier.inputs)}
 
 
-def recorded_digest(tier: PlannedTier) -> str | None:
-    """The digest this machine last saw for the tier's hash tag (push.json): a hint only."""
+def recorded_digest(tier: PlannedTier) -> Digest | None:
+    """The digest this machine last saw for the tier's hash tag (push.json): a hint only
+    (None when the note is missing, for another image, or not a digest)."""
     seen = read_record(tier.folder.push_record)
-    if seen and seen.get("image") == tier.image and seen.get("digest"):
-        return str(seen["digest"])
+    if seen and seen.get("image") == tier.image:
+        return maybe_digest(seen.get("digest"))
     return None

@@ -16,10 +16,11 @@ from build_graph.docker import containers, daemon
 from build_graph.docker.containers import Mount
 from build_graph.errors import BuildFailed
 from build_graph.log import log, progress
+from build_graph.oci.digest import Digest
+from build_graph.oci.refs import Presence
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry import reports
 from build_graph.registry.availability import Availability
-from build_graph.registry.refs import Presence
 from build_graph.verify.checks import evaluate
 from build_graph.verify.device import gpu_code_paths
 from build_graph.verify.expectation import Expectation
@@ -32,8 +33,9 @@ NO_GPU = "no GPU: the Docker daemon has no nvidia runtime"
 
 def verified(tier: PlannedTier, want: Expectation, seen: Availability) -> bool:
     """Up to date: the registry holds a passing report for the hash tag's digest and this
-    verifier (made here or by any other runner)."""
-    probe = seen.registry(tier.image)
+    verifier (made here or by any other runner). Raises RegistryError when the registry
+    could not say."""
+    probe = seen.answer(tier.image)
     return bool(probe.presence is Presence.PRESENT and probe.digest
                 and reports.find(tier, want, probe.digest, seen) is not None)
 
@@ -95,13 +97,13 @@ def run_smoke(ref: str, command: str) -> dict[str, Any]:
     return {"command": command, "exit_code": code, "output": output[-2000:]}
 
 
-def report(tier: PlannedTier, digest: str, want: Expectation, probe: dict[str, Any],
+def report(tier: PlannedTier, digest: Digest, want: Expectation, probe: dict[str, Any],
            results: list[Result], gpu_present: bool, passed: bool) -> dict[str, Any]:
     torch = probe.get("torch") or {}
     python = probe.get("python") or {}
     return {
         "tier": tier.spec.name, "variant": tier.spec.variant, "image": tier.image,
-        "digest": digest, "content_hash": tier.content_hash, "passed": passed,
+        "digest": str(digest), "content_hash": tier.content_hash, "passed": passed,
         "summary": summary(results), "fingerprint": fingerprint(want, gpu_present),
         "fingerprints": {"python": python.get("version"), "torch": torch.get("version"),
                          "cuda": torch.get("cuda"), "cudnn": torch.get("cudnn"),

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from build_graph.oci.digest import parse_digest
+from build_graph.oci.refs import Ref, artifact_tag, parse_ref
 from build_graph.registry import auth as registry_auth
-from build_graph.registry.refs import Ref, artifact_tag, parse_ref
 
 DIGEST = "sha256:" + "ab" * 32
 
@@ -39,11 +40,11 @@ def test_malformed_references_are_refused(ref: str) -> None:
 
 
 def test_artifact_tags_follow_cosigns_scheme_and_fit_a_tag() -> None:
-    tag = artifact_tag(DIGEST, "verify-0123456789abcdef0123")
+    tag = artifact_tag(parse_digest(DIGEST), "verify-0123456789abcdef0123")
     assert tag == f"sha256-{'ab' * 32}.verify-0123456789abcdef0123"
     assert len(tag) <= 128
     with pytest.raises(ValueError, match="128"):
-        artifact_tag(DIGEST, "x" * 60)
+        artifact_tag(parse_digest(DIGEST), "x" * 60)
 
 
 def test_bearer_and_basic_challenges_are_parsed() -> None:

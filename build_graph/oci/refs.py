@@ -1,14 +1,16 @@
 """Image references and what a registry said about one: present (digest), absent, or error.
 
 Tri-state on purpose: an error is never read as 'absent' (that would rebuild, or worse,
-report a lost image as never built).
+report a lost image as never built). A Probe's digest is a parsed `Digest`: whatever the
+registry sent was checked where it entered (registry_http), never here.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from enum import Enum
+
+from build_graph.oci.digest import Digest, parse_digest
 
 # The manifest kinds a HEAD or GET accepts: OCI and Docker, single-platform and lists.
 MANIFEST_TYPES = (
@@ -17,7 +19,6 @@ MANIFEST_TYPES = (
     "application/vnd.oci.image.manifest.v1+json",
     "application/vnd.docker.distribution.manifest.v2+json",
 )
-_DIGEST = re.compile(r"^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-zA-Z0-9=_-]{32,}$")
 
 
 class Presence(Enum):
@@ -32,7 +33,7 @@ class Probe:
     manifest, its digest, media type and size (what an artifact's `subject` names)."""
 
     presence: Presence
-    digest: str | None = None
+    digest: Digest | None = None
     error: str | None = None
     media_type: str | None = None
     size: int | None = None
@@ -71,9 +72,10 @@ def parse_ref(ref: str) -> Ref:
     rest = ref[len(host) + 1:] if ref.startswith(f"{host}/") else ref
     name, at, digest = rest.partition("@")
     if at:
-        if not _DIGEST.match(digest):
-            raise ValueError(f"{ref!r}: {digest!r} is not a digest")
-        reference = digest
+        try:
+            reference = str(parse_digest(digest))
+        except ValueError as exc:
+            raise ValueError(f"{ref!r}: {exc}") from None
     else:
         slash = name.rfind("/")
         colon = name.rfind(":")
@@ -85,10 +87,10 @@ def parse_ref(ref: str) -> Ref:
     return Ref(host, name, reference)
 
 
-def artifact_tag(digest: str, suffix: str) -> str:
+def artifact_tag(digest: Digest, suffix: str) -> str:
     """cosign's tag scheme for something about a manifest, on registries without the OCI 1.1
     referrers API: 'sha256:abc...' + 'verify-x' -> 'sha256-abc....verify-x' (<= 128 chars)."""
-    tag = f"{digest.replace(':', '-', 1)}.{suffix}"
+    tag = f"{digest.dashed}.{suffix}"
     if len(tag) > 128:
         raise ValueError(f"artifact tag {tag!r} is longer than a registry accepts (128)")
     return tag

@@ -1,0 +1,73 @@
+"""Where a registry host is, and so how it may be spoken to: the one rule for plain HTTP and
+for where credentials may go. Everything that asks 'is this loopback?' asks here.
+
+Plain HTTP is for real loopback addresses only, parsed, never matched by prefix (a prefix
+match gave `localhost.evil.com` and `127.example.com` plain HTTP with credentials):
+`localhost`, 127.0.0.0/8 and `[::1]`, with any port; plus the hosts the user lists,
+comma-separated, in BUILD_GRAPH_INSECURE_REGISTRIES (compared as written, host:port). That is
+the Docker daemon's own default (it treats 127.0.0.0/8 as insecure and wants the rest listed).
+
+Credentials travel only where nobody else can read them: over HTTPS, or to a real loopback
+address. A listed insecure registry that is not loopback is spoken to anonymously.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import urllib.parse
+
+INSECURE_ENV = "BUILD_GRAPH_INSECURE_REGISTRIES"
+
+
+def hostname(host: str) -> str | None:
+    """'127.0.0.1:5000' -> '127.0.0.1', '[::1]:5000' -> '::1', 'Reg.example' ->
+    'reg.example'; None when `host` is not a host[:port] at all."""
+    if not host or any(c in host for c in "/?#@\\ \t\r\n"):
+        return None
+    try:
+        parts = urllib.parse.urlsplit(f"//{host}")
+        parts.port  # noqa: B018 -- raises ValueError on a port that is not a number
+    except ValueError:
+        return None
+    return parts.hostname or None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` ('name[:port]', '[v6][:port]') is this machine's loopback interface."""
+    name = hostname(host)
+    if name is None:
+        return False
+    if name == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False  # a name other than 'localhost': DNS decides where it goes, not us
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback
+
+
+def listed_insecure() -> frozenset[str]:
+    """The hosts the user listed in BUILD_GRAPH_INSECURE_REGISTRIES."""
+    raw = os.environ.get(INSECURE_ENV, "")
+    return frozenset(h.strip().lower() for h in raw.split(",") if h.strip())
+
+
+def plain_http(host: str) -> bool:
+    """Whether the registry at `host` is spoken to over plain HTTP (else HTTPS)."""
+    return is_loopback(host) or host.lower() in listed_insecure()
+
+
+def scheme(host: str) -> str:
+    return "http" if plain_http(host) else "https"
+
+
+def may_send_credentials(url: str) -> bool:
+    """Whether credentials may be sent to the absolute `url` (a registry or a token realm):
+    over HTTPS, or over HTTP to a real loopback address; never anywhere else."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme == "https":
+        return bool(parts.netloc)
+    return parts.scheme == "http" and is_loopback(parts.netloc)

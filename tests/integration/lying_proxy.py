@@ -1,0 +1,117 @@
+"""A hostile party for the tests: a reverse proxy on loopback, in front of a real registry,
+that lies when told to.
+
+It forwards every request (method, path, headers, body; Host unchanged, so the registry's
+upload locations name the proxy) to the registry and returns its answer, except where a
+lie is switched on:
+- `swap`: a GET of a manifest by digest is answered with other bytes (a real manifest of
+  something else) under the digest asked for, as a compromised mirror would;
+- `digest_header`: manifests whose path matches `header_paths` carry this
+  Docker-Content-Digest instead of the registry's (a path such as 'sha256:../../x');
+- `fail`: requests whose path matches `fail_paths` get HTTP `fail` and no forwarding.
+Standard library only; runs in a thread; `requests` lists (method, path) of what it saw.
+"""
+
+from __future__ import annotations
+
+import http.client
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+REPORT_TAGS = re.compile(r"/manifests/sha256-[0-9a-f]{64}\.verify-")
+BY_DIGEST = re.compile(r"/manifests/sha256:([0-9a-f]{64})$")
+_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
+        "proxy-connection", "content-length"}
+
+
+@dataclass
+class Lies:
+    swap: tuple[bytes, str] | None = None  # (body, media type)
+    digest_header: str | None = None
+    header_paths: re.Pattern[str] = REPORT_TAGS
+    fail: int | None = None
+    fail_paths: re.Pattern[str] = REPORT_TAGS
+    requests: list[tuple[str, str]] = field(default_factory=list)
+
+    def reset(self) -> None:
+        self.swap, self.digest_header, self.fail = None, None, None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    upstream: str
+    lies: Lies
+
+    def log_message(self, format: str, *args: object) -> None:
+        return
+
+    def _body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            parts = []
+            while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                pass  # trailers
+            return b"".join(parts)
+        return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+    def _answer(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+        self.send_response(status)
+        for name, value in headers:
+            if name.lower() not in _HOP:
+                self.send_header(name, value)
+        length = next((v for k, v in headers if k.lower() == "content-length"), None)
+        self.send_header("Content-Length", length if self.command == "HEAD" and length
+                         else str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _forward(self) -> None:
+        lies, path = self.lies, self.path.split("?", 1)[0]
+        lies.requests.append((self.command, path))
+        body = self._body()
+        if lies.fail is not None and lies.fail_paths.search(path):
+            self._answer(lies.fail, [("Content-Type", "text/plain")], b"injected failure")
+            return
+        conn = http.client.HTTPConnection(self.upstream, timeout=60)
+        try:
+            conn.request(self.command, self.path, body=body or None,
+                         headers={k: v for k, v in self.headers.items()
+                                  if k.lower() not in _HOP})
+            raw = conn.getresponse()
+            status, headers, data = raw.status, raw.getheaders(), raw.read()
+        finally:
+            conn.close()
+        asked = BY_DIGEST.search(path)
+        if lies.swap is not None and asked and self.command in ("GET", "HEAD") and status == 200:
+            data, media_type = lies.swap
+            headers = [("Content-Type", media_type), ("Content-Length", str(len(data))),
+                       ("Docker-Content-Digest", f"sha256:{asked[1]}")]
+        if lies.digest_header is not None and lies.header_paths.search(path):
+            headers = [(k, v) for k, v in headers if k.lower() != "docker-content-digest"]
+            headers.append(("Docker-Content-Digest", lies.digest_header))
+        self._answer(status, headers, data)
+
+    do_GET = do_HEAD = do_PUT = do_POST = do_PATCH = do_DELETE = _forward
+
+
+@contextmanager
+def lying_proxy(upstream: str) -> Iterator[tuple[str, Lies]]:
+    """(the proxy's host:port on 127.0.0.1, its switchboard of lies), for the block."""
+    lies = Lies()
+    handler = type("Handler", (_Handler,), {"upstream": upstream, "lies": lies})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}", lies
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)

@@ -1,0 +1,133 @@
+"""The token dance against a real loopback registry stand-in that counts token requests:
+one request per scope for a whole run of concurrent questions, a refused login remembered,
+and credentials never sent to a plain-HTTP realm elsewhere. No Docker needed."""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from build_graph.oci.refs import Presence, Probe, parse_ref
+from build_graph.registry import api as registry_api
+from build_graph.registry import auth as registry_auth
+from build_graph.registry import transport as registry_http
+
+pytestmark = pytest.mark.integration
+DIGEST = "sha256:" + "cd" * 32
+TOKEN = "tok-3f2a"
+
+
+class TokenRegistry(ThreadingHTTPServer):
+    """Answers manifest HEADs to holders of TOKEN; its /token realm trades ci:right for it."""
+
+    realm = ""
+    token_requests = 0
+    lock = threading.Lock()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: TokenRegistry
+
+    def log_message(self, *args: object) -> None:
+        return
+
+    def _send(self, status: int, headers: dict[str, str], body: bytes = b"") -> None:
+        self.send_response(status)
+        for name, value in {**headers, "Content-Length": str(len(body))}.items():
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def do_HEAD(self) -> None:
+        if self.headers.get("Authorization") == f"Bearer {TOKEN}":
+            self._send(200, {"Docker-Content-Digest": DIGEST,
+                             "Content-Type": "application/vnd.oci.image.manifest.v1+json"})
+        else:
+            self._send(401, {"WWW-Authenticate": f'Bearer realm="{self.server.realm}",'
+                                                 'service="test"'})
+
+    def do_GET(self) -> None:
+        with self.server.lock:
+            self.server.token_requests += 1
+        time.sleep(0.2)  # a slow login: concurrent questions arrive while it runs
+        right = "Basic " + base64.b64encode(b"ci:right").decode()
+        if self.headers.get("Authorization") == right:
+            self._send(200, {"Content-Type": "application/json"},
+                       json.dumps({"token": TOKEN, "expires_in": 300}).encode())
+        else:
+            self._send(401, {"Content-Type": "application/json"}, b'{"errors": []}')
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[TokenRegistry]:
+    httpd = TokenRegistry(("127.0.0.1", 0), Handler)
+    httpd.realm = f"http://127.0.0.1:{httpd.server_address[1]}/token"
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setattr(registry_http, "TOKENS", registry_auth.Tokens())
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def login(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str, secret: str) -> None:
+    auth = base64.b64encode(f"ci:{secret}".encode()).decode()
+    (tmp_path / "config.json").write_text(json.dumps({"auths": {host: {"auth": auth}}}))
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))
+    registry_auth.credentials.cache_clear()
+
+
+def ask_sixteen(host: str) -> list[Probe]:
+    refs = [parse_ref(f"{host}/team/app:v{i}") for i in range(16)]
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        return list(pool.map(registry_api.head_manifest, refs))
+
+
+def test_sixteen_concurrent_questions_cost_one_token_request(
+        server: TokenRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    host = f"127.0.0.1:{server.server_address[1]}"
+    login(tmp_path, monkeypatch, host, "right")
+    probes = ask_sixteen(host)
+    assert {p.presence for p in probes} == {Presence.PRESENT}
+    assert {str(p.digest) for p in probes} == {DIGEST}
+    assert server.token_requests == 1
+
+
+def test_wrong_credentials_cost_one_failed_login_for_the_whole_run(
+        server: TokenRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    host = f"127.0.0.1:{server.server_address[1]}"
+    login(tmp_path, monkeypatch, host, "wrong")
+    probes = ask_sixteen(host) + ask_sixteen(host)
+    assert {p.presence for p in probes} == {Presence.ERROR}
+    assert server.token_requests == 1  # remembered: not asked again in this run
+    error = str(probes[0].error)
+    assert f"the registry {host}'s token service refused" in error
+    assert f"`docker login {host}`" in error
+
+
+def test_credentials_are_never_sent_to_a_plain_http_realm_elsewhere(
+        server: TokenRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    host = f"127.0.0.1:{server.server_address[1]}"
+    login(tmp_path, monkeypatch, host, "right")
+    # A registry's 401 may name any realm: here one that only looks like loopback.
+    server.realm = f"http://127.0.0.1.nip.io:{server.server_address[1]}/token"
+    probes = ask_sixteen(host)
+    assert {p.presence for p in probes} == {Presence.ERROR}
+    assert server.token_requests == 0
+    assert "sent only over HTTPS" in str(probes[0].error) and host in str(probes[0].error)
+
+
+@pytest.fixture(autouse=True)
+def _forget_credentials() -> Iterator[None]:
+    yield
+    registry_auth.credentials.cache_clear()
