@@ -15,9 +15,9 @@ import json
 import re
 from collections.abc import Sequence
 
+from build_graph.manifest.expectation import expectation_for
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier
-from build_graph.verify.expectation import expectation_for
 
 SETUP = "scripts/bootstrap.sh"  # the virtualenv with build-graph, on a fresh runner
 

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from build_graph.errors import BuildFailed, ConfigError, ConfigIssue, did_you_mean
+from build_graph.manifest.expectation import Expectation, expectation_for
 from build_graph.manifest.load import load
 from build_graph.verify.checks import evaluate
 from build_graph.verify.device import gpu_code_paths
-from build_graph.verify.expectation import Expectation, expectation_for
 from build_graph.verify.request import PROBE, probe_request
 from build_graph.verify.results import blocking, gpu_status, summary
 

@@ -1,7 +1,7 @@
 """Image references and what a registry said about one: present (digest), absent, or error.
 
 Tri-state on purpose: an error is never read as 'absent' (that would rebuild, or worse,
-report a lost image as never built). A Probe's digest is a parsed `Digest`: whatever the
+report a lost image as never built). A Answer's digest is a parsed `Digest`: whatever the
 registry sent was checked where it entered (registry_http), never here.
 """
 
@@ -28,7 +28,7 @@ class Presence(Enum):
 
 
 @dataclass(frozen=True)
-class Probe:
+class Answer:
     """What the registry said about one reference: never guesses on error. For a present
     manifest, its digest, media type and size (what an artifact's `subject` names)."""
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.layout import TierFolder
+from build_graph.manifest.expectation import Expectation, expectation_for
 from build_graph.manifest.model import Source, Stack, TierSpec, VariantSpec
 from build_graph.plan.context import ContextError, context_files, source_files
 from build_graph.plan.hashing import content_hash, file_digest
@@ -44,6 +45,7 @@ class PlannedTier:
     builder_key: str | None
     builder_image: str | None
     human_tags: tuple[str, ...]  # images.toml tags, plus 'latest' for the default variant
+    expect: Expectation  # what verify holds the image to: its checks and its ancestors'
     compile_hash: str | None  # hash of what the compile stage reads (builder, script, sources)
     # What went into the hash, part by part ('dockerfile', 'file:<name>', 'parent', ...):
     # recorded at push, so `doit info` can say which input changed since.
@@ -53,6 +55,10 @@ class PlannedTier:
     def image(self) -> str:
         """The immutable reference: <registry>/<tier>:<content hash>."""
         return f"{self.repository}:{self.content_hash}"
+
+    def human_ref(self, tag: str) -> str:
+        """<registry>/<tier>:<tag>, for one of human_tags."""
+        return f"{self.repository}:{tag}"
 
 
 def task_key(stack: Stack, tier: str, variant: str) -> str:
@@ -132,6 +138,7 @@ def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier
         parent_key=parent.key if parent else None, builder_key=builder.key if builder else None,
         builder_image=builder.image if builder else None,
         human_tags=tier.tags + ((LATEST,) if is_default else ()), compile_hash=compile_hash,
+        expect=expectation_for(variant, tier.name),
         inputs=inputs)
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from build_graph.errors import BuildGraphError, UntrustedAnswer
 from build_graph.oci import problems as registry_errors
 from build_graph.oci.digest import Digest, maybe_digest
-from build_graph.oci.refs import MANIFEST_TYPES, Presence, Probe, Ref
+from build_graph.oci.refs import MANIFEST_TYPES, Answer, Presence, Ref
 from build_graph.registry.transport import Response, blob_response, client
 
 _ACCEPT = {"Accept": ", ".join(MANIFEST_TYPES)}
@@ -53,13 +53,13 @@ def _media_type(ref: Ref, response: Response) -> str:
     return media_type
 
 
-def head_manifest(ref: Ref) -> Probe:
+def head_manifest(ref: Ref) -> Answer:
     """Is `ref` in the registry, and as which digest? An error is an error, never 'absent'."""
     try:
         response = client(ref.api_host).request("HEAD", ref.repository,
                                                 f"manifests/{ref.reference}", headers=_ACCEPT)
         if response.status == 404:
-            return Probe(Presence.ABSENT)
+            return Answer(Presence.ABSENT)
         if response.status != 200:
             raise registry_errors.refused(ref.host, f"a question about {_where(ref)}",
                                           response.status)
@@ -67,12 +67,12 @@ def head_manifest(ref: Ref) -> Probe:
         length = response.headers.get("content-length", "")
         if digest is None or not length.isdigit():  # not every registry says: read it
             manifest = get_manifest(ref)
-            return Probe(Presence.PRESENT, digest=manifest.digest,
+            return Answer(Presence.PRESENT, digest=manifest.digest,
                          media_type=manifest.media_type, size=len(manifest.body))
-        return Probe(Presence.PRESENT, digest=digest, media_type=_media_type(ref, response),
+        return Answer(Presence.PRESENT, digest=digest, media_type=_media_type(ref, response),
                      size=int(length))
     except BuildGraphError as exc:
-        return Probe(Presence.ERROR, error=str(exc))
+        return Answer(Presence.ERROR, error=str(exc))
 
 
 def get_manifest(ref: Ref) -> Manifest:

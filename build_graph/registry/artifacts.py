@@ -16,7 +16,7 @@ import json
 
 from build_graph.errors import RegistryError, UntrustedAnswer
 from build_graph.oci.digest import Digest, parse_digest
-from build_graph.oci.refs import Probe, Ref, artifact_tag
+from build_graph.oci.refs import Answer, Ref, artifact_tag
 from build_graph.registry import api as registry_api
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -25,7 +25,7 @@ EMPTY_TYPE = "application/vnd.oci.empty.v1+json"
 EMPTY = b"{}"
 
 
-def publish(image: Ref, subject: Probe, suffix: str, artifact_type: str, payload: bytes,
+def publish(image: Ref, subject: Answer, suffix: str, artifact_type: str, payload: bytes,
             annotations: dict[str, str]) -> tuple[str, Digest]:
     """Push `payload` as an artifact about `subject` (the image's manifest); returns (its
     tag, its manifest digest)."""

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from build_graph.docker import daemon
 from build_graph.errors import RegistryError
 from build_graph.oci.hosts import is_loopback
-from build_graph.oci.refs import Presence, Probe, parse_ref, registry_of
+from build_graph.oci.refs import Answer, Presence, parse_ref, registry_of
 from build_graph.registry import api as registry_api
 
 # Concurrent HEADs: a remote registry is latency-bound (many help); a loopback one is
@@ -26,18 +26,18 @@ _WORKERS = 16
 _LOOPBACK_WORKERS = 4
 
 
-def head(ref: str) -> Probe:
+def head(ref: str) -> Answer:
     try:
         parsed = parse_ref(ref)
     except ValueError as exc:
-        return Probe(Presence.ERROR, error=str(exc))
+        return Answer(Presence.ERROR, error=str(exc))
     return registry_api.head_manifest(parsed)
 
 
 class Availability:
     def __init__(self) -> None:
         self._wanted: dict[str, None] = {}  # ordered set
-        self._registry: dict[str, Probe] = {}
+        self._registry: dict[str, Answer] = {}
         self._local: dict[str, bool] = {}
         self._lock = threading.Lock()
         self.rounds = 0  # concurrent rounds sent (for tests and `plan --json`)
@@ -61,7 +61,7 @@ class Availability:
                 for r, probe in zip(missing, pool.map(head, missing), strict=True):
                     self._registry[r] = probe
 
-    def registry(self, ref: str) -> Probe:
+    def registry(self, ref: str) -> Answer:
         if ref not in self._registry:
             self._ask_all(ref)
         return self._registry[ref]
@@ -72,18 +72,18 @@ class Availability:
             self._local[ref] = daemon.image_exists_locally(ref)
         return self._local[ref]
 
-    def refresh(self, ref: str) -> Probe:
+    def refresh(self, ref: str) -> Answer:
         """Ask the registry again (before acting on the answer)."""
         probe = head(ref)
         self._registry[ref] = probe
         return probe
 
-    def answer(self, ref: str) -> Probe:
+    def answer(self, ref: str) -> Answer:
         """The run's answer about `ref`: present or absent; an error raises RegistryError
         (what an up-to-date check asks: 'could not ask' must not read as 'absent')."""
         return _known(ref, self.registry(ref))
 
-    def require(self, ref: str) -> Probe:
+    def require(self, ref: str) -> Answer:
         """A fresh answer to act on: present or absent; an error raises RegistryError."""
         return _known(ref, self.refresh(ref))
 
@@ -95,7 +95,7 @@ class Availability:
         self._registry.pop(ref, None)
 
 
-def _known(ref: str, probe: Probe) -> Probe:
+def _known(ref: str, probe: Answer) -> Answer:
     if probe.presence is Presence.ERROR:
         raise RegistryError(f"{ref}: {probe.error}")
     return probe
@@ -104,12 +104,12 @@ def _known(ref: str, probe: Probe) -> Probe:
 def describe_availability(refs: list[str]) -> list[dict[str, object]]:
     """For `plan --json`: registry presence of each reference (one concurrent round), and
     whether the daemon here has it."""
-    seen = Availability()
-    seen.register(refs)
+    holdings = Availability()
+    holdings.register(refs)
     rows: list[dict[str, object]] = []
     for ref in refs:
-        probe = seen.registry(ref)
-        local = seen.local(ref)
+        probe = holdings.registry(ref)
+        local = holdings.local(ref)
         rows.append({"local": local, "registry": probe.presence.value,
                      "digest": str(probe.digest) if probe.digest else None,
                      "registry_error": probe.error,

@@ -9,7 +9,7 @@ doit database rebuilds and pushes nothing the registry already holds.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property, partial
 from typing import Any
 
@@ -21,15 +21,13 @@ from build_graph.log import log, task_log
 from build_graph.manifest.model import STAGES, Stack
 from build_graph.oci.refs import Presence
 from build_graph.plan.plan import PlannedTier
-from build_graph.registry import reports
 from build_graph.registry.availability import Availability
 from build_graph.run import explain
 from build_graph.run.reporter import ExitCodeReporter, StageFailed
-from build_graph.stages import build, promote, push
+from build_graph.stages import build, promote, push, trust
 from build_graph.stages import compile as compile_stage
 from build_graph.stages import render as render_stage
 from build_graph.stages import verify as verify_stage
-from build_graph.verify.expectation import Expectation, expectation_for
 
 DoitTask = dict[str, Any]
 
@@ -100,23 +98,16 @@ class Condition:
 class StackTasks:
     stack: Stack
     planned: list[PlannedTier]
-    _wants: dict[str, Expectation] = field(default_factory=dict)
 
     @cached_property
-    def seen(self) -> Availability:
+    def holdings(self) -> Availability:
         """Every reference the run may ask the registry about, asked in one round: hash
         tags, human tags, and the reports for the digests this machine saw last."""
-        seen = Availability()
+        holdings = Availability()
         for tier in self.planned:
-            seen.register([tier.image, *(f"{tier.repository}:{t}" for t in tier.human_tags),
-                           *reports.expected_refs(tier, self.want(tier))])
-        return seen
-
-    def want(self, tier: PlannedTier) -> Expectation:
-        if tier.key not in self._wants:
-            self._wants[tier.key] = expectation_for(self.stack.variant(tier.spec.variant),
-                                                    tier.spec.name)
-        return self._wants[tier.key]
+            holdings.register([tier.image, *map(tier.human_ref, tier.human_tags),
+                           *trust.expected_refs(tier)])
+        return holdings
 
     @cached_property
     def by_key(self) -> dict[str, PlannedTier]:
@@ -157,23 +148,23 @@ class StackTasks:
 
     def registry_holds(self, tier: PlannedTier) -> list[str]:
         """What the registry holds for the tier, asked now: `doit info`'s account."""
-        image = self.seen.registry(tier.image)
+        image = self.holdings.registry(tier.image)
         if image.presence is not Presence.PRESENT or image.digest is None:
             lines = [f"{tier.image}: " + (f"could not ask ({image.error})" if image.error
                                           else "not in the registry")]
             for name in tier.human_tags:
-                tag = self.seen.registry(f"{tier.repository}:{name}")
+                tag = self.holdings.registry(f"{tier.repository}:{name}")
                 lines.append(f"{tier.repository}:{name} -> "
                              f"{tag.digest or ('could not ask' if tag.error else 'absent')}")
             return lines
         lines = [f"{tier.image} = {image.digest}"]
         for name in tier.human_tags:
-            tag = self.seen.registry(f"{tier.repository}:{name}")
+            tag = self.holdings.registry(f"{tier.repository}:{name}")
             where = ("the same digest" if tag.digest == image.digest else tag.digest
                      if tag.digest else "could not ask" if tag.error else "absent")
             lines.append(f"{tier.repository}:{name} -> {where}")
         try:
-            report = reports.find(tier, self.want(tier), image.digest, self.seen)
+            report = trust.passing_report(tier, image.digest, self.holdings)
         except BuildGraphError as exc:
             report, lines = None, [*lines, f"verify report: could not read ({exc})"]
         if report is not None:
@@ -208,39 +199,39 @@ class StackTasks:
                 "task_dep": [f"render:{tier.key}", f"build:{builder.key}"],
                 "uptodate": [Condition(
                     f"{tier.image} exists, or {tier.folder.wheels} holds wheels of compile "
-                    f"inputs {tier.compile_hash}", compile_stage.compiled, tier, self.seen)]}
+                    f"inputs {tier.compile_hash}", compile_stage.compiled, tier, self.holdings)]}
 
     def _build(self, tier: PlannedTier) -> DoitTask:
         deps = [f"render:{tier.key}"]
         deps += [f"build:{tier.parent_key}"] if tier.parent_key else []
         deps += [f"compile:{tier.key}"] if tier.builder_key else []
-        return {"actions": [action("build", tier, build.build, self.stack, tier, self.seen)],
+        return {"actions": [action("build", tier, build.build, self.stack, tier, self.holdings)],
                 "task_dep": deps, "uptodate": [Condition(
                     f"the registry holds {tier.image}, or the daemon here has it",
-                    build.image_available, tier, self.seen)]}
+                    build.image_available, tier, self.holdings)]}
 
     def _push(self, tier: PlannedTier) -> DoitTask:
-        return {"actions": [action("push", tier, push.push, tier, self.seen)],
+        return {"actions": [action("push", tier, push.push, tier, self.holdings)],
                 "task_dep": [f"build:{tier.key}"],
                 "uptodate": [Condition(f"the registry holds {tier.image}", push.pushed,
-                                       tier, self.seen)]}
+                                       tier, self.holdings)]}
 
     def _verify(self, tier: PlannedTier) -> DoitTask:
-        want = self.want(tier)
-        return {"actions": [action("verify", tier, verify_stage.verify, tier, want, self.seen)],
+        return {"actions": [action("verify", tier, verify_stage.verify, tier, self.holdings)],
                 "task_dep": [f"push:{tier.key}"],
                 "uptodate": [Condition(
                     f"the registry holds a passing verify report for {tier.image}'s digest "
-                    "and these checks", verify_stage.verified, tier, want, self.seen)]}
+                    "and these checks", verify_stage.verified, tier, self.holdings)]}
 
     def _promote(self, tier: PlannedTier) -> DoitTask:
         deps = [f"verify:{tier.key}"]
         deps += [f"promote:{tier.parent_key}"] if tier.parent_key else []
-        want = self.want(tier)
-        return {"actions": [action("promote", tier, promote.promote, tier, want, self.seen)],
+        verify_first = partial(verify_stage.verify, tier, self.holdings)
+        return {"actions": [action("promote", tier, promote.promote, tier, self.holdings,
+                                   verify_first)],
                 "task_dep": deps,
                 "uptodate": [Condition(
                     f"every human tag ({', '.join(tier.human_tags) or 'none'}) names the "
                     "verified digest in the registry",
-                    promote.promoted, tier, want, self.seen)]}
+                    promote.promoted, tier, self.holdings)]}
 

@@ -25,22 +25,22 @@ from build_graph.registry.availability import Availability
 LABEL_PREFIX = "io.build-graph"
 
 
-def image_available(tier: PlannedTier, seen: Availability) -> bool:
+def image_available(tier: PlannedTier, holdings: Availability) -> bool:
     """Up to date for build: the registry holds the hash tag, or the daemon here has it.
     The daemon is asked only when the registry lacks it (a fresh runner never asks).
     Raises RegistryError when the registry could not say and the daemon lacks it."""
-    probe = seen.registry(tier.image)
-    if probe.presence is Presence.PRESENT or seen.local(tier.image):
+    probe = holdings.registry(tier.image)
+    if probe.presence is Presence.PRESENT or holdings.local(tier.image):
         return True
-    seen.answer(tier.image)  # an error raises: 'could not ask' is not 'absent'
+    holdings.answer(tier.image)  # an error raises: 'could not ask' is not 'absent'
     return False
 
 
-def build(stack: Stack, tier: PlannedTier, seen: Availability) -> None:
-    if seen.local(tier.image):
+def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> None:
+    if holdings.local(tier.image):
         log(f"[{tier.key}] {tier.image} is already built here")
         return
-    if seen.require(tier.image).presence is Presence.PRESENT:
+    if holdings.require(tier.image).presence is Presence.PRESENT:
         log(f"[{tier.key}] {tier.image} is in the registry: not rebuilt")
         return
     if tier.spec.compile is not None and not any(tier.folder.wheels.glob("*.whl")):
@@ -59,7 +59,7 @@ def build(stack: Stack, tier: PlannedTier, seen: Availability) -> None:
         else:
             buildkit.build(command, context, tier.image, name=tier.key, buildargs=buildargs,
                            secrets=secrets)
-    seen.built(tier.image)
+    holdings.built(tier.image)
 
 
 @cache

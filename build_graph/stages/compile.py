@@ -48,11 +48,11 @@ def wheels_current(tier: PlannedTier) -> bool:
     return stamp.is_file() and stamp.read_text().strip() == tier.compile_hash
 
 
-def compiled(tier: PlannedTier, seen: Availability) -> bool:
+def compiled(tier: PlannedTier, holdings: Availability) -> bool:
     """Up to date: the image already exists (no wheels needed) or the wheels are current.
     Raises RegistryError only when the registry could not say and the wheels are stale."""
     try:
-        return image_available(tier, seen) or wheels_current(tier)
+        return image_available(tier, holdings) or wheels_current(tier)
     except RegistryError:
         if wheels_current(tier):
             return True

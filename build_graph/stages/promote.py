@@ -9,63 +9,65 @@ one promoted; verified here first if no report for it exists yet.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from build_graph.errors import BuildFailed
 from build_graph.log import log, progress
 from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Presence, parse_ref
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry import api as registry_api
-from build_graph.registry import reports
 from build_graph.registry.availability import Availability
-from build_graph.stages import verify as verify_stage
-from build_graph.verify.expectation import Expectation
+from build_graph.stages import trust
 
 
-def promoted(tier: PlannedTier, want: Expectation, seen: Availability) -> bool:
+def promoted(tier: PlannedTier, holdings: Availability) -> bool:
     """Up to date: every human tag names the hash tag's digest, which has a passing report.
     Raises RegistryError when the registry could not say (never read as 'not promoted')."""
-    probe = seen.answer(tier.image)
+    probe = holdings.answer(tier.image)
     if probe.presence is not Presence.PRESENT or probe.digest is None:
         return False
-    if any(_tag_digest(tier, name, seen) != probe.digest for name in tier.human_tags):
+    if any(_tag_digest(tier, name, holdings) != probe.digest for name in tier.human_tags):
         return False
-    return reports.find(tier, want, probe.digest, seen) is not None
+    return trust.passing_report(tier, probe.digest, holdings) is not None
 
 
-def _tag_digest(tier: PlannedTier, name: str, seen: Availability,
+def _tag_digest(tier: PlannedTier, name: str, holdings: Availability,
                 fresh: bool = False) -> Digest | None:
     """The digest a human tag names now, None when absent; an error raises."""
-    ref = f"{tier.repository}:{name}"
-    return (seen.require(ref) if fresh else seen.answer(ref)).digest
+    ref = tier.human_ref(name)
+    return (holdings.require(ref) if fresh else holdings.answer(ref)).digest
 
 
-def promote(tier: PlannedTier, want: Expectation, seen: Availability) -> None:
-    """Move the human tags to the verified digest; refuses anything not verified."""
-    probe = seen.require(tier.image)
+def promote(tier: PlannedTier, holdings: Availability, verify_first: Callable[[], None]) -> None:
+    """Move the human tags to the verified digest; refuses anything not verified.
+    `verify_first` (the verify stage, wired in by run/tasks.py) runs when the hash tag
+    names a digest nobody verified yet."""
+    probe = holdings.require(tier.image)
     if probe.digest is None:
         raise BuildFailed(f"{tier.key}: {tier.image} is not in the registry; run "
                           f"push:{tier.key}")
-    report = reports.find(tier, want, probe.digest, seen, fresh=True)
+    report = trust.passing_report(tier, probe.digest, holdings, fresh=True)
     if report is None:
         # The hash tag names a digest nobody verified: another runner pushed it after ours
         # was verified. Adopt it, verify it here, then promote it.
         log(f"[{tier.key}] {tier.image} names {probe.digest}, which has no passing report "
             "yet: verifying it first")
-        verify_stage.verify(tier, want, seen)
-        report = reports.find(tier, want, probe.digest, seen, fresh=True)
+        verify_first()
+        report = trust.passing_report(tier, probe.digest, holdings, fresh=True)
     if report is None:
         raise BuildFailed(f"{tier.key}: {tier.image} ({probe.digest}) has no passing verify "
                           "report; human tags stay where they were")
     moving = tuple(t for t in tier.human_tags
-                   if _tag_digest(tier, t, seen, fresh=True) != probe.digest)
-    copy_manifest(tier, probe.digest, moving, seen)
+                   if _tag_digest(tier, t, holdings, fresh=True) != probe.digest)
+    copy_manifest(tier, probe.digest, moving, holdings)
     gpu = str(report.get("gpu", ""))
     if not gpu.startswith(("passed", "not applicable")):
         progress(f"[{tier.key}] promoted with GPU {gpu} (verify.gpu = \"optional\")")
 
 
 def copy_manifest(tier: PlannedTier, digest: Digest, tags: tuple[str, ...],
-                  seen: Availability) -> None:
+                  holdings: Availability) -> None:
     """Put the manifest `digest` names under each tag: the very bytes read by that digest,
     hashed here and refused unless they hash to it (registry_api.get_manifest), so no tag
     is written before the bytes are checked; no layer moves. Raises UntrustedAnswer (a
@@ -79,6 +81,6 @@ def copy_manifest(tier: PlannedTier, digest: Digest, tags: tuple[str, ...],
         try:
             registry_api.put_manifest(image.at(name), manifest.body, manifest.media_type)
         finally:
-            seen.forget(f"{tier.repository}:{name}")
+            holdings.forget(f"{tier.repository}:{name}")
         log(f"[{tier.key}] {tier.repository}:{name} -> {digest} (manifest copied, 0 layer "
             "bytes moved)")

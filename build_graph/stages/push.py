@@ -17,23 +17,23 @@ from build_graph.plan.plan import PlannedTier
 from build_graph.registry.availability import Availability
 
 
-def pushed(tier: PlannedTier, seen: Availability) -> bool:
+def pushed(tier: PlannedTier, holdings: Availability) -> bool:
     """Up to date: the registry holds the hash tag; RegistryError when it could not say."""
-    probe = seen.answer(tier.image)
+    probe = holdings.answer(tier.image)
     if probe.presence is Presence.PRESENT and probe.digest:
         write_record(tier.folder.push_record, record(tier, probe.digest))
         return True
     return False
 
 
-def push(tier: PlannedTier, seen: Availability) -> None:
-    probe = seen.require(tier.image)
+def push(tier: PlannedTier, holdings: Availability) -> None:
+    probe = holdings.require(tier.image)
     if probe.presence is Presence.PRESENT and probe.digest:
         log(f"[{tier.key}] registry already holds {tier.image} ({probe.digest})")
         write_record(tier.folder.push_record, record(tier, probe.digest))
         return
     ours = daemon.push(tier.image)  # only compared and logged: the registry's answer counts
-    now = seen.require(tier.image)
+    now = holdings.require(tier.image)
     if now.digest is None:
         raise RegistryError(f"{tier.image} was pushed ({ours}) but the registry does not "
                             "hold it; check the registry's storage and logs")
@@ -51,7 +51,7 @@ def record(tier: PlannedTier, digest: Digest) -> dict[str, object]:
 def recorded_digest(tier: PlannedTier) -> Digest | None:
     """The digest this machine last saw for the tier's hash tag (push.json): a hint only
     (None when the note is missing, for another image, or not a digest)."""
-    seen = read_record(tier.folder.push_record)
-    if seen and seen.get("image") == tier.image:
-        return maybe_digest(seen.get("digest"))
+    note = read_record(tier.folder.push_record)
+    if note and note.get("image") == tier.image:
+        return maybe_digest(note.get("digest"))
     return None

@@ -1,6 +1,6 @@
 """The verify stage: run the probe in the pushed image, check it, store the report.
 
-Done when the registry holds a passing report (stages/reports.py) for the digest the hash
+Done when the registry holds a passing report (stages/trust.py) for the digest the hash
 tag names and the current verifier fingerprint (probe, reader, checks, promises, GPU
 present or not). The report goes to the registry, bound to the digest, pass or fail, and a
 copy to the tier's verify.json.
@@ -15,53 +15,54 @@ from typing import Any
 from build_graph.docker import containers, daemon
 from build_graph.docker.containers import Mount
 from build_graph.errors import BuildFailed
+from build_graph.layout import PROBE_DIR, PROBE_REPORT
 from build_graph.log import log, progress
+from build_graph.manifest.expectation import Expectation
 from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Presence
 from build_graph.plan.plan import PlannedTier
-from build_graph.registry import reports
 from build_graph.registry.availability import Availability
+from build_graph.stages import trust
 from build_graph.verify.checks import evaluate
 from build_graph.verify.device import gpu_code_paths
-from build_graph.verify.expectation import Expectation
-from build_graph.verify.request import PROBE_FILES, REPORT_PATH, fingerprint, probe_request
+from build_graph.verify.request import PROBE_FILES, fingerprint, probe_request
 from build_graph.verify.results import Result, blocking, gpu_status, summary
 
-IN_IMAGE = "/opt/build-graph"
 NO_GPU = "no GPU: the Docker daemon has no nvidia runtime"
 
 
-def verified(tier: PlannedTier, want: Expectation, seen: Availability) -> bool:
+def verified(tier: PlannedTier, holdings: Availability) -> bool:
     """Up to date: the registry holds a passing report for the hash tag's digest and this
     verifier (made here or by any other runner). Raises RegistryError when the registry
     could not say."""
-    probe = seen.answer(tier.image)
+    probe = holdings.answer(tier.image)
     return bool(probe.presence is Presence.PRESENT and probe.digest
-                and reports.find(tier, want, probe.digest, seen) is not None)
+                and trust.passing_report(tier, probe.digest, holdings) is not None)
 
 
-def verify(tier: PlannedTier, want: Expectation, seen: Availability) -> None:
-    """Probe the digest the hash tag names; store the report in the registry either way;
+def verify(tier: PlannedTier, holdings: Availability) -> None:
+    """Answer the digest the hash tag names; store the report in the registry either way;
     raise unless it passed. A passing report another runner stored meanwhile is adopted."""
-    image = seen.require(tier.image)
+    want = tier.expect
+    image = holdings.require(tier.image)
     digest = image.digest
     if digest is None:
         raise BuildFailed(f"{tier.key}: {tier.image} is not in the registry; run push:{tier.key}")
-    if reports.find(tier, want, digest, seen, fresh=True) is not None:
+    if trust.passing_report(tier, digest, holdings, fresh=True) is not None:
         log(f"[{tier.key}] the registry already holds a passing report for {digest}")
         return
     ref = f"{tier.repository}@{digest}"
     daemon.ensure_local(ref)
     gpu = daemon.gpu_runtime()
-    probe = run_probe(ref, probe_request(want, gpu, REPORT_PATH), gpu)
+    probe = run_probe(ref, probe_request(want, gpu, PROBE_REPORT), gpu)
     if not gpu:
         probe["gpu_absent_reason"] = NO_GPU
     probe["image_size_bytes"] = daemon.image_size(ref)
     probe["smoke"] = [run_smoke(ref, command) for command in want.smoke]
     results = evaluate(want, probe)
     stoppers = blocking(results, want)
-    reports.publish(tier, image, report(tier, digest, want, probe, results, gpu,
-                                        passed=not stoppers), seen)
+    trust.store(tier).publish(image, report(tier, digest, want, probe, results, gpu,
+                                                passed=not stoppers), holdings)
     lines = "\n".join(r.line() for r in results)
     if stoppers:
         why = "; ".join(f"{r.name} {'failed' if r.status == 'fail' else 'not checked'}"
@@ -73,11 +74,11 @@ def verify(tier: PlannedTier, want: Expectation, seen: Availability) -> None:
 
 
 def run_probe(ref: str, request: str, gpu: bool) -> dict[str, Any]:
-    mounts = tuple(Mount(str(p), f"{IN_IMAGE}/{p.name}", read_only=True) for p in PROBE_FILES)
-    with containers.container(ref, [f"{IN_IMAGE}/probe.py", request], entrypoint=["python3"],
+    mounts = tuple(Mount(str(p), f"{PROBE_DIR}/{p.name}", read_only=True) for p in PROBE_FILES)
+    with containers.container(ref, [f"{PROBE_DIR}/probe.py", request], entrypoint=["python3"],
                           mounts=mounts, gpus=gpu) as box:
         code, output = containers.run_to_end(box)
-        written = containers.read_file(box, REPORT_PATH) if code == 0 else None
+        written = containers.read_file(box, PROBE_REPORT) if code == 0 else None
         stdout = (written or box.logs(stdout=True, stderr=False)).decode("utf-8", "replace")
     if code != 0:
         hint = ("the image has no python3 on PATH" if code in (126, 127)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from build_graph.manifest.expectation import Expectation
 from build_graph.verify.device import (
     check_arch_list,
     check_binaries,
@@ -17,7 +18,6 @@ from build_graph.verify.device import (
     check_targets,
     check_torch_cuda,
 )
-from build_graph.verify.expectation import Expectation
 from build_graph.verify.results import Result, Status
 
 _SHOW = 8  # list at most this many names in one line

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from build_graph.gpu.archs import Arch, Coverage, coverage, parse_arch
-from build_graph.verify.expectation import Expectation
+from build_graph.manifest.expectation import Expectation
 from build_graph.verify.results import Result, Status
 
 

@@ -11,8 +11,8 @@ import json
 from functools import cache
 from pathlib import Path
 
+from build_graph.manifest.expectation import Expectation
 from build_graph.plan.hashing import content_hash
-from build_graph.verify.expectation import Expectation
 
 HERE = Path(__file__).parent
 IN_IMAGE = HERE / "in_image"
@@ -23,8 +23,6 @@ PROBE_FILES = (PROBE, IN_IMAGE / "fatbin.py", IN_IMAGE / "finder.py")
 # the finder (in_image/), the checks here; which code runs on which GPU (gpu/archs.py) and
 # the tables it reads (gpu/tables.py). A fix in any of them re-verifies.
 VERIFIER_CODE = (HERE, IN_IMAGE, HERE.parent / "gpu")
-# Where the probe leaves its report inside the container.
-REPORT_PATH = "/tmp/build-graph-probe.json"
 
 
 def probe_request(want: Expectation, gpu: bool, out: str | None = None) -> str:
@@ -41,6 +39,13 @@ def fingerprint(want: Expectation, gpu_present: bool) -> str:
     fingerprint re-verifies."""
     return content_hash({"verifier": _verifier_code(), "want": dataclasses.asdict(want),
                          "gpu_present": gpu_present})
+
+
+def trusted_fingerprints(want: Expectation, gpu_here: bool) -> list[str]:
+    """The fingerprints a report may carry to count on a runner, its own first: a runner
+    without a GPU also trusts a GPU runner's report (it checked everything a CPU runner can,
+    and ran a kernel); a GPU runner does not settle for one made without a GPU."""
+    return [fingerprint(want, gpu_here)] + ([] if gpu_here else [fingerprint(want, True)])
 
 
 def verifier_files() -> list[Path]:

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
-from build_graph.verify.expectation import Expectation
+from build_graph.manifest.expectation import Expectation
 
 Status = Literal["pass", "fail", "not checked"]
 

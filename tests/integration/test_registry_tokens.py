@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from build_graph.oci.refs import Presence, Probe, parse_ref
+from build_graph.oci.refs import Answer, Presence, parse_ref
 from build_graph.registry import api as registry_api
 from build_graph.registry import auth as registry_auth
 from build_graph.registry import transport as registry_http
@@ -87,7 +87,7 @@ def login(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str, secret: st
     registry_auth.credentials.cache_clear()
 
 
-def ask_sixteen(host: str) -> list[Probe]:
+def ask_sixteen(host: str) -> list[Answer]:
     refs = [parse_ref(f"{host}/team/app:v{i}") for i in range(16)]
     with ThreadPoolExecutor(max_workers=16) as pool:
         return list(pool.map(registry_api.head_manifest, refs))

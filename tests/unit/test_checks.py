@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from build_graph.manifest.expectation import Expectation, expectation_for
 from build_graph.verify.checks import evaluate
 from build_graph.verify.device import gpu_code_paths
-from build_graph.verify.expectation import Expectation, expectation_for
 from build_graph.verify.results import Result, blocking, gpu_status, summary
 from tests.helpers import load_text
 

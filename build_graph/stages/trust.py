@@ -1,0 +1,40 @@
+"""Which verify reports count on this runner, and where a tier's reports are kept.
+
+A runner trusts a report for the same digest and its own verifier fingerprint (the
+verifier's code, the promises, whether a GPU was present), and on a CPU runner a GPU
+runner's (verify/request.py's trusted_fingerprints). The verify and promote stages and
+`doit info` ask here; the registry's report store (registry/reports.py) knows no policy.
+"""
+
+from __future__ import annotations
+
+from build_graph.docker import daemon
+from build_graph.oci.digest import Digest
+from build_graph.plan.plan import PlannedTier
+from build_graph.registry.availability import Availability
+from build_graph.registry.reports import Report, ReportStore
+from build_graph.stages.push import recorded_digest
+from build_graph.verify.request import trusted_fingerprints
+
+
+def store(tier: PlannedTier) -> ReportStore:
+    return ReportStore(tier.repository, tier.folder, tier.key)
+
+
+def fingerprints(tier: PlannedTier) -> list[str]:
+    """The fingerprints a report may carry to count here, this runner's first."""
+    return trusted_fingerprints(tier.expect, daemon.gpu_runtime())
+
+
+def passing_report(tier: PlannedTier, digest: Digest, holdings: Availability,
+                   fresh: bool = False) -> Report | None:
+    """A passing report for `digest` that counts here (ReportStore.find's contract)."""
+    return store(tier).find(digest, fingerprints(tier), holdings, fresh)
+
+
+def expected_refs(tier: PlannedTier) -> list[str]:
+    """The report tag worth asking about in the run's first round: this runner's, for the
+    digest this machine last saw (a hint: a different digest, or a GPU runner's report
+    looked for where this runner has none, costs a second round)."""
+    digest = recorded_digest(tier)
+    return [store(tier).ref(digest, fingerprints(tier)[0])] if digest else []
