@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from build_graph.errors import BuildFailed, EnvironmentProblem, RegistryError, UntrustedAnswer
 from build_graph.log import last_output, log
-from build_graph.oci import problems as registry_errors
+from build_graph.oci import problems
 from build_graph.oci.digest import Digest, parse_digest
 from build_graph.oci.refs import registry_of
 
@@ -140,13 +140,13 @@ def push(ref: str) -> Digest:
             if "error" in chunk:
                 raise RegistryError(f"push of {ref} refused by the registry {host}: "
                                     f"{str(chunk['error']).strip()[:300]}; "
-                                    f"{registry_errors.hint(host)}")
+                                    f"{problems.hint(host)}")
             aux = chunk.get("aux") or {}
             if "Digest" in aux:
                 digest = parse_digest(aux["Digest"])
     except docker.errors.APIError as exc:
         raise RegistryError(f"push of {ref} to the registry {host} failed: "
-                            f"{short_error(exc)}; {registry_errors.hint(host)}") from None
+                            f"{short_error(exc)}; {problems.hint(host)}") from None
     except ValueError as exc:
         raise UntrustedAnswer(f"push of {ref}: the registry {host} answered a digest that "
                               f"is not one: {exc}") from None
@@ -168,10 +168,10 @@ def pull(ref: str) -> None:
             if "error" in chunk:
                 raise RegistryError(f"pull of {ref} from the registry {registry_of(ref)} "
                                     f"failed: {str(chunk['error']).strip()[:300]}; "
-                                    f"{registry_errors.hint(registry_of(ref))}")
+                                    f"{problems.hint(registry_of(ref))}")
     except docker.errors.APIError as exc:
         raise RegistryError(f"pull of {ref} from the registry {registry_of(ref)} failed: "
-                            f"{short_error(exc)}; {registry_errors.hint(registry_of(ref))}"
+                            f"{short_error(exc)}; {problems.hint(registry_of(ref))}"
                             ) from None
 
 
@@ -185,12 +185,6 @@ def ensure_local(ref: str) -> None:
     """Make `ref` available to the daemon, pulling it when only the registry has it."""
     if not image_exists_locally(ref):
         pull(ref)
-
-
-def tag(source: str, target: str) -> None:
-    repo, tag_name = split_ref(target)
-    log(f"+ docker tag {source} {target}")
-    client().api.tag(source, repo, tag_name, force=True)
 
 
 @cache

@@ -1,8 +1,8 @@
 """Image references and what a registry said about one: present (digest), absent, or error.
 
 Tri-state on purpose: an error is never read as 'absent' (that would rebuild, or worse,
-report a lost image as never built). A Answer's digest is a parsed `Digest`: whatever the
-registry sent was checked where it entered (registry_http), never here.
+report a lost image as never built). An Answer's digest is a parsed `Digest`: whatever
+the registry sent was checked where it entered (registry/api.py), never here.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def cache_path(manifest: Path) -> Path:
 def load_plan(manifest: Path) -> tuple[Stack, list[PlannedTier]]:
     """(stack, plan) for `manifest`, from the cache when its inputs are unchanged.
 
-    Raises ConfigError/TemplateError like config.load and plan.plan.
+    Raises ConfigError/TemplateError like manifest.load.load and plan.plan.plan.
     """
     manifest = manifest.resolve()
     cache = cache_path(manifest)

@@ -14,7 +14,7 @@ import urllib.parse
 from dataclasses import dataclass
 
 from build_graph.errors import BuildGraphError, UntrustedAnswer
-from build_graph.oci import problems as registry_errors
+from build_graph.oci import problems
 from build_graph.oci.digest import Digest, maybe_digest
 from build_graph.oci.refs import MANIFEST_TYPES, Answer, Presence, Ref
 from build_graph.registry.transport import Response, blob_response, client
@@ -61,7 +61,7 @@ def head_manifest(ref: Ref) -> Answer:
         if response.status == 404:
             return Answer(Presence.ABSENT)
         if response.status != 200:
-            raise registry_errors.refused(ref.host, f"a question about {_where(ref)}",
+            raise problems.refused(ref.host, f"a question about {_where(ref)}",
                                           response.status)
         digest = _header_digest(ref, response)
         length = response.headers.get("content-length", "")
@@ -81,7 +81,7 @@ def get_manifest(ref: Ref) -> Manifest:
     response = client(ref.api_host).request("GET", ref.repository,
                                             f"manifests/{ref.reference}", headers=_ACCEPT)
     if response.status != 200:
-        raise registry_errors.refused(ref.host, f"reading the manifest {_where(ref)}",
+        raise problems.refused(ref.host, f"reading the manifest {_where(ref)}",
                                       response.status, response.body)
     actual = Digest.of(response.body)
     for claimed, what in ((maybe_digest(ref.reference), "asked for"),
@@ -100,7 +100,7 @@ def put_manifest(ref: Ref, body: bytes, media_type: str) -> Digest:
                                             f"manifests/{ref.reference}",
                                             headers={"Content-Type": media_type}, body=body)
     if response.status not in (200, 201):
-        raise registry_errors.refused(ref.host, f"writing the manifest {_where(ref)}",
+        raise problems.refused(ref.host, f"writing the manifest {_where(ref)}",
                                       response.status, response.body)
     ours, stored = Digest.of(body), _header_digest(ref, response)
     if stored is not None and stored != ours:
@@ -117,12 +117,12 @@ def put_blob(ref: Ref, data: bytes) -> Digest:
     if there.status == 200:
         return digest
     if there.status != 404:
-        raise registry_errors.refused(ref.host, f"a question about blob {digest} in "
+        raise problems.refused(ref.host, f"a question about blob {digest} in "
                                       f"{ref.repository}", there.status)
     started = api.request("POST", ref.repository, "blobs/uploads/", body=b"")
     location = started.headers.get("location")
     if started.status != 202 or not location:
-        raise registry_errors.refused(ref.host, f"starting an upload to {ref.repository}",
+        raise problems.refused(ref.host, f"starting an upload to {ref.repository}",
                                       started.status, started.body)
     parts = urllib.parse.urlsplit(location)
     prefix = f"/v2/{ref.repository}/"
@@ -134,7 +134,7 @@ def put_blob(ref: Ref, data: bytes) -> Digest:
     done = api.request("PUT", ref.repository, f"{parts.path[len(prefix):]}?{query}", body=data,
                        headers={"Content-Type": "application/octet-stream"})
     if done.status != 201:
-        raise registry_errors.refused(ref.host, f"uploading a blob to {ref.repository}",
+        raise problems.refused(ref.host, f"uploading a blob to {ref.repository}",
                                       done.status, done.body)
     return digest
 
@@ -143,7 +143,7 @@ def get_blob(ref: Ref, digest: Digest) -> bytes:
     """The blob `digest` of `ref`'s repository; its bytes must hash to `digest`."""
     response = blob_response(ref.api_host, ref.repository, digest)
     if response.status != 200:
-        raise registry_errors.refused(ref.host, f"reading blob {digest} of {ref.repository}",
+        raise problems.refused(ref.host, f"reading blob {digest} of {ref.repository}",
                                       response.status, response.body)
     actual = Digest.of(response.body)
     if actual != digest:

@@ -6,7 +6,7 @@ a tag built from the image's digest (cosign's scheme, `sha256-<hex>.<suffix>`), 
 registry serves, CNCF distribution 2.8 included; so lookups never depend on referrers.
 
 Reading one is checked at every step: its manifest is read by the digest the registry named
-for the tag and hashed (registry_api), the layer's digest is parsed from the manifest, and
+for the tag and hashed (registry/api.py), the layer's digest is parsed from the manifest, and
 the payload is hashed against it.
 """
 
@@ -17,7 +17,7 @@ import json
 from build_graph.errors import RegistryError, UntrustedAnswer
 from build_graph.oci.digest import Digest, parse_digest
 from build_graph.oci.refs import Answer, Ref, artifact_tag
-from build_graph.registry import api as registry_api
+from build_graph.registry import api
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 # The OCI 1.1 empty descriptor, the config of an artifact that has none.
@@ -32,8 +32,8 @@ def publish(image: Ref, subject: Answer, suffix: str, artifact_type: str, payloa
     if subject.digest is None or subject.media_type is None or subject.size is None:
         raise RegistryError(f"{image.repository}: the registry did not describe the image's "
                             "manifest (digest, media type, size) that the artifact refers to")
-    config = registry_api.put_blob(image, EMPTY)
-    layer = registry_api.put_blob(image, payload)
+    config = api.put_blob(image, EMPTY)
+    layer = api.put_blob(image, payload)
     manifest = {
         "schemaVersion": 2, "mediaType": OCI_MANIFEST, "artifactType": artifact_type,
         "config": {"mediaType": EMPTY_TYPE, "digest": str(config), "size": len(EMPTY)},
@@ -44,7 +44,7 @@ def publish(image: Ref, subject: Answer, suffix: str, artifact_type: str, payloa
     }
     body = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
     tag = artifact_tag(subject.digest, suffix)
-    return tag, registry_api.put_manifest(image.at(tag), body, OCI_MANIFEST)
+    return tag, api.put_manifest(image.at(tag), body, OCI_MANIFEST)
 
 
 def read(image: Ref, manifest_digest: Digest, artifact_type: str) -> bytes:
@@ -52,11 +52,11 @@ def read(image: Ref, manifest_digest: Digest, artifact_type: str) -> bytes:
     repository. Raises UntrustedAnswer when it is not such an artifact or a hash differs,
     RegistryError when the registry cannot answer."""
     where = f"{image.host}/{image.repository}@{manifest_digest}"
-    manifest = registry_api.get_manifest(image.at(str(manifest_digest)))
+    manifest = api.get_manifest(image.at(str(manifest_digest)))
     try:
         data = json.loads(manifest.body)
         [layer] = [entry for entry in data["layers"] if entry["mediaType"] == artifact_type]
         blob = parse_digest(layer["digest"])
     except (ValueError, KeyError, TypeError):
         raise UntrustedAnswer(f"{where} is not a {artifact_type} artifact") from None
-    return registry_api.get_blob(image, blob)
+    return api.get_blob(image, blob)

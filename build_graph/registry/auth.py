@@ -6,7 +6,7 @@ $DOCKER_CONFIG/config.json (~/.docker/config.json). A registry that answers 401 
 authenticate in its WWW-Authenticate header: Basic (send the credentials) or Bearer (trade
 them at the realm for a token scoped to the repository and action).
 
-Credentials go only where registry_hosts allows (HTTPS, or a real loopback address), never
+Credentials go only where oci/hosts.py allows (HTTPS, or a real loopback address), never
 to whatever realm a 401 names. Tokens are shared by every thread of the run: one token
 request per (registry, realm, scope) until it expires, under a lock, so sixteen concurrent
 HEADs with wrong credentials cost one failed login, not sixteen; a refused login is

@@ -18,7 +18,7 @@ from build_graph.docker import daemon
 from build_graph.errors import RegistryError
 from build_graph.oci.hosts import is_loopback
 from build_graph.oci.refs import Answer, Presence, parse_ref, registry_of
-from build_graph.registry import api as registry_api
+from build_graph.registry import api
 
 # Concurrent HEADs: a remote registry is latency-bound (many help); a loopback one is
 # CPU-bound on this machine's few cores (4 measured fastest: benchmarks/registry_truth.py).
@@ -31,7 +31,7 @@ def head(ref: str) -> Answer:
         parsed = parse_ref(ref)
     except ValueError as exc:
         return Answer(Presence.ERROR, error=str(exc))
-    return registry_api.head_manifest(parsed)
+    return api.head_manifest(parsed)
 
 
 class Availability:

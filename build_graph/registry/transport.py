@@ -1,18 +1,16 @@
-"""The registry's HTTP API (the OCI distribution spec), straight from this process.
+"""The registry's HTTP transport (the OCI distribution spec), straight from this process.
 
-Manifest HEADs for the up-to-date checks (many at once, no Docker daemon in the way),
-manifests copied byte for byte under new tags (promote moves no layer), and small blobs for
-artifacts such as verify reports. Written on http.client rather than a client library: a
-no-op run sends a HEAD per image and must stay near 0.1 s, and `oras` alone takes 0.18 s to
-import here (benchmarks/README figures); its manifest read also re-serialises JSON, which
-would change a digest that promote must keep.
+Requests, TLS, redirects and auth for registry/api.py (manifests and blobs). Written on
+http.client rather than a client library: a no-op run sends a HEAD per image and must stay
+fast, and `oras` alone takes 0.18 s to import here; its manifest read also re-serialises
+JSON, which would change a digest that promote must keep.
 
 This is the door: every digest a registry sends is parsed into a `Digest` here, and every
 manifest or blob body read is hashed and compared with the digest asked for (and with the
 digest header, when one came) before anything uses it. A mismatch raises UntrustedAnswer.
 Whether a host is spoken to over plain HTTP, and where credentials may go, is
-registry_hosts' rule; a failure to reach a host is a RegistryError in words
-(registry_errors).
+oci/hosts.py's rule; a failure to reach a host is a RegistryError in words
+(oci/problems.py).
 """
 
 from __future__ import annotations
@@ -22,14 +20,13 @@ import threading
 import urllib.parse
 from dataclasses import dataclass, field
 
-from build_graph.oci import hosts as registry_hosts
-from build_graph.oci import problems as registry_errors
+from build_graph.oci import hosts, problems
 from build_graph.oci.digest import Digest, parse_digest
-from build_graph.registry import auth as registry_auth
+from build_graph.registry import auth
 
 TIMEOUT_S = 30.0
 _RETRYABLE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
-TOKENS = registry_auth.Tokens()
+TOKENS = auth.Tokens()
 
 
 @dataclass
@@ -54,7 +51,7 @@ class Client:
 
     @property
     def secure(self) -> bool:
-        return not registry_hosts.plain_http(self.host)
+        return not hosts.plain_http(self.host)
 
     def request(self, method: str, repository: str, path: str, *,
                 headers: dict[str, str] | None = None, body: bytes | None = None) -> Response:
@@ -85,11 +82,11 @@ class Client:
             except _RETRYABLE as exc:
                 conn.close()
                 if attempt == 2:
-                    raise registry_errors.unreachable(self.host, exc) from None
+                    raise problems.unreachable(self.host, exc) from None
             except (OSError, http.client.HTTPException) as exc:
                 conn.close()
                 self._local.conn = None
-                raise registry_errors.unreachable(self.host, exc) from None
+                raise problems.unreachable(self.host, exc) from None
         raise AssertionError("unreachable")
 
     def _connection(self, fresh: bool = False) -> http.client.HTTPConnection:
@@ -102,14 +99,14 @@ class Client:
 
     def _authorize(self, header: str, repository: str, action: str) -> str | None:
         """The Authorization value the challenge asks for, or None to stay anonymous."""
-        challenge = registry_auth.parse_challenge(header)
+        challenge = auth.parse_challenge(header)
         if challenge.scheme == "bearer" and "realm" in challenge.params:
             return TOKENS.bearer(self.host, challenge, f"repository:{repository}:{action}",
                                  fetch)
-        creds = registry_auth.credentials(self.host)
-        here = f"{registry_hosts.scheme(self.host)}://{self.host}/"
-        if challenge.scheme == "basic" and creds and registry_hosts.may_send_credentials(here):
-            return registry_auth.basic_header(creds)
+        creds = auth.credentials(self.host)
+        here = f"{hosts.scheme(self.host)}://{self.host}/"
+        if challenge.scheme == "basic" and creds and hosts.may_send_credentials(here):
+            return auth.basic_header(creds)
         return None
 
 
@@ -135,7 +132,7 @@ def fetch(url: str, headers: dict[str, str] | None = None, redirects: int = 5) -
         body = raw.read()
         location = raw.getheader("Location")
     except (OSError, http.client.HTTPException) as exc:
-        raise registry_errors.unreachable(parts.netloc, exc) from None
+        raise problems.unreachable(parts.netloc, exc) from None
     finally:
         conn.close()
     if raw.status in (301, 302, 303, 307, 308) and location and redirects > 0:
@@ -150,6 +147,6 @@ def blob_response(ref_host: str, repository: str, digest: Digest) -> Response:
     response = api.request("GET", repository, f"blobs/{digest}")
     if response.status in (301, 302, 303, 307, 308) and "location" in response.headers:
         status, body = fetch(urllib.parse.urljoin(
-            f"{registry_hosts.scheme(ref_host)}://{ref_host}/", response.headers["location"]))
+            f"{hosts.scheme(ref_host)}://{ref_host}/", response.headers["location"]))
         response = Response(status, {}, body)
     return response

@@ -16,7 +16,7 @@ from build_graph.log import log, progress
 from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Presence, parse_ref
 from build_graph.plan.plan import PlannedTier
-from build_graph.registry import api as registry_api
+from build_graph.registry import api
 from build_graph.registry.availability import Availability
 from build_graph.stages import trust
 
@@ -69,17 +69,17 @@ def promote(tier: PlannedTier, holdings: Availability, verify_first: Callable[[]
 def copy_manifest(tier: PlannedTier, digest: Digest, tags: tuple[str, ...],
                   holdings: Availability) -> None:
     """Put the manifest `digest` names under each tag: the very bytes read by that digest,
-    hashed here and refused unless they hash to it (registry_api.get_manifest), so no tag
+    hashed here and refused unless they hash to it (api.get_manifest), so no tag
     is written before the bytes are checked; no layer moves. Raises UntrustedAnswer (a
     BuildFailed) naming the registry and both digests when the bytes or the registry's
     answer to a PUT disagree."""
     image = parse_ref(tier.image)
     if not tags:
         return
-    manifest = registry_api.get_manifest(image.at(str(digest)))
+    manifest = api.get_manifest(image.at(str(digest)))
     for name in tags:
         try:
-            registry_api.put_manifest(image.at(name), manifest.body, manifest.media_type)
+            api.put_manifest(image.at(name), manifest.body, manifest.media_type)
         finally:
             holdings.forget(f"{tier.repository}:{name}")
         log(f"[{tier.key}] {tier.repository}:{name} -> {digest} (manifest copied, 0 layer "

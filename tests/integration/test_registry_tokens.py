@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 
 from build_graph.oci.refs import Answer, Presence, parse_ref
-from build_graph.registry import api as registry_api
+from build_graph.registry import api, transport
 from build_graph.registry import auth as registry_auth
-from build_graph.registry import transport as registry_http
 
 pytestmark = pytest.mark.integration
 DIGEST = "sha256:" + "cd" * 32
@@ -74,7 +73,7 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[TokenRegistry]:
     httpd.realm = f"http://127.0.0.1:{httpd.server_address[1]}/token"
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    monkeypatch.setattr(registry_http, "TOKENS", registry_auth.Tokens())
+    monkeypatch.setattr(transport, "TOKENS", registry_auth.Tokens())
     yield httpd
     httpd.shutdown()
     httpd.server_close()
@@ -90,7 +89,7 @@ def login(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, host: str, secret: st
 def ask_sixteen(host: str) -> list[Answer]:
     refs = [parse_ref(f"{host}/team/app:v{i}") for i in range(16)]
     with ThreadPoolExecutor(max_workers=16) as pool:
-        return list(pool.map(registry_api.head_manifest, refs))
+        return list(pool.map(api.head_manifest, refs))
 
 
 def test_sixteen_concurrent_questions_cost_one_token_request(

@@ -9,7 +9,7 @@ import ssl
 
 import pytest
 
-from build_graph.oci import problems as registry_errors
+from build_graph.oci import problems
 from build_graph.oci.digest import Digest, maybe_digest, parse_digest
 from build_graph.oci.hosts import (
     INSECURE_ENV,
@@ -116,35 +116,35 @@ def test_credentials_go_only_over_https_or_to_loopback(url: str, allowed: bool) 
     (ssl.SSLError(1, "[SSL: WRONG_VERSION_NUMBER] wrong version number"), "TLS"),
 ])
 def test_causes_are_words_not_class_names(exc: BaseException, words: str) -> None:
-    text = str(registry_errors.unreachable("reg.example:443", exc))
+    text = str(problems.unreachable("reg.example:443", exc))
     assert "reg.example:443" in text and words in text
     assert type(exc).__name__ not in text
 
 
 def test_a_loopback_registry_that_does_not_answer_says_start_it() -> None:
-    text = str(registry_errors.unreachable("127.0.0.1:5000", ConnectionRefusedError()))
+    text = str(problems.unreachable("127.0.0.1:5000", ConnectionRefusedError()))
     assert text.startswith("cannot ask the registry 127.0.0.1:5000: nothing answers there")
     assert "scripts/services.sh up" in text
 
 
 def test_a_remote_registry_that_does_not_answer_is_not_told_to_start_services() -> None:
-    text = str(registry_errors.unreachable("reg.example", ConnectionRefusedError()))
+    text = str(problems.unreachable("reg.example", ConnectionRefusedError()))
     assert "services.sh" not in text and "reg.example" in text
 
 
 def test_a_plain_http_registry_spoken_to_over_tls_is_called_a_tls_problem() -> None:
     exc = ssl.SSLError(1, "[SSL: WRONG_VERSION_NUMBER] wrong version number")
-    text = str(registry_errors.unreachable("reg.lan:5000", exc))
+    text = str(problems.unreachable("reg.lan:5000", exc))
     assert "TLS" in text and INSECURE_ENV in text
 
 
 @pytest.mark.parametrize("status", [401, 403])
 def test_refused_credentials_advise_docker_login(status: int) -> None:
-    text = str(registry_errors.refused("ghcr.io", "a question about ghcr.io/a:b", status))
+    text = str(problems.refused("ghcr.io", "a question about ghcr.io/a:b", status))
     assert "the registry ghcr.io answered HTTP" in text and "`docker login ghcr.io`" in text
 
 
 def test_a_5xx_is_the_registry_failing_and_its_words_are_made_printable() -> None:
-    text = str(registry_errors.refused("127.0.0.1:5000", "x", 503, b"down\x1b[2J\r\nnow"))
+    text = str(problems.refused("127.0.0.1:5000", "x", 503, b"down\x1b[2J\r\nnow"))
     assert "HTTP 503" in text and "see 127.0.0.1:5000's logs" in text
     assert "\x1b" not in text and "\n" not in text
