@@ -108,7 +108,7 @@ class Guard:
 
     def _check_link(self, info: tarfile.TarInfo, path: str, kind: Kind) -> str:
         if kind == "hardlink":
-            target = _relative(info.linkname, info.name)
+            target = _relative(info.linkname, info.name, "hardlink target")
             if self._kinds.get(target) not in ("file", "hardlink"):
                 raise ArchiveError(f"{info.name!r}: hardlink to {info.linkname!r}, which is not "
                                    "a file of this archive written before it")
@@ -119,15 +119,16 @@ class Guard:
         return ""
 
 
-def _relative(name: str, member: str) -> str:
+def _relative(name: str, member: str, what: str = "name") -> str:
     """`name` as a normalised relative path ('' for the root); raises ArchiveError."""
     if not name or not name.isprintable():
-        raise ArchiveError(f"{member!r}: empty name, or control or non-printable characters")
+        raise ArchiveError(f"{member!r}: {what} is empty or has control or non-printable "
+                           "characters")
     if name.startswith("/"):
-        raise ArchiveError(f"{member!r}: absolute path {name!r}")
+        raise ArchiveError(f"{member!r}: {what} {name!r} is an absolute path")
     parts = [p for p in name.split("/") if p not in ("", ".")]
     if ".." in parts:
-        raise ArchiveError(f"{member!r}: '..' in {name!r}")
+        raise ArchiveError(f"{member!r}: {what} {name!r} contains '..'")
     return "/".join(parts)
 
 
