@@ -123,7 +123,7 @@ class CacheSync:
                 self._unread = found
             elif outcome == "rejected" and found.key == self.key:
                 self._reseed = True  # unreadable: replace it (its generation, no newer one)
-            found = found if outcome == "restored" else None
+            found, current = (found, None) if outcome == "restored" else (None, current)
         self._write_state(found, current)
 
     def _same_tier(self, key: str) -> bool:

@@ -111,6 +111,19 @@ def test_archive_keys_name_stack_tier_variant_and_toolchain(tmp_path: Path) -> N
     assert sync.key.startswith(sync.prefix)
 
 
+def test_a_restore_over_a_changed_folder_records_what_it_restored(tmp_path: Path) -> None:
+    warm_store(tmp_path)
+    local = tmp_path / "local"
+    first = sync_for(tmp_path, "a", local)
+    first.restore()
+    (local / "f" / "strayR").write_bytes(b"x")  # the folder no longer matches its state
+    again = sync_for(tmp_path, "a", local)
+    again.restore()
+    assert again.transfer.restored_from == again.key and not (local / "f" / "strayR").exists()
+    again.save()
+    assert again.transfer.saved == "unchanged: not uploaded"
+
+
 @contextmanager
 def read_only(folder: Path) -> Iterator[None]:
     """`folder` and all in it unwritable, for root too: without write bits, and where that
