@@ -11,6 +11,7 @@ import fcntl
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -39,7 +40,11 @@ class Store(Protocol):
     url: str
 
     def stat(self, key: str) -> Found | None: ...
-    def newest(self, prefix: str) -> Found | None: ...
+    def newest(self, prefix: str, accept: Callable[[str], bool]) -> Found | None:
+        """The newest archive whose key starts with `prefix` and that `accept` takes (the
+        store knows no key grammar: names in a bucket are anyone's)."""
+        ...
+
     def download(self, found: Found, dest: Path) -> None: ...
     def upload(self, src: Path, key: str, if_generation: int) -> Found: ...
 
@@ -68,14 +73,13 @@ class FileStore:
             raise CacheUnavailable(f"{path}: {exc.strerror}") from None
         return Found(key, info.st_mtime_ns, info.st_size)
 
-    def newest(self, prefix: str) -> Found | None:
-        """The newest archive whose key starts with `prefix` ('stack/tier/variant-')."""
+    def newest(self, prefix: str, accept: Callable[[str], bool]) -> Found | None:
         head, _, start = prefix.rpartition("/")
         folder = self.root / head
         if not folder.is_dir():
             return None
-        found = [self.stat(str(p.relative_to(self.root)))
-                 for p in folder.glob(f"{start}*.tar.zst")]
+        keys = (str(p.relative_to(self.root)) for p in folder.glob(f"{start}*.tar.zst"))
+        found = [self.stat(key) for key in keys if accept(key)]
         return max((f for f in found if f), key=lambda f: f.generation, default=None)
 
     def download(self, found: Found, dest: Path) -> None:
@@ -142,17 +146,17 @@ class GcsStore:
             self._name(key), **kw))
         return None if blob is None else Found(key, int(blob.generation), int(blob.size or 0))
 
-    def newest(self, prefix: str) -> Found | None:
+    def newest(self, prefix: str, accept: Callable[[str], bool]) -> Found | None:
         def listing(**kw: Any) -> list[Any]:
             return list(self._bucket.list_blobs(prefix=self._name(prefix), **kw))
 
+        start = f"{self.prefix}/" if self.prefix else ""
         blobs = [b for b in self._call(f"gs://{self.bucket_name}", listing)
-                 if b.name.endswith(".tar.zst")]
+                 if b.name.startswith(start) and accept(b.name.removeprefix(start))]
         if not blobs:
             return None
         best = max(blobs, key=lambda b: b.updated)
-        key = best.name.removeprefix(f"{self.prefix}/") if self.prefix else best.name
-        return Found(key, int(best.generation), int(best.size or 0))
+        return Found(best.name.removeprefix(start), int(best.generation), int(best.size or 0))
 
     def download(self, found: Found, dest: Path) -> None:
         self._call(f"{self.url}/{found.key}", lambda **kw: self._bucket.blob(

@@ -3,25 +3,34 @@
 One archive per (stack, tier, variant, toolchain) key, the toolchain being the builder
 image's content hash. Restore falls back to the newest archive of the same tier *and
 variant* (another variant's objects are of other CUDA versions and archs: tens of GB of
-misses). Save uploads only when the cache changed, under a generation precondition, so an
-older cache never replaces a newer one; after a restore that failed, a save never replaces
-the archive it could not read with a smaller one (the store's warm cache is never lost to
-a cold compile). Nothing here fails a build: each problem is one warning line.
+misses); keys are parsed into their fields for that, since variant names may contain '-'
+('cu128' must not take 'cu128-debug'). Save uploads when the cache changed, or when the
+store has no readable archive under our key (it lost it, or restore rejected it), always
+under a generation precondition, so an older cache never replaces a newer one; after a
+download that failed, a save never replaces the archive it could not fetch with a smaller
+one (the store's warm cache is never lost to a network blip). Nothing here fails a build:
+each problem is one warning line.
 """
 
 from __future__ import annotations
 
+import re
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from build_graph.ccache import archive as ccache_archive
 from build_graph.ccache.store import CacheConflict, CacheUnavailable, Found, Store, open_store
 from build_graph.fs import read_record, write_record
 from build_graph.log import log, progress
 from build_graph.manifest.model import Stack
+from build_graph.plan.hashing import TAG_LENGTH
 from build_graph.plan.plan import PlannedTier
+
+# 'stack/tier/variant-<toolchain>.tar.zst'; the toolchain hash is the last '-' field.
+_KEY_RE = re.compile(rf"^([^/]+)/([^/]+)/([^/]+)-[0-9a-f]{{{TAG_LENGTH}}}\.tar\.zst$")
 
 
 @dataclass
@@ -43,8 +52,14 @@ def cache_key(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> str:
 
 
 def tier_prefix(stack: Stack, tier: PlannedTier) -> str:
-    """Where fallbacks are looked for: the same stack, tier and variant, any toolchain."""
+    """Where fallbacks are listed: keys starting so, of which `same_tier` keeps the right ones."""
     return f"{stack.name}/{tier.spec.name}/{tier.spec.variant}-"
+
+
+def key_fields(key: str) -> tuple[str, str, str] | None:
+    """(stack, tier, variant) of an archive key, None when `key` is not one of ours."""
+    match = _KEY_RE.match(key)
+    return (match[1], match[2], match[3]) if match else None
 
 
 class CacheSync:
@@ -58,7 +73,8 @@ class CacheSync:
         self.name = tier.key
         self.transfer = Transfer()
         self._exact_generation = 0  # generation of our key when restored; 0 = absent
-        self._unread: Found | None = None  # an archive restore could not read, kept safe
+        self._unread: Found | None = None  # an archive restore could not fetch, kept safe
+        self._reseed = False  # the store lacks a readable archive of ours: save regardless
 
     def _warn(self, message: str) -> None:
         line = f"[{self.name}] warning: compiler cache: {message}; compiling without it"
@@ -85,7 +101,8 @@ class CacheSync:
         try:
             exact = self.store.stat(self.key)
             self._exact_generation = exact.generation if exact else 0
-            found = exact or self.store.newest(self.prefix)
+            self._reseed = exact is None
+            found = exact or self.store.newest(self.prefix, self._same_tier)
         except CacheUnavailable as exc:
             self._exact_generation = -1  # unknown: never upload blindly
             self._warn(f"{self.store.url} unavailable ({exc})")
@@ -98,27 +115,40 @@ class CacheSync:
                 and (current := ccache_archive.fingerprint(self.folder)) == state.get(
                     "fingerprint"):
             log(f"[{self.name}] compiler cache: local copy is {found.key}")
-        elif self._download(found):
-            current = None  # the folder changed
         else:
-            # The folder does not hold `found`: the state must not claim it, or the next
-            # run would skip the download and its save would replace the warm archive.
-            self._unread, found, current = found, None, None
+            outcome = self._download(found)
+            # Unless restored, the folder does not hold `found`: the state must not claim it,
+            # or the next run would skip the download and its save would replace the archive.
+            if outcome == "unavailable":  # not read: it may be warm, keep it safe
+                self._unread = found
+            elif outcome == "rejected" and found.key == self.key:
+                self._reseed = True  # unreadable: replace it (its generation, no newer one)
+            found, current = (found, None) if outcome == "restored" else (None, current)
         self._write_state(found, current)
 
-    def _download(self, found: Found) -> bool:
+    def _same_tier(self, key: str) -> bool:
+        """A fallback candidate: the same stack, tier and variant, parsed, not prefixed."""
+        return key_fields(key) == key_fields(self.key)
+
+    def _download(self, found: Found) -> Literal["restored", "unavailable", "rejected"]:
+        """Fetch and unpack `found`; the folder is unchanged unless 'restored'."""
         with tempfile.TemporaryDirectory(dir=self.folder.parent) as tmp:
             archive = Path(tmp) / "cache.tar.zst"
             try:
                 self.store.download(found, archive)
+            except CacheUnavailable as exc:
+                self._warn(f"could not restore {found.key} from {self.store.url} ({exc})")
+                return "unavailable"
+            try:
                 ccache_archive.unpack(archive, self.folder)
-            except (CacheUnavailable, ccache_archive.ArchiveError) as exc:
-                self._warn(f"could not restore {found.key} ({exc})")
-                return False
+            except ccache_archive.ArchiveError as exc:
+                self._warn(f"could not restore {found.key} from {self.store.url}: archive "
+                           f"rejected ({exc})")
+                return "rejected"
         self.transfer.restored_from = found.key
         self.transfer.bytes_down = found.size
         log(f"[{self.name}] compiler cache: restored {found.key} ({found.size / 2**20:.1f} MiB)")
-        return True
+        return "restored"
 
     def _write_state(self, found: Found | None, fingerprint: str | None = None) -> None:
         """Record what the local folder holds; `fingerprint` if already computed for it
@@ -129,17 +159,25 @@ class CacheSync:
             "fingerprint": fingerprint or ccache_archive.fingerprint(self.folder)})
 
     def save(self) -> None:
-        """Upload the cache if it changed, never over an archive newer than ours."""
+        """Upload the cache if it changed or the store needs it, never over a newer archive.
+
+        Never raises: any failure (store, local disk, packing) is one warning line, because
+        the compile it follows has its result either way.
+        """
         try:
             self._save()
-        except OSError as exc:
-            log(f"[{self.name}] warning: compiler cache: could not save ({exc})")
-            self.transfer.saved = "save failed"
+        except Exception as exc:  # the cache must never fail the build (README)
+            self._save_failed(f"{type(exc).__name__}: {exc}")
+
+    def _save_failed(self, cause: str) -> None:
+        progress(f"[{self.name}] warning: compiler cache not saved: {self.store.url}: {cause}")
+        self.transfer.warnings.append(f"not saved: {cause}")
+        self.transfer.saved = "save failed"
 
     def _save(self) -> None:
         state = read_record(self.state_path) or {}
         current = ccache_archive.fingerprint(self.folder)
-        if current == state.get("fingerprint"):
+        if current == state.get("fingerprint") and not self._reseed:
             self.transfer.saved = "unchanged: not uploaded"
             return
         if self._exact_generation < 0:
@@ -159,17 +197,15 @@ class CacheSync:
                 self.transfer.saved = "newer archive in store: not overwritten"
                 return
             except (CacheUnavailable, OSError) as exc:
-                log(f"[{self.name}] warning: compiler cache: could not save ({exc})")
-                self.transfer.warnings.append(f"save failed: {exc}")
-                self.transfer.saved = "save failed"
+                self._save_failed(str(exc))
                 return
-        self._exact_generation = saved.generation
+        self._exact_generation, self._reseed = saved.generation, False
         self.transfer.bytes_up, self.transfer.save_s = saved.size, time.monotonic() - started
         self.transfer.saved = f"saved {saved.key}"
         self._write_state(saved, current)  # packing read the folder; it did not change it
 
     def _keeps_warmer(self, size: int) -> bool:
-        """After a failed restore of our own key, keep the store's archive unless ours holds
+        """After a failed download of our own key, keep the store's archive unless ours holds
         at least as much (a cold compile's cache must not replace a warm one)."""
         unread = self._unread
         if unread is None or unread.key != self.key or size >= unread.size:

@@ -5,18 +5,26 @@ Local sources are copied from the plan's hashed file list (`stage_sources`). Arc
 on the build host (its CA store and proxy settings: the compile container needs no network
 for them) into the source cache, keyed by the pinned sha256, and kept between compiles. The
 bytes are checked against the pin before they are kept: a wrong or changed archive is an
-error naming the URL and both digests, never a silent compile of other code. Writes go to a
-temporary file renamed into place, so an interrupted download leaves nothing that looks
-complete.
+error naming the URL and both digests, never a silent compile of other code.
+
+A download is written to a file of its own under `.downloading/` (unique name, locked while
+it is written) and renamed into its sha256-<hex>/ folder once checked, so that folder only
+ever holds the complete archive: the compile script takes the file it finds there, and a
+partial file of a killed process once sat beside the archive and broke every later compile.
+Concurrent downloads of one archive each write their own file and the last rename wins
+(same bytes). Leftovers are swept: those in `.downloading/` once no live download holds
+their lock, and `.partial-*` files that earlier versions left in the sha256 folders.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import http.client
 import os
 import shutil
 import tempfile
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path, PurePosixPath
@@ -30,6 +38,10 @@ from build_graph.plan.plan import PlannedTier
 
 TIMEOUT_S = 60
 _CHUNK = 1 << 20
+DOWNLOADING = ".downloading"
+# A file there younger than this is never swept: between its creation and its lock, a
+# download has not taken the lock yet.
+STALE_S = 60
 
 
 def split_pin(source: str) -> tuple[str, str]:
@@ -43,24 +55,45 @@ def cached_archive(cache: Path, source: str) -> Path:
     url, digest = split_pin(source)
     name = os.path.basename(urlsplit(url).path)
     target = cache / f"sha256-{digest}" / name
+    for legacy in target.parent.glob(".partial-*"):  # no download of ours writes there now
+        if not legacy.is_dir():
+            legacy.unlink(missing_ok=True)
     if target.is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    downloading = cache / DOWNLOADING
+    downloading.mkdir(exist_ok=True)
+    _sweep(downloading)
     progress(f"sources: downloading {url}")
-    with tempfile.NamedTemporaryFile(dir=target.parent, prefix=".partial-",
-                                     delete=False) as handle:
-        partial = Path(handle.name)
+    fd, name = tempfile.mkstemp(dir=downloading, prefix=f"{digest[:16]}-")
+    partial = Path(name)
     try:
-        with partial.open("wb") as out:
+        with os.fdopen(fd, "wb") as out:
+            fcntl.flock(out, fcntl.LOCK_EX)  # held until closed: _sweep leaves it alone
             got = _download(url, out)
-        if got != digest:
-            raise BuildFailed(f"{url}: sha256 is {got}, but compile.sources pins {digest}: "
-                              "the archive changed upstream or the pin is wrong; check the "
-                              "file's published sha256 and fix the #sha256= in images.toml")
-        os.replace(partial, target)
+            if got != digest:
+                raise BuildFailed(f"{url}: sha256 is {got}, but compile.sources pins "
+                                  f"{digest}: the archive changed upstream or the pin is "
+                                  "wrong; check the file's published sha256 and fix the "
+                                  "#sha256= in images.toml")
+            out.flush()
+            os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
     return target
+
+
+def _sweep(downloading: Path) -> None:
+    """Delete the files of downloads that died: unlocked and untouched for STALE_S."""
+    for path in downloading.iterdir():
+        try:
+            if time.time() - path.lstat().st_mtime < STALE_S:
+                continue
+            with path.open("rb") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                path.unlink()
+        except OSError:  # locked by a live download, gone already, or not a file
+            continue
 
 
 def _download(url: str, out: IO[bytes]) -> str:

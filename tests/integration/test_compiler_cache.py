@@ -16,6 +16,7 @@ from build_graph.ccache.sync import CacheSync
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
 from tests.integration.conftest import GcsEmulator, Registry, Workspace, make_workspace
+from tests.unit.test_ccache_sync import read_only
 
 pytestmark = pytest.mark.integration
 BUCKET = "team-ccache"
@@ -84,6 +85,35 @@ def test_corrupt_archive_means_a_cold_compile_with_a_warning(
     assert stats["transfer"]["saved"].startswith("saved")  # the garbage is replaced
     blob = gcs.client().bucket(BUCKET).get_blob(name)
     assert blob is not None and blob.size > 1000
+
+
+def test_truncated_archive_is_refused_whole_and_replaced(ws: Workspace, gcs: GcsEmulator) -> None:
+    [name] = archives(gcs)
+    blob = gcs.client().bucket(BUCKET).blob(name)
+    whole = blob.download_as_bytes()
+    blob.upload_from_string(whole[: len(whole) // 2])
+    output, stats = compile_(ws, gcs)
+    [warning] = [line for line in output.splitlines() if "warning:" in line]
+    assert f"gs://{BUCKET}/ccache" in warning and "zstd frame incomplete" in warning, warning
+    assert stats["stats"]["misses"] > 0 and stats["transfer"]["restored_from"] is None
+    assert stats["transfer"]["saved"].startswith("saved")
+    assert gcs.client().bucket(BUCKET).get_blob(name).size > len(whole) // 2
+
+
+def test_read_only_store_warns_and_the_compile_succeeds(ws: Workspace, gcs: GcsEmulator) -> None:
+    store = ws.root / "read-only-store"
+    store.mkdir()
+    text = ws.manifest.read_text()
+    ws.manifest.write_text(text.replace(f"gs://{BUCKET}/ccache", f"file://{store}"))
+    try:
+        with read_only(store):
+            output, stats = compile_(ws, gcs)  # asserts the compile step succeeded
+    finally:
+        ws.manifest.write_text(text)
+    [warning] = [line for line in output.splitlines() if "warning:" in line]
+    assert f"compiler cache not saved: file://{store}: " in warning, warning
+    assert stats["transfer"]["saved"] == "save failed"
+    assert not any(store.iterdir())
 
 
 def test_stopped_emulator_means_a_cold_compile_with_a_warning(

@@ -3,17 +3,20 @@ left half-written, against a real HTTP server on loopback."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import http.server
+import os
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
 from build_graph.errors import BuildFailed
-from build_graph.stages.sources import cached_archive
+from build_graph.stages.sources import DOWNLOADING, cached_archive
 
 pytestmark = pytest.mark.integration
 BODY = b"pretend this is an sdist " * 4096
@@ -48,7 +51,7 @@ def server() -> Iterator[str]:
 
 
 def leftovers(cache: Path) -> list[str]:
-    return sorted(p.name for p in cache.rglob("*") if p.is_file())
+    return sorted(str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_file())
 
 
 def test_an_archive_is_downloaded_once_and_kept_by_its_sha256(server: str,
@@ -81,3 +84,33 @@ def test_a_download_cut_short_leaves_nothing_that_looks_complete(server: str,
         cached_archive(tmp_path, f"{server}/cut/ext-1.0.tar.gz#sha256={digest}")
     assert "ext-1.0.tar.gz" in str(caught.value) and "run again" in str(caught.value)
     assert leftovers(tmp_path) == []
+
+
+def test_leftovers_of_killed_downloads_break_nothing(server: str, tmp_path: Path) -> None:
+    digest = hashlib.sha256(BODY).hexdigest()
+    folder, downloading = tmp_path / f"sha256-{digest}", tmp_path / DOWNLOADING
+    folder.mkdir()
+    downloading.mkdir()
+    (folder / ".partial-k1ll3d").write_bytes(BODY[:100])  # an earlier version's leftover
+    stale, live = downloading / "stale", downloading / "live"
+    stale.write_bytes(b"half")
+    live.write_bytes(b"being written")
+    for path in (stale, live):
+        os.utime(path, (0, 0))  # both old; only `live` is held by a download's lock
+    with live.open("rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        got = cached_archive(tmp_path, f"{server}/pkg/ext-1.0.tar.gz#sha256={digest}")
+        assert got.read_bytes() == BODY
+        # The compile script takes the file it finds in the folder: only the archive is there.
+        assert sorted(p.name for p in folder.iterdir()) == ["ext-1.0.tar.gz"]
+        assert sorted(p.name for p in downloading.iterdir()) == ["live"]
+
+
+def test_concurrent_downloads_of_one_archive_do_not_collide(server: str,
+                                                            tmp_path: Path) -> None:
+    digest = hashlib.sha256(BODY).hexdigest()
+    source = f"{server}/pkg/ext-1.0.tar.gz#sha256={digest}"
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda _: cached_archive(tmp_path, source), range(8)))
+    assert {r.read_bytes() for r in results} == {BODY}
+    assert leftovers(tmp_path) == [f"sha256-{digest}/ext-1.0.tar.gz"]

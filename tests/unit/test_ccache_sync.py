@@ -4,6 +4,9 @@ store's warm archive, and fallbacks never cross variants (a real file store, no 
 from __future__ import annotations
 
 import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -106,3 +109,65 @@ def test_archive_keys_name_stack_tier_variant_and_toolchain(tmp_path: Path) -> N
     assert (stack, tier) == ("demo", "ext")
     assert variant_and_toolchain.startswith("b-") and variant_and_toolchain.count("-") == 1
     assert sync.key.startswith(sync.prefix)
+
+
+def test_a_restore_over_a_changed_folder_records_what_it_restored(tmp_path: Path) -> None:
+    warm_store(tmp_path)
+    local = tmp_path / "local"
+    first = sync_for(tmp_path, "a", local)
+    first.restore()
+    (local / "f" / "strayR").write_bytes(b"x")  # the folder no longer matches its state
+    again = sync_for(tmp_path, "a", local)
+    again.restore()
+    assert again.transfer.restored_from == again.key and not (local / "f" / "strayR").exists()
+    again.save()
+    assert again.transfer.saved == "unchanged: not uploaded"
+
+
+@contextmanager
+def read_only(folder: Path) -> Iterator[None]:
+    """`folder` and all in it unwritable, for root too: without write bits, and where that
+    does not bind (root, CAP_DAC_OVERRIDE) immutable as well (chattr +i)."""
+    paths = [folder, *folder.rglob("*")]
+    modes = {p: p.stat().st_mode for p in paths}
+    for path in paths:
+        path.chmod(modes[path] & ~0o222)
+    probe, immutable = folder / ".probe", False
+    try:
+        try:
+            probe.touch()
+        except PermissionError:
+            pass
+        else:
+            probe.unlink()
+            immutable = subprocess.run(["chattr", "+i", *map(str, paths)],
+                                       capture_output=True, check=False).returncode == 0
+            if not immutable:
+                pytest.skip("running as root where chattr +i does not work: no way to make "
+                            "a folder read-only")
+        yield
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", *map(str, paths)], check=True)
+        for path in paths:
+            path.chmod(modes[path])
+
+
+def test_a_read_only_store_means_one_warning_and_no_failure(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    warm, _ = warm_store(tmp_path)
+    local = tmp_path / "fresh-machine"
+    sync = sync_for(tmp_path, "a", local)
+    sync.restore()
+    make_cache(local / "more", files=30)
+    capsys.readouterr()
+    with read_only(tmp_path / "store"):
+        sync.save()  # raises nothing
+    [line] = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    prefix = f"[{sync.name}] warning: compiler cache not saved: {sync.store.url}: "
+    assert line.startswith(prefix), line
+    cause = line.removeprefix(prefix)  # the path, and EPERM (immutable) or EACCES (mode)
+    assert cause.startswith(str(tmp_path / "store")), cause
+    assert cause.endswith(("Operation not permitted", "Permission denied")), cause
+    assert sync.transfer.saved == "save failed"
+    assert sync.store.stat(sync.key) == warm
