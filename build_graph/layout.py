@@ -8,8 +8,11 @@ side never share a plan cache, a doit database, a run lock or records. Its conte
     .build-graph-doit.json     doit's database
     .doit.lock                 the run lock: one doit run per stack at a time
     ccache/<variant>/<tier>/   the compiler cache a compile mounts at CCACHE_DIR
+    ccache/<variant>/<tier>.state.json   where that folder was restored from (ccache/sync.py
+                               keeps it beside the folder it is given)
     ccache-store/              the default compiler-cache store (`file://`)
     sources/                   fetched compile sources: git-<commit>/, sha256-<hex>/
+                               (.downloading/ holds a download until it is checked)
     <variant>/<tier>/          one tier (TierFolder): rendered files, staged sources, wheels,
                                logs/<stage>.log, records, report copies
 
