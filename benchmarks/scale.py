@@ -4,15 +4,23 @@ Each generated tier is a small image on top of its parent (a tree with fan-out 3
 at the quickstart's fastext image, which has Python for the verify probe). The first run of
 each size builds, pushes, verifies and promotes everything (minutes, not measured); then the
 no-op is timed. Run after scripts/quickstart.sh.
+
+`--baseline DIR` times another checkout of build-graph (with its own .venv) side by side:
+each code gets its own copy of the stack folder (plan caches and doit databases are not
+shared) against the same registry, and their no-ops alternate, so machine noise hits both.
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
-from _common import count, doit_command, stack_folder, timed
+from _common import REPO, count, stack_folder
 
 TEMPLATE = """\
 {% import "_macros.j2" as m %}
@@ -33,21 +41,52 @@ def generate(folder: Path, tiers: int, registry: str, root_image: str) -> Path:
     return manifest
 
 
+def command(checkout: Path, manifest: Path) -> list[str]:
+    python = checkout / ".venv" / "bin" / "python" if checkout != REPO else Path(sys.executable)
+    return [str(python), "-m", "doit", "-f", str(checkout / "dodo.py"), f"manifest={manifest}"]
+
+
+def run(argv: list[str]) -> tuple[float, str]:
+    started = time.perf_counter()
+    result = subprocess.run(argv, capture_output=True, text=True, cwd=REPO, check=False)
+    elapsed = time.perf_counter() - started
+    output = result.stdout + result.stderr
+    if result.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed:\n{output[-3000:]}")
+    return elapsed, output
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[5, 50, 200])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--registry", default="127.0.0.1:5000")
     parser.add_argument("--root-image", default="127.0.0.1:5000/quickstart/fastext:latest")
+    parser.add_argument("--baseline", type=Path, help="another checkout to time beside this")
     args = parser.parse_args()
-    print(f"no-op doit on generated stacks (median of {args.runs}):")
+    codes = {"this": REPO, **({"baseline": args.baseline.resolve()} if args.baseline else {})}
+    print(f"no-op doit on generated stacks (median of {args.runs}, alternating):")
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
-            manifest = generate(Path(tmp) / str(size), size, args.registry, args.root_image)
-            first, _ = timed(doit_command(manifest), 1)
-            noop, output = timed(doit_command(manifest), args.runs)
-            print(f"  {size:4d} tiers: {noop:.3f} s  ({noop / size * 1000:.1f} ms/tier; "
-                  f"{count(output, '+ docker build')} builds; first full run {first:.0f} s)")
+            manifests = {name: generate(Path(tmp) / name / str(size), size, args.registry,
+                                        args.root_image) for name in codes}
+            for name, checkout in codes.items():  # the full run of each code: not timed
+                first, _ = run(command(checkout, manifests[name]))
+                print(f"  {size:4d} tiers, {name}: first full run {first:.0f} s")
+            times: dict[str, list[float]] = {name: [] for name in codes}
+            outputs: dict[str, str] = {}
+            for _ in range(args.runs):
+                for name, checkout in codes.items():
+                    elapsed, outputs[name] = run(command(checkout, manifests[name]))
+                    times[name].append(elapsed)
+            medians = {name: statistics.median(t) for name, t in times.items()}
+            for name, median in medians.items():
+                print(f"  {size:4d} tiers, {name}: no-op {median:.3f} s "
+                      f"({median / size * 1000:.1f} ms/tier; "
+                      f"{count(outputs[name], '+ docker build')} builds)")
+            if "baseline" in medians:
+                print(f"  {size:4d} tiers: this/baseline = "
+                      f"{medians['this'] / medians['baseline']:.2f}")
 
 
 if __name__ == "__main__":

@@ -11,9 +11,9 @@ from pathlib import Path
 from build_graph.errors import did_you_mean
 from build_graph.fs import inside
 from build_graph.manifest import schema
-from build_graph.manifest.grammar import ARCHIVE_URL_RE, CONTEXT_RE, SOURCE_URL_RE, conforms
 from build_graph.manifest.model import Source
 from build_graph.manifest.rules import Report
+from build_graph.manifest.values import ARCHIVE_URL_RE, CONTEXT_RE, SOURCE_URL_RE, conforms
 
 
 def _find_template(name: str, dirs: tuple[Path, ...]) -> Path | None:

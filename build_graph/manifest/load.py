@@ -13,9 +13,9 @@ from pydantic import BaseModel, ValidationError
 
 from build_graph.errors import ConfigError, ConfigIssue, did_you_mean
 from build_graph.manifest import schema
-from build_graph.manifest.grammar import forbidden_character
 from build_graph.manifest.model import Stack
 from build_graph.manifest.resolve import resolve_stack
+from build_graph.manifest.values import forbidden_character
 
 
 def read_manifest(path: Path) -> schema.Manifest:

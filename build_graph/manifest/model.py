@@ -6,10 +6,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from build_graph.gpu.archs import torch_cuda_arch_list
 from build_graph.layout import BuildFolder
-from build_graph.manifest.grammar import SourceKind, source_kind, split_git_source
 
 DEFAULT_VARIANT = "default"
 # The stages every tier goes through, in order, with their one-line docs: task names are
@@ -69,21 +69,10 @@ class Source:
 
     name: str
     text: str
-    kind: SourceKind
+    kind: Literal["local", "git", "archive"]  # manifest/grammar.py's SourceKind
     location: str
     ref: str = ""
     sha256: str = ""
-
-    @classmethod
-    def parse(cls, name: str, text: str) -> Source:
-        kind = source_kind(text)
-        if kind == "git":
-            url, ref = split_git_source(text)
-            return cls(name, text, kind, url, ref=ref)
-        if kind == "archive":
-            url, _, digest = text.partition("#sha256=")
-            return cls(name, text, kind, url, sha256=digest)
-        return cls(name, text, kind, text.strip("/") or text)
 
 
 @dataclass(frozen=True)

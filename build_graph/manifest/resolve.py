@@ -11,7 +11,7 @@ from build_graph.errors import ConfigError, did_you_mean
 from build_graph.layout import BuildFolder
 from build_graph.manifest import schema
 from build_graph.manifest.files import check_files, check_source
-from build_graph.manifest.grammar import IMAGE_RE, TAG_RE, conforms, fill_fields, requirement
+from build_graph.manifest.grammar import requirement
 from build_graph.manifest.graph import CycleError, topological_order
 from build_graph.manifest.model import (
     DEFAULT_VARIANT,
@@ -20,7 +20,6 @@ from build_graph.manifest.model import (
     CompileSpec,
     FrozenDict,
     GpuSpec,
-    Source,
     Stack,
     TierSpec,
     VariantSpec,
@@ -28,6 +27,7 @@ from build_graph.manifest.model import (
     format_fields,
 )
 from build_graph.manifest.rules import RULES, Report
+from build_graph.manifest.values import IMAGE_RE, TAG_RE, conforms, fill_fields, parse_source
 
 # `doit <tier>` builds a tier: its name may not be a stage or a doit command.
 RESERVED = frozenset({*STAGES, "tiers", "list", "info", "run", "help", "clean", "forget",
@@ -208,7 +208,7 @@ def _resolve_compile(spec: schema.Compile | None, fields: Mapping[str, str], key
                      report: Report) -> CompileSpec | None:
     if spec is None:
         return None
-    sources = tuple(Source.parse(n, _fill(s, fields, f"{key}.compile.sources.{n}", report))
+    sources = tuple(parse_source(n, _fill(s, fields, f"{key}.compile.sources.{n}", report))
                     for n, s in spec.sources.items())
     for source in sources:
         check_source(report.file.parent, source, f"{key}.compile.sources.{source.name}",

@@ -7,8 +7,6 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from build_graph.manifest.grammar import (
-    FIELD_NAME_RE,
-    VERSION_RE,
     AptPackage,
     ArgName,
     ContextPath,
@@ -19,8 +17,8 @@ from build_graph.manifest.grammar import (
     Tag,
     Text,
     Version,
-    conforms,
 )
+from build_graph.manifest.values import FIELD_NAME_RE, VERSION_RE, conforms
 
 # "required": promote only after a kernel really ran on a GPU; "optional": promote after
 # every other check, saying "GPU not checked" in the report and the promote line.

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.fs import write_if_changed
-from build_graph.manifest.grammar import (
+from build_graph.manifest.values import (
     COMMIT_RE,
     DIGEST_RE,
     IMAGE_RE,

@@ -14,8 +14,8 @@ from pathlib import Path
 from build_graph.docker import daemon
 from build_graph.errors import BuildFailed, RegistryError
 from build_graph.log import progress
-from build_graph.manifest.grammar import COMMIT_RE, DIGEST_RE, conforms
 from build_graph.manifest.model import Source, Stack
+from build_graph.manifest.values import COMMIT_RE, DIGEST_RE, conforms
 from build_graph.oci.refs import Presence
 from build_graph.plan.lock import LOCAL, Lock, lock_path, parse_lock, read_lock, write_lock
 from build_graph.plan.plan import from_images, git_sources

@@ -10,7 +10,7 @@ import pytest
 
 from build_graph.docker.build_context import without_mounts
 from build_graph.errors import ConfigError
-from build_graph.manifest.grammar import source_kind, split_git_source
+from build_graph.manifest.values import source_kind, split_git_source
 from build_graph.plan import cache
 from build_graph.plan.cache import load_plan
 from build_graph.plan.context import context_files

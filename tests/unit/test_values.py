@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from build_graph.errors import EXIT_CONFIG
-from build_graph.manifest.grammar import single_line
+from build_graph.manifest.values import single_line
 from tests.helpers import MINIMAL, one_error, write_manifest
 
 # Each ends a line somewhere (a shell, an editor, Docker's parser) or hides what a value says.
