@@ -27,6 +27,11 @@ from pathlib import Path
 
 DEFAULT_MANIFEST = "images.toml"
 OWN_FOLDER = "build"  # below the manifest's folder; never sent, never hashed
+PLAN_CACHE = ".plan-cache.pickle"
+DOIT_DB = ".build-graph-doit.json"
+RUN_LOCK = ".doit.lock"
+# Names a variant may not take: its tier folders would land among the tool's own.
+TOOL_NAMES = frozenset({"ccache", "ccache-store", "sources"})
 
 # Fixed paths inside the builder container, so compiler-cache keys match on every machine.
 SRC_DIR = "/src"
@@ -101,17 +106,25 @@ class BuildFolder:
         base = manifest.parent / OWN_FOLDER
         return cls(base if manifest.name == DEFAULT_MANIFEST else base / f"_{manifest.name}")
 
+    @staticmethod
+    def looks_like(folder: Path) -> bool:
+        """Whether `folder` is some stack's build folder (this one's, or a stack nested
+        below it): named build/ and holding the tool's own files."""
+        return folder.name == OWN_FOLDER and (
+            any((folder / name).exists() for name in (PLAN_CACHE, DOIT_DB, RUN_LOCK))
+            or any(folder.glob("_*.toml")))
+
     @property
     def plan_cache(self) -> Path:
-        return self.root / ".plan-cache.pickle"
+        return self.root / PLAN_CACHE
 
     @property
     def doit_db(self) -> Path:
-        return self.root / ".build-graph-doit.json"
+        return self.root / DOIT_DB
 
     @property
     def run_lock(self) -> Path:
-        return self.root / ".doit.lock"
+        return self.root / RUN_LOCK
 
     @property
     def sources(self) -> Path:

@@ -96,6 +96,8 @@ CASES: dict[str, Case] = {
         "./0/h", tarfile.LNKTYPE, link=str(o / "target"))])),
     "hardlink dot-dot": Case("hardlink target", lambda o: wrapped([member(
         "./0/h", tarfile.LNKTYPE, link="../outside-target")])),
+    "name too long": Case("longer than a file system allows", lambda o: wrapped([member(
+        "./0/" + "n" * 300, data=b"x")])),
     "control character": Case("non-printable", lambda o: wrapped([member(
         "./0/a\x1b[2Jb", data=b"x")])),
     "NUL in a pax name": Case("non-printable", lambda o: wrapped([member(

@@ -35,6 +35,9 @@ _SPECIAL_BITS = 0o7000  # setuid, setgid, sticky
 _DATA_FILTER: Callable[[tarfile.TarInfo, str], tarfile.TarInfo] | None = getattr(
     tarfile, "data_filter", None)
 
+MAX_NAME = 255  # bytes of one path component (NAME_MAX on Linux)
+MAX_PATH = 1024  # bytes of a member's whole name: ccache's own are under 100
+
 
 class ArchiveError(Exception):
     """The archive is unreadable or unsafe (truncated, corrupt, hostile): none of it is used."""
@@ -127,6 +130,10 @@ def _relative(name: str, member: str, what: str = "name") -> str:
     if name.startswith("/"):
         raise ArchiveError(f"{member!r}: {what} {name!r} is an absolute path")
     parts = [p for p in name.split("/") if p not in ("", ".")]
+    # Names the file system cannot hold would fail as local disk trouble (OSError), not as
+    # a refused archive, and a refused archive is the one the next save replaces.
+    if len(name.encode()) > MAX_PATH or any(len(p.encode()) > MAX_NAME for p in parts):
+        raise ArchiveError(f"{member[:80]!r}...: {what} is longer than a file system allows")
     if ".." in parts:
         raise ArchiveError(f"{member!r}: {what} {name!r} contains '..'")
     return "/".join(parts)

@@ -8,7 +8,7 @@ from functools import cache
 from pathlib import Path
 
 from build_graph.errors import ConfigError, did_you_mean
-from build_graph.layout import BuildFolder
+from build_graph.layout import TOOL_NAMES, BuildFolder
 from build_graph.manifest import schema
 from build_graph.manifest.files import check_files, check_source
 from build_graph.manifest.grammar import requirement
@@ -57,6 +57,9 @@ def resolve_stack(path: Path, manifest: schema.Manifest) -> Stack:
     check_files(manifest, root, template_dirs, report)
     cache = _resolve_cache(manifest.cache, path, report)
     names = list(manifest.variants) or [DEFAULT_VARIANT]
+    for taken in sorted(TOOL_NAMES.intersection(manifest.variants)):
+        report.error(f"variants.{taken}", f"{taken!r} names one of build-graph's own folders "
+                     f"under build/ ({', '.join(sorted(TOOL_NAMES))}); rename the variant")
     default = manifest.stack.default_variant or names[0]
     if default not in names:
         report.error("stack.default_variant",

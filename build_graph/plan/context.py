@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from build_graph.fs import inside
-from build_graph.layout import OWN_FOLDER
+from build_graph.layout import DOIT_DB, OWN_FOLDER, PLAN_CACHE, RUN_LOCK, BuildFolder
 
 DEFAULT_EXCLUDES = (".git", "**/.git", ".env", "**/.env", ".env.*", "**/.env.*",
                     "**/__pycache__", "**/*.pyc", "**/.mypy_cache", "**/.pytest_cache",
@@ -76,14 +76,17 @@ def _translate(pattern: str) -> str:
 
 # Relative to the manifest's folder; not Rules a '!' could undo: tool_owned() is asked first.
 _TOOL_OWNED = (OWN_FOLDER, ".venv", "**/.venv", ".doit.db", ".doit.db.*", "**/.doit.db",
-               "**/.doit.db.*")
+               "**/.doit.db.*", f"**/{PLAN_CACHE}", f"**/{DOIT_DB}", f"**/{RUN_LOCK}")
 _TOOL_RULES = compile_rules(_TOOL_OWNED)
 
 
-def tool_owned(relative: str) -> bool:
-    """True for a path (relative to the manifest's folder) that is the tool's own: build/
-    beside the manifest, a .venv, doit's database files. Never hashed, never sent."""
-    return excluded(os.path.normpath(relative), _TOOL_RULES)
+def tool_owned(relative: str, root: Path | None = None) -> bool:
+    """True for a path (relative to the manifest's folder `root`) that is the tool's own:
+    build/ beside the manifest, a .venv, doit's database files, the state files of any stack,
+    and (given `root`) the build folder of a stack nested below. Never hashed, never sent."""
+    normal = os.path.normpath(relative)
+    return excluded(normal, _TOOL_RULES) or (
+        root is not None and BuildFolder.looks_like(root / normal))
 
 
 def excluded(relative: str, rules: list[Rule]) -> bool:
@@ -109,12 +112,15 @@ def context_files(root: Path, entries: Iterable[str], excludes: Iterable[str] = 
         if os.path.isabs(entry) or ".." in Path(entry).parts or not inside(root, base):
             raise ContextError(entry, f"leaves the manifest's folder {root}; contexts are "
                                       "paths below it")
-        if tool_owned(entry):
+        if tool_owned(entry, root):
             raise ContextError(entry, "is build-graph's own (build/ beside the manifest, "
                                       ".venv, doit's database): never part of a context or "
                                       "a source; name the folders to send instead")
         if base.is_file():
-            found.append((entry, base))
+            if excluded(entry, tier_rules):  # a file named outright obeys the rules too
+                raise ContextError(entry, "is never sent (.git, .env, tool caches, or this "
+                                          "tier's exclude); name another file")
+            found.append((entry, _target(root, entry, base, tier_rules)))
             continue
         local = compile_rules([*_read_ignore(base), *within])
         for path in _walk(base, root):
@@ -125,8 +131,20 @@ def context_files(root: Path, entries: Iterable[str], excludes: Iterable[str] = 
                 raise ContextError(entry, f"{name} is a symlink to {path.resolve()}, outside "
                                           f"the manifest's folder; copy the file in instead")
             if path.is_file():
-                found.append((name, path))
+                found.append((name, _target(root, entry, path, tier_rules)))
     return found
+
+
+def _target(root: Path, entry: str, path: Path, rules: list[Rule]) -> Path:
+    """`path` itself; for a symlink, checked first: a link inside the manifest's folder to a
+    file that is never sent (.env, the tool's own state) would send it under another name."""
+    if not path.is_symlink():
+        return path
+    target = path.resolve().relative_to(root.resolve()).as_posix()
+    if excluded(target, rules) or tool_owned(target, root):
+        raise ContextError(entry, f"{path.relative_to(root).as_posix()} is a symlink to "
+                                  f"{target}, which is never sent; copy what is needed in")
+    return path
 
 
 def source_files(root: Path, source: str) -> list[tuple[str, Path]]:
@@ -149,7 +167,8 @@ def _walk(folder: Path, root: Path) -> list[Path]:
     files: list[Path] = []
     for current, dirs, names in os.walk(folder):
         here = Path(current)
-        dirs[:] = sorted(d for d in dirs if not tool_owned((here / d).relative_to(root).as_posix()))
+        dirs[:] = sorted(d for d in dirs
+                         if not tool_owned((here / d).relative_to(root).as_posix(), root))
         files.extend(here / n for n in names
                      if not tool_owned((here / n).relative_to(root).as_posix()))
         files.extend(here / d for d in dirs if (here / d).is_symlink())

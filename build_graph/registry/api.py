@@ -64,8 +64,13 @@ def head_manifest(ref: Ref) -> Answer:
             raise problems.refused(ref.host, f"a question about {_where(ref)}",
                                           response.status)
         digest = _header_digest(ref, response)
+        asked = maybe_digest(ref.reference)
+        if digest is not None and asked is not None and digest != asked:
+            raise UntrustedAnswer(f"the registry {ref.host} answered {digest} for "
+                                  f"{_where(ref)}, which names {asked}")
         length = response.headers.get("content-length", "")
-        if digest is None or not length.isdigit():  # not every registry says: read it
+        # isascii too: str.isdigit accepts '²', which int() refuses
+        if digest is None or not (length.isascii() and length.isdigit()):  # read it
             manifest = get_manifest(ref)
             return Answer(Presence.PRESENT, digest=manifest.digest,
                          media_type=manifest.media_type, size=len(manifest.body))

@@ -29,7 +29,7 @@ from functools import cache
 from pathlib import Path
 
 from build_graph.errors import RegistryError
-from build_graph.oci.hosts import may_send_credentials
+from build_graph.oci.hosts import may_send_credentials, scheme
 
 # A token response without `expires_in` lasts 60 s (the distribution token spec); renewing
 # a little early avoids sending one that expires in flight.
@@ -159,6 +159,11 @@ class Tokens:
         if urllib.parse.urlsplit(realm).scheme not in ("http", "https"):
             return _refusal(f"the registry {host} names no usable token service ({realm!r})")
         creds = credentials(host)
+        # The challenge itself must have come over a channel credentials may use: a plain-HTTP
+        # registry that is not loopback (BUILD_GRAPH_INSECURE_REGISTRIES) is spoken to
+        # anonymously, whatever realm its 401 names (anyone on the path could write it).
+        if creds is not None and not may_send_credentials(f"{scheme(host)}://{host}/"):
+            creds = None
         if creds is not None and not may_send_credentials(realm):
             return _refusal(f"the registry {host} wants credentials sent to {realm} over plain "
                             "HTTP; they are sent only over HTTPS (or to this machine)")

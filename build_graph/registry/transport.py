@@ -124,14 +124,17 @@ def fetch(url: str, headers: dict[str, str] | None = None, redirects: int = 5) -
     Raises RegistryError, in words, when the host cannot be reached."""
     parts = urllib.parse.urlsplit(url)
     cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    conn = cls(parts.netloc, timeout=TIMEOUT_S)
+    try:  # a URL a registry named (a realm, a redirect) may be malformed: that is its error
+        conn = cls(parts.netloc, timeout=TIMEOUT_S)
+    except (ValueError, http.client.HTTPException) as exc:
+        raise problems.unreachable(parts.netloc, exc) from None
     try:
         conn.request("GET", parts.path + (f"?{parts.query}" if parts.query else ""),
                      headers=headers or {})
         raw = conn.getresponse()
         body = raw.read()
         location = raw.getheader("Location")
-    except (OSError, http.client.HTTPException) as exc:
+    except (OSError, ValueError, http.client.HTTPException) as exc:
         raise problems.unreachable(parts.netloc, exc) from None
     finally:
         conn.close()

@@ -101,7 +101,7 @@ def _download(url: str, out: IO[bytes]) -> str:
     try:
         with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response:
             length = response.headers.get("Content-Length")
-            expected = int(length) if length and length.isdigit() else None
+            expected = int(length) if length.isascii() and length.isdigit() else None
             while chunk := response.read(_CHUNK):
                 digest.update(chunk)
                 out.write(chunk)

@@ -130,3 +130,15 @@ def test_credentials_are_never_sent_to_a_plain_http_realm_elsewhere(
 def _forget_credentials() -> Iterator[None]:
     yield
     registry_auth.credentials.cache_clear()
+
+
+def test_a_malformed_realm_is_an_error_in_words_not_a_crash(
+        server: TokenRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The realm is the registry's text: a URL http.client cannot even open (a port that is
+    not a number) must end as 'could not ask', never as an exception out of the round."""
+    host = f"127.0.0.1:{server.server_address[1]}"
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))  # anonymous: the realm is asked
+    server.realm = "http://127.0.0.1:x/token"
+    probes = ask_sixteen(host)
+    assert {p.presence for p in probes} == {Presence.ERROR}
+    assert "127.0.0.1:x" in str(probes[0].error) and "Error" not in str(probes[0].error)

@@ -13,7 +13,7 @@ from build_graph.errors import ConfigError
 from build_graph.manifest.load import load
 from build_graph.plan import cache
 from build_graph.plan.cache import load_plan
-from build_graph.plan.context import context_files, source_files, tool_owned
+from build_graph.plan.context import ContextError, context_files, source_files, tool_owned
 from build_graph.plan.plan import PlannedTier, plan
 from build_graph.stages.sources import stage_sources
 from tests.helpers import MINIMAL, write_manifest
@@ -139,3 +139,38 @@ def test_a_cache_file_of_another_manifest_is_not_used(tmp_path: Path) -> None:
     shutil.copy(cache.cache_path(one), cache.cache_path(other))
     assert cache._read(cache.cache_path(other), other) is None
     assert cache._read(cache.cache_path(one), one) is not None
+
+
+def test_a_symlink_to_a_file_that_is_never_sent_is_refused(dot: Path) -> None:
+    (dot.parent / ".env").write_text("TOKEN=s3cret\n")
+    (dot.parent / "sub").mkdir()
+    (dot.parent / "sub" / "settings").symlink_to("../.env")
+    with pytest.raises(ContextError, match=r"sub/settings is a symlink to \.env"):
+        context_files(dot.parent, ["sub"])
+
+
+def test_a_file_named_outright_obeys_the_excludes(dot: Path) -> None:
+    (dot.parent / ".env").write_text("TOKEN=s3cret\n")
+    (dot.parent / "notes.md").write_text("x\n")
+    with pytest.raises(ContextError, match="is never sent"):
+        context_files(dot.parent, [".env"])
+    with pytest.raises(ContextError, match="is never sent"):
+        context_files(dot.parent, ["notes.md"], excludes=["*.md"])
+
+
+def test_a_nested_stacks_build_folder_is_never_sent(dot: Path) -> None:
+    nested = dot.parent / "sub"
+    nested.mkdir()
+    write_manifest(nested, MINIMAL)
+    load_plan(nested / "images.toml")  # the nested stack's own build/ appears
+    (nested / "build" / "default").mkdir(parents=True, exist_ok=True)
+    (nested / "build" / "default" / "push.json").write_text("{}\n")
+    sent = [name for name, _ in context_files(dot.parent, ["."])]
+    assert sent and not [n for n in sent if n.startswith("sub/build/")], sent
+
+
+def test_a_variant_may_not_take_a_folder_name_of_the_tool(tmp_path: Path) -> None:
+    manifest = write_manifest(tmp_path, MINIMAL + '\n[variants.sources]\n[variants.a]\n')
+    with pytest.raises(ConfigError) as caught:
+        load(manifest)
+    assert "variants.sources" in str(caught.value) and "rename the variant" in str(caught.value)

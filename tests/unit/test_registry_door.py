@@ -3,9 +3,12 @@ may go, and errors in words that name the registry. Hostile values first."""
 
 from __future__ import annotations
 
+import base64
 import http.client
+import json
 import socket
 import ssl
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +21,7 @@ from build_graph.oci.hosts import (
     plain_http,
 )
 from build_graph.oci.refs import parse_ref
+from build_graph.registry import auth as registry_auth
 
 HEX = "ab" * 32
 
@@ -148,3 +152,26 @@ def test_a_5xx_is_the_registry_failing_and_its_words_are_made_printable() -> Non
     text = str(problems.refused("127.0.0.1:5000", "x", 503, b"down\x1b[2J\r\nnow"))
     assert "HTTP 503" in text and "see 127.0.0.1:5000's logs" in text
     assert "\x1b" not in text and "\n" not in text
+
+
+def test_a_plain_http_registry_elsewhere_gets_no_credentials_whatever_realm_it_names(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Anyone on a plain-HTTP path can write the 401 and name an HTTPS realm of theirs."""
+    host = "10.0.0.5:5000"
+    secret = base64.b64encode(b"alice:hunter2").decode()
+    (tmp_path / "config.json").write_text(json.dumps({"auths": {host: {"auth": secret}}}))
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))
+    monkeypatch.setenv(INSECURE_ENV, host)
+    registry_auth.credentials.cache_clear()
+    sent: list[dict[str, str]] = []
+
+    def token_service(url: str, headers: dict[str, str]) -> tuple[int, bytes]:
+        sent.append(headers)
+        return 200, b'{"token": "t"}'
+
+    challenge = registry_auth.parse_challenge('Bearer realm="https://attacker.example/token"')
+    try:
+        registry_auth.Tokens().bearer(host, challenge, "repository:a:pull", token_service)
+    finally:
+        registry_auth.credentials.cache_clear()
+    assert sent == [{}]  # asked anonymously: no Authorization header
