@@ -30,6 +30,10 @@ if TYPE_CHECKING:
 _STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)")
 _client: docker.DockerClient | None = None
 
+PUSH_ATTEMPTS = 3
+_SERVER_ERROR = re.compile(r"\bHTTP status: 5\d\d\b|\b5\d\d (?:Internal Server Error|Bad Gateway|"
+                           r"Service Unavailable|Gateway Timeout)\b")
+
 
 def client() -> docker.DockerClient:
     """A shared client; long timeout because a silent compile step can last many minutes."""
@@ -128,7 +132,24 @@ def build(context: IO[bytes], tag: str, *, name: str,
 
 def push(ref: str) -> Digest:
     """Push `ref`; returns the manifest digest the registry reported (parsed: it is the
-    registry's word relayed by the daemon). Raises RegistryError naming the registry."""
+    registry's word relayed by the daemon). Raises RegistryError naming the registry.
+
+    A 5xx from the registry is retried (PUSH_ATTEMPTS in all, backing off): two runners
+    pushing the same layers at once can make a registry fail one upload (distribution 2.8
+    answered 500 to one of two racing pushes here). Anything else fails at once."""
+    for attempt in range(1, PUSH_ATTEMPTS + 1):
+        try:
+            return _push_once(ref)
+        except RegistryError as exc:
+            if attempt == PUSH_ATTEMPTS or not _SERVER_ERROR.search(str(exc)):
+                raise
+            log(f"  the registry failed ({str(exc)[:200]}); pushing again ({attempt + 1}/"
+                f"{PUSH_ATTEMPTS})")
+            time.sleep(attempt)
+    raise AssertionError("unreachable")
+
+
+def _push_once(ref: str) -> Digest:
     import docker.errors
 
     repo, tag = split_ref(ref)

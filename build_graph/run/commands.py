@@ -9,6 +9,7 @@ Any other use (`--all`, task names, templates, `info <stage>:<tier>`) is doit's 
 
 from __future__ import annotations
 
+import io
 import sys
 from typing import Any
 
@@ -67,8 +68,21 @@ class TierList(List):  # type: ignore[misc]
                  sort: str = "name", pos_args: Any = None) -> int:
         tiers = _tiers(self.task_list)
         if subtasks or private or list_deps or template or pos_args or not tiers:
-            return int(super()._execute(subtasks, quiet, status, private, list_deps,
-                                        template, sort, pos_args))
+            # doit's own listing; with --status, held back until every check got an answer
+            shown: Any = getattr(self, "outstream")  # noqa: B009 (doit sets it untyped)
+            held = io.StringIO()
+            self.outstream = held
+            try:
+                code = int(super()._execute(subtasks, quiet, status, private, list_deps,
+                                            template, sort, pos_args))
+            finally:
+                self.outstream = shown
+            listing = held.getvalue()
+            errors = _environment_errors(self.task_list) if status else []
+            if errors:
+                return _could_not_ask(errors)
+            self.outstream.write(listing)
+            return code
         tasks = {t.name: t for t in self.task_list}
         width = max(len(t.name) for t in tiers) + 2
         base_width = max(len(t.meta["tier"]["base"]) for t in tiers) + 2

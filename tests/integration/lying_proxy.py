@@ -8,7 +8,8 @@ lie is switched on:
   something else) under the digest asked for, as a compromised mirror would;
 - `digest_header`: manifests whose path matches `header_paths` carry this
   Docker-Content-Digest instead of the registry's (a path such as 'sha256:../../x');
-- `fail`: requests whose path matches `fail_paths` get HTTP `fail` and no forwarding.
+- `fail`: requests whose path matches `fail_paths` (and method `fail_method`, if set) get
+  HTTP `fail` and no forwarding, the first `fail_times` of them (all, if None).
 Standard library only; runs in a thread; `requests` lists (method, path) of what it saw.
 """
 
@@ -35,6 +36,8 @@ class Lies:
     header_paths: re.Pattern[str] = REPORT_TAGS
     fail: int | None = None
     fail_paths: re.Pattern[str] = REPORT_TAGS
+    fail_method: str | None = None
+    fail_times: int | None = None
     requests: list[tuple[str, str]] = field(default_factory=list)
 
     def reset(self) -> None:
@@ -76,7 +79,10 @@ class _Handler(BaseHTTPRequestHandler):
         lies, path = self.lies, self.path.split("?", 1)[0]
         lies.requests.append((self.command, path))
         body = self._body()
-        if lies.fail is not None and lies.fail_paths.search(path):
+        if (lies.fail is not None and lies.fail_paths.search(path)
+                and lies.fail_method in (None, self.command) and lies.fail_times != 0):
+            if lies.fail_times is not None:
+                lies.fail_times -= 1
             self._answer(lies.fail, [("Content-Type", "text/plain")], b"injected failure")
             return
         conn = http.client.HTTPConnection(self.upstream, timeout=60)

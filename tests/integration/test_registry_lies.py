@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from pathlib import Path
 import docker
 import pytest
 
+from build_graph.errors import RegistryError
 from tests.helpers import REPO
 from tests.integration.conftest import Registry, Workspace, free_port
 from tests.integration.lying_proxy import Lies, lying_proxy
@@ -209,8 +211,33 @@ def test_list_status_against_a_registry_that_does_not_answer_exits_3(
     assert f"cannot ask the registry {nowhere}: nothing answers there" in errors[0]
     assert "scripts/services.sh up" in errors[0] and "Error" not in errors[0]
     assert "build, push" not in result.stdout
+    every = Workspace(root, ws.registry).doit("list", "--all", "--status")
+    assert every.returncode == 3 and "R build:" not in every.stdout, every.stdout + every.stderr
+    assert f"cannot ask the registry {nowhere}" in every.stderr
     plan = subprocess.run([sys.executable, "-m", "build_graph", "plan", "--manifest",
                            str(root / "images.toml")], capture_output=True, text=True,
                           check=False)
     assert plan.returncode == 3, plan.stdout + plan.stderr
     assert f"cannot ask the registry {nowhere}" in plan.stderr and "to build" not in plan.stdout
+
+
+def test_a_registry_that_fails_one_push_with_a_5xx_gets_it_again(registry: Registry) -> None:
+    """Racing runners can make a registry fail one upload (a 500 seen here under load):
+    push retries a 5xx, and only a 5xx, a bounded number of times."""
+    from build_graph.docker import daemon
+
+    client = docker.from_env()
+    with lying_proxy(registry.address) as (address, lies):
+        image = f"{address}/retry/app:1"
+        client.images.get("debian:bookworm-slim").tag(image)
+        try:
+            lies.fail, lies.fail_method, lies.fail_times = 500, "PUT", 1
+            lies.fail_paths = re.compile(r"/manifests/1$")
+            digest = daemon.push(image)
+            assert lies.fail_times == 0  # the lie was told, and the push went through
+            assert str(digest) == registry.digest("retry/app", "1")
+            lies.fail, lies.fail_times = 401, 1  # not the registry failing: no second try
+            with pytest.raises(RegistryError):
+                daemon.push(image)
+        finally:
+            client.images.remove(image)
