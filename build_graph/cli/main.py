@@ -10,6 +10,7 @@ from pathlib import Path
 
 from build_graph.errors import EXIT_ENVIRONMENT, run_cli
 from build_graph.fs import write_if_changed
+from build_graph.layout import DEFAULT_MANIFEST
 from build_graph.manifest.load import load
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import plan
@@ -85,7 +86,8 @@ def _lock(args: argparse.Namespace) -> int:
     if args.update is None:
         pins.record_missing(stack)
     else:
-        for line in pins.update(stack, args.update) or ["images.lock: no pin moved"]:
+        moved = pins.update(stack, args.update)
+        for line in moved or [f"{lock_path(stack.manifest).name}: no pin moved"]:
             print(line)
     lock = read_lock(lock_path(stack.manifest))
     for name, pin in sorted({**lock.images, **lock.sources}.items()):
@@ -125,7 +127,7 @@ def parser() -> argparse.ArgumentParser:
     doc.add_argument("--emit-json", type=Path, help="write the report to this file")
     doc.set_defaults(run=_doctor)
     lock = sub.add_parser("lock", help="pin every `from` image (digest) and git source "
-                          "(commit) in images.lock")
+                          "(commit) in the manifest's lock (images.lock)")
     lock.add_argument("--update", nargs="*", metavar="NAME",
                       help="re-resolve these `from` images or git sources (all when none "
                            "is named)")
@@ -143,7 +145,7 @@ def parser() -> argparse.ArgumentParser:
                     "(default: self-hosted gpu)")
     ci.set_defaults(run=_ci)
     for command in (check, show, doc, lock, ci):
-        command.add_argument("--manifest", type=Path, default=Path("images.toml"),
+        command.add_argument("--manifest", type=Path, default=Path(DEFAULT_MANIFEST),
                              help="the stack's images.toml (default: ./images.toml)")
     return top
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from build_graph import settings
 from build_graph.docker import buildkit
 from build_graph.errors import BuildGraphError, quiet_interrupts, report
+from build_graph.layout import DEFAULT_MANIFEST
 from build_graph.plan.cache import load_plan
 from build_graph.run import run_lock
 from build_graph.run.tasks import StackTasks
@@ -29,7 +30,7 @@ def open_session(manifest: str | None, verbose: str | None = None,
     quiet_interrupts()
     if verbose:  # `doit verbose=1`: stream every line, as BUILD_GRAPH_VERBOSE=1 does
         os.environ["BUILD_GRAPH_VERBOSE"] = "1"
-    path = Path(manifest or "images.toml")
+    path = Path(manifest or DEFAULT_MANIFEST)
     argv = sys.argv if argv is None else argv
     try:
         tasks = StackTasks(*load_plan(path))

@@ -29,6 +29,9 @@ def resolve(ref: str) -> str:
         return _checked(ref, str(probe.digest), "its registry")
     local = daemon.local_digest(ref)
     if local is not None:
+        if probe.presence is Presence.ERROR:  # air-gapped hosts pin this way: say why
+            progress(f"note: {ref}: its registry could not be asked ({probe.error}); "
+                     "pinned from the Docker daemon's copy instead")
         return _checked(ref, local, "the Docker daemon") if local else LOCAL
     if probe.presence is Presence.ERROR:
         raise RegistryError(f"cannot pin {ref}: its registry did not answer ({probe.error}) "

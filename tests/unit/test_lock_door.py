@@ -13,6 +13,7 @@ from build_graph.errors import EXIT_CONFIG, ConfigError
 from build_graph.manifest.load import load
 from build_graph.plan.cache import load_plan
 from build_graph.plan.lock import LOCAL, read_lock
+from build_graph.plan.plan import plan
 from build_graph.stages import pin as pins
 from tests.helpers import MINIMAL, write_manifest
 
@@ -112,3 +113,13 @@ def test_lock_update_repins_what_was_not_a_pin(tmp_path: Path,
         lines = pins.update(load(manifest), [])
         assert any("dropped" in line for line in lines)
         assert read_lock(lock).images == {"debian:bookworm-slim": DIGEST}
+
+
+def test_the_fix_for_another_manifests_lock_names_that_manifest(tmp_path: Path) -> None:
+    other = tmp_path / "other.toml"
+    other.write_text(MINIMAL)
+    (tmp_path / "other.lock").write_text('[from]\n"debian:bookworm-slim" = "sha256:nope"\n')
+    with pytest.raises(ConfigError) as caught:
+        plan(load(other))
+    assert f"lock --update --manifest {other}" in str(caught.value)
+    assert "other.lock" in str(caught.value)
