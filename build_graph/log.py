@@ -80,3 +80,10 @@ def last_output(lines: list[str], count: int = FAILURE_TAIL) -> str:
     """'last output:' and the last `count` lines, indented: how every failure shows its tail."""
     shown = "\n".join(f"    {line}" for line in lines[-count:])
     return f"last output:\n{shown}"
+
+
+def shown(value: object, limit: int = 160) -> str:
+    """Text from outside (a registry's words, a report's fields) as it may reach a terminal:
+    printable characters only (no escape sequences that redraw the screen), at most `limit`."""
+    text = "".join(c if c.isprintable() else " " for c in str(value))
+    return text if len(text) <= limit else text[:limit - 3] + "..."

@@ -13,6 +13,7 @@ import socket
 import ssl
 
 from build_graph.errors import RegistryError
+from build_graph.log import shown
 from build_graph.oci.hosts import INSECURE_ENV, is_loopback
 
 START_LOCAL = "start it: scripts/services.sh up"
@@ -78,9 +79,7 @@ def status_advice(host: str, status: int) -> str:
 
 def refused(host: str, what: str, status: int, body: bytes = b"") -> RegistryError:
     """The error for an HTTP answer that is neither success nor a definite 'absent'."""
-    # Printable characters only: the body is the registry's, and it reaches a terminal.
-    text = "".join(c if c.isprintable() else " " for c in
-                   body[:200].decode("utf-8", "replace")).strip()
+    text = shown(body[:200].decode("utf-8", "replace")).strip()  # the registry's words
     said = f" (it said: {text})" if text else ""
     return RegistryError(f"the registry {host} answered HTTP {status} to {what}{said}; "
                          f"{status_advice(host, status)}")

@@ -71,15 +71,15 @@ def parse_ref(ref: str) -> Ref:
     host = registry_of(ref)
     rest = ref[len(host) + 1:] if ref.startswith(f"{host}/") else ref
     name, at, digest = rest.partition("@")
-    if at:
+    slash, colon = name.rfind("/"), name.rfind(":")
+    name, tag = (name[:colon], name[colon + 1:]) if colon > slash else (name, "latest")
+    if at:  # 'name:tag@sha256:...' names the digest; the tag is only a reminder
         try:
             reference = str(parse_digest(digest))
         except ValueError as exc:
             raise ValueError(f"{ref!r}: {exc}") from None
     else:
-        slash = name.rfind("/")
-        colon = name.rfind(":")
-        name, reference = (name[:colon], name[colon + 1:]) if colon > slash else (name, "latest")
+        reference = tag
     if host == "docker.io" and "/" not in name:
         name = f"library/{name}"
     if not name:

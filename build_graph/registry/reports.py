@@ -20,7 +20,7 @@ from typing import Any
 
 from build_graph.fs import read_record, write_record
 from build_graph.layout import TierFolder
-from build_graph.log import log
+from build_graph.log import log, shown
 from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Answer, Presence, artifact_tag, parse_ref
 from build_graph.registry import artifacts
@@ -93,8 +93,8 @@ class ReportStore:
             return None
         by = report.get("made_by")
         by = by if isinstance(by, dict) else {}
-        log(f"[{self.name}] verify report from {by.get('host', '?')} "
-            f"(run {by.get('run', '?')}), {report.get('summary', '')}")
+        log(f"[{self.name}] verify report from {shown(by.get('host', '?'))} "
+            f"(run {shown(by.get('run', '?'))}), {shown(report.get('summary', ''))}")
         self._keep(artifact, report)
         return report
 

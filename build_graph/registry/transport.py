@@ -5,12 +5,10 @@ http.client rather than a client library: a no-op run sends a HEAD per image and
 fast, and `oras` alone takes 0.18 s to import here; its manifest read also re-serialises
 JSON, which would change a digest that promote must keep.
 
-This is the door: every digest a registry sends is parsed into a `Digest` here, and every
-manifest or blob body read is hashed and compared with the digest asked for (and with the
-digest header, when one came) before anything uses it. A mismatch raises UntrustedAnswer.
-Whether a host is spoken to over plain HTTP, and where credentials may go, is
-oci/hosts.py's rule; a failure to reach a host is a RegistryError in words
-(oci/problems.py).
+Bytes only: registry/api.py is the door (digests parsed, bodies hashed against the digest
+asked for before anything uses them). Whether a host is spoken to over plain HTTP, and
+where credentials may go, is oci/hosts.py's rule; a failure to reach a host is a
+RegistryError in words (oci/problems.py).
 """
 
 from __future__ import annotations

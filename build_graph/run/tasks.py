@@ -1,4 +1,4 @@
-"""doit task dicts for every (variant, tier) and stage (doit's only other user: reporter.py).
+"""doit task dicts for every (variant, tier) and stage (run/ is the only code that knows doit).
 
 Stages, in order: render, compile (tiers with a compile section), build, push, verify,
 promote. Task names are '<stage>:<tier>' or '<stage>:<tier>@<variant>'. Up-to-date checks
@@ -17,7 +17,7 @@ from doit.exceptions import TaskFailed
 from doit.tools import config_changed
 
 from build_graph.errors import BuildGraphError, interrupted
-from build_graph.log import log, task_log
+from build_graph.log import log, shown, task_log
 from build_graph.manifest.model import STAGES, Stack
 from build_graph.oci.refs import Presence
 from build_graph.plan.plan import PlannedTier
@@ -168,10 +168,11 @@ class StackTasks:
         except BuildGraphError as exc:
             report, lines = None, [*lines, f"verify report: could not read ({exc})"]
         if report is not None:
-            by = report.get("made_by") or {}
-            lines.append(f"verify report: passed ({report.get('summary')}; GPU "
-                         f"{report.get('gpu')}), made on {by.get('host', '?')} at "
-                         f"{by.get('at', '?')}")
+            by = report.get("made_by")
+            by = by if isinstance(by, dict) else {}
+            lines.append(f"verify report: passed ({shown(report.get('summary'))}; GPU "
+                         f"{shown(report.get('gpu'))}), made on "
+                         f"{shown(by.get('host', '?'))} at {shown(by.get('at', '?'))}")
         else:
             lines.append("verify report: none that passed for this digest and these checks")
         return lines

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from build_graph.errors import BuildFailed
-from build_graph.log import log, progress
+from build_graph.log import log, progress, shown
 from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Presence, parse_ref
 from build_graph.plan.plan import PlannedTier
@@ -61,7 +61,7 @@ def promote(tier: PlannedTier, holdings: Availability, verify_first: Callable[[]
     moving = tuple(t for t in tier.human_tags
                    if _tag_digest(tier, t, holdings, fresh=True) != probe.digest)
     copy_manifest(tier, probe.digest, moving, holdings)
-    gpu = str(report.get("gpu", ""))
+    gpu = shown(report.get("gpu", ""))
     if not gpu.startswith(("passed", "not applicable")):
         progress(f"[{tier.key}] promoted with GPU {gpu} (verify.gpu = \"optional\")")
 

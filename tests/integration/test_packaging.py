@@ -37,7 +37,16 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh virtualenv with the wheel installed (not editable); its dependencies come
     from this interpreter's site-packages through a .pth line (no download of them)."""
     work = tmp_path_factory.mktemp("wheel")
-    run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", work / "dist", REPO,
+    # Built from a copy of what the wheel is made of: setuptools leaves build/lib behind in
+    # the tree it builds, and a stale build/lib is a known way to ship old modules.
+    source = work / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    for name in ("build_graph", "templates"):
+        shutil.copytree(REPO / name, source / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", work / "dist", source,
         cwd=work)
     wheel = next((work / "dist").glob("build_graph-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()

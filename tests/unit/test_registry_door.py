@@ -175,3 +175,10 @@ def test_a_plain_http_registry_elsewhere_gets_no_credentials_whatever_realm_it_n
     finally:
         registry_auth.credentials.cache_clear()
     assert sent == [{}]  # asked anonymously: no Authorization header
+
+
+def test_a_tag_beside_a_digest_is_not_part_of_the_repository() -> None:
+    ref = parse_ref(f"127.0.0.1:5000/team/debian:bookworm@sha256:{HEX}")
+    assert (ref.host, ref.repository, ref.reference) == (
+        "127.0.0.1:5000", "team/debian", f"sha256:{HEX}")
+    assert parse_ref(f"debian:bookworm@sha256:{HEX}").repository == "library/debian"
