@@ -22,8 +22,14 @@ def store(tier: PlannedTier) -> ReportStore:
 
 
 def fingerprints(tier: PlannedTier) -> list[str]:
-    """The fingerprints a report may carry to count here, this runner's first."""
-    return trusted_fingerprints(tier.expect, daemon.gpu_runtime())
+    """The fingerprints a report may carry to count here, this runner's first. Computed
+    once per tier and process: every up-to-date check of verify and promote asks."""
+    if tier.key not in _FINGERPRINTS:
+        _FINGERPRINTS[tier.key] = trusted_fingerprints(tier.expect, daemon.gpu_runtime())
+    return _FINGERPRINTS[tier.key]
+
+
+_FINGERPRINTS: dict[str, list[str]] = {}
 
 
 def passing_report(tier: PlannedTier, digest: Digest, holdings: Availability,
