@@ -24,9 +24,10 @@ def store(tier: PlannedTier) -> ReportStore:
 def fingerprints(tier: PlannedTier) -> list[str]:
     """The fingerprints a report may carry to count here, this runner's first. Computed
     once per tier and process: every up-to-date check of verify and promote asks."""
-    if tier.key not in _FINGERPRINTS:
-        _FINGERPRINTS[tier.key] = trusted_fingerprints(tier.expect, daemon.gpu_runtime())
-    return _FINGERPRINTS[tier.key]
+    key = repr(tier.expect)  # by value: two stacks planned in one process never mix
+    if key not in _FINGERPRINTS:
+        _FINGERPRINTS[key] = trusted_fingerprints(tier.expect, daemon.gpu_runtime())
+    return _FINGERPRINTS[key]
 
 
 _FINGERPRINTS: dict[str, list[str]] = {}
