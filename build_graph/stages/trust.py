@@ -24,13 +24,14 @@ def store(tier: PlannedTier) -> ReportStore:
 def fingerprints(tier: PlannedTier) -> list[str]:
     """The fingerprints a report may carry to count here, this runner's first. Computed
     once per tier and process: every up-to-date check of verify and promote asks."""
-    key = repr(tier.expect)  # by value: two stacks planned in one process never mix
+    gpu_here = daemon.gpu_runtime()
+    key = (repr(tier.expect), gpu_here)  # by value: two stacks in one process never mix
     if key not in _FINGERPRINTS:
-        _FINGERPRINTS[key] = trusted_fingerprints(tier.expect, daemon.gpu_runtime())
+        _FINGERPRINTS[key] = trusted_fingerprints(tier.expect, gpu_here)
     return _FINGERPRINTS[key]
 
 
-_FINGERPRINTS: dict[str, list[str]] = {}
+_FINGERPRINTS: dict[tuple[str, bool], list[str]] = {}
 
 
 def passing_report(tier: PlannedTier, digest: Digest, holdings: Availability,
