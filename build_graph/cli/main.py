@@ -1,4 +1,4 @@
-"""`python -m build_graph check|plan|doctor`: the commands that run outside doit."""
+"""`python -m build_graph check|plan|doctor|lock|ci|init`: the commands that run outside doit."""
 
 from __future__ import annotations
 
@@ -109,6 +109,14 @@ def _ci(args: argparse.Namespace) -> int:
     return 0
 
 
+def _init(args: argparse.Namespace) -> int:
+    from build_graph.cli.init import init
+
+    for line in init(args.folder, args.source):
+        print(line)
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m build_graph", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
@@ -144,6 +152,16 @@ def parser() -> argparse.ArgumentParser:
                     metavar="LABEL", help="runner labels of tiers whose verify needs a GPU "
                     "(default: self-hosted gpu)")
     ci.set_defaults(run=_ci)
+    start = sub.add_parser("init", help="scaffold a stack in a team's repository: images.toml, "
+                           "a thin dodo.py, templates/ for overrides, .gitignore")
+    start.add_argument("folder", nargs="?", type=Path, default=Path(),
+                       help="where (default: the current folder)")
+    start.add_argument("--from", dest="source", required=True,
+                       choices=["quickstart", "cuda", "from-source"],
+                       help="quickstart: a CPU stack that builds anywhere; cuda: CUDA 13 "
+                            "from PyPI wheels and CUDA ops compiled with ccache; "
+                            "from-source: PyTorch compiled from source for your GPUs")
+    start.set_defaults(run=_init)
     for command in (check, show, doc, lock, ci):
         command.add_argument("--manifest", type=Path, default=Path(DEFAULT_MANIFEST),
                              help="the stack's images.toml (default: ./images.toml)")
