@@ -29,8 +29,9 @@ from build_graph.manifest.resolve import shipped_templates
 # repository's images.toml (PyTorch compiled from source), kept with its team code in
 # examples/team so that it ships (tests/unit/test_init.py keeps the two manifests equal).
 SCAFFOLDS: dict[str, str] = {"quickstart": "quickstart", "cuda": "cuda", "from-source": "team"}
-# Never copied: a run's state, interpreter caches, and pins (the team's machines record
-# their own, from their registry).
+# Never copied: a run's state, interpreter caches, pins (the team's machines record their
+# own, from their registry), and hidden files (the wheel's package-data globs skip them, so
+# a checkout and an installed wheel write the same scaffold).
 _SKIPPED = (OWN_FOLDER, "__pycache__", "*.egg-info", "*.lock", ".*")
 
 DODO = '''\
