@@ -4,7 +4,8 @@ A loopback HTTPS package index (a real stdlib server) whose certificate is signe
 that only the build host's bundle holds serves one wheel. With that bundle, the tier's pip
 step installs it with verification on (no --trusted-host anywhere); with a bundle that
 lacks the CA (withheld), the same build fails on the certificate. The bundle is in no
-layer, history or config, and the tier's hash tag is the same either way.
+layer, history or config, and the tier's hash tag is the same either way. A compile whose
+script downloads from the same index (pip and Python's ssl) likewise succeeds only with it.
 """
 
 from __future__ import annotations
@@ -177,3 +178,23 @@ def test_pip_verifies_tls_with_the_hosts_ca_bundle_and_fails_without_it(
     # point behind: a name, no bytes).
     assert output_of(image.id, ["sh", "-c", "cat /run/build-graph/host-ca.pem 2>/dev/null | "
                                 "wc -c"]).strip() == "0"
+
+    # The compile container gets the same bundle, read-only, for the compile script's own
+    # downloads: pip (PIP_CERT) and Python's ssl (SSL_CERT_FILE) inside the builder image.
+    (ws.root / "templates" / "tlsfetch.sh.j2").write_text(
+        "#!/usr/bin/env bash\nset -euo pipefail\n"
+        "python3 -c \"import os, urllib.request; "
+        "urllib.request.urlopen(os.environ['PIP_INDEX_URL'] + 'tlsprobe/').read()\"\n"
+        "python3 -m pip download --no-deps --dest {{ paths.out }} tlsprobe==1.0\n")
+    ws.manifest.write_text(ws.manifest.read_text() + (
+        '\n[tiers.fetched]\nfrom = "debian:{debian}-slim"\n'
+        'template = "python-runtime.Dockerfile.j2"\n'
+        'compile = { builder = "builder", script = "tlsfetch.sh.j2" }\n'))
+    withheld = ws.doit("compile:fetched",
+                       env={**env, "BUILD_GRAPH_CA_BUNDLE": str(system_bundle())})
+    text = withheld.stdout + withheld.stderr
+    assert withheld.returncode == 1, text[-3000:]
+    assert "CERTIFICATE_VERIFY_FAILED" in text
+    done = ws.doit("compile:fetched", env={**env, "BUILD_GRAPH_CA_BUNDLE": str(with_ca)})
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    assert (ws.root / "build" / "default" / "fetched" / "wheels" / WHEEL).is_file()
