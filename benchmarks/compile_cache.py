@@ -24,8 +24,8 @@ STACKS = {"quickstart": ("fastext", 'max_size = "2G"'), "cuda": ("kernels", 'max
 
 
 def empty_bucket(name: str) -> None:
+    import google.cloud.storage as storage
     from google.api_core import exceptions
-    from google.cloud import storage
 
     client = storage.Client()
     try:

@@ -60,6 +60,15 @@ class EnvironmentProblem(BuildGraphError):
     exit_code = EXIT_ENVIRONMENT
 
 
+class DaemonUnreachable(EnvironmentProblem):
+    """The Docker daemon did not answer. Planning never needs it; whatever builds, runs,
+    compiles, pulls or pins from it says so, naming itself (`needs`)."""
+
+    def needs(self, what: str) -> DaemonUnreachable:
+        """The same problem, said as `what` needing the daemon: one line for the user."""
+        return DaemonUnreachable(f"{what} needs the Docker daemon: {self}")
+
+
 class RegistryError(EnvironmentProblem):
     """The registry could not answer; never to be read as 'image absent'."""
 

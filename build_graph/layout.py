@@ -42,6 +42,9 @@ COMPILE_SCRIPT = "/build/compile.sh"
 # Where the verify probe's files are mounted, and where it leaves its report.
 PROBE_DIR = "/opt/build-graph"
 PROBE_REPORT = "/tmp/build-graph-probe.json"
+# The build host's CA bundle, for one RUN step (a BuildKit secret) or a compile container
+# (a read-only mount): never in a layer (settings.py's host_ca).
+HOST_CA = "/run/build-graph/host-ca.pem"
 WHEELS_DIR = "wheels"  # inside a tier's build context (and its build folder)
 
 

@@ -10,22 +10,61 @@ credentials (https://user:TOKEN@host/simple) is never one: with BuildKit every p
 then reaches the build as one secret, a pip.conf the templates mount at /etc/pip.conf for
 the RUN steps that run pip; without BuildKit such a setting is refused before anything is
 built. A credential never reaches an image.
+
+The host's CA bundle (every CA the build host trusts, a TLS-intercepting proxy's included)
+reaches every pip step of a build as the secret 'hostca' and the compile container as a
+read-only file, with PIP_CERT, SSL_CERT_FILE, ... pointing at it there only: TLS stays
+verified behind a proxy, and neither the bundle nor the setting is in a layer or a hash
+(a host with a proxy and one without build the same image). BUILD_GRAPH_CA_BUNDLE names
+another bundle; `none` sends none.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import ssl
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from build_graph.errors import EXIT_CONFIG, BuildGraphError
 
 SITE_ARGS = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST")
+CA_SETTING = "BUILD_GRAPH_CA_BUNDLE"
+# Where the tools of a build or compile look for CAs: pip, Python's ssl (urllib, most
+# libraries), requests, curl, git. Set for one RUN step or one compile container.
+CA_ENV = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+          "GIT_SSL_CAINFO")
+CA_SECRET = "hostca"
 _USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)([^/@\s]*)@", re.IGNORECASE)
 
 
 class CredentialInSetting(BuildGraphError):
     exit_code = EXIT_CONFIG
+
+
+class BadSiteSetting(BuildGraphError):
+    exit_code = EXIT_CONFIG
+
+
+def host_ca() -> Path | None:
+    """The build host's CA bundle: BUILD_GRAPH_CA_BUNDLE when set (`none`: no bundle), else
+    the file OpenSSL verifies with here (as Python's ssl finds it: SSL_CERT_FILE, then the
+    system's bundle, which holds the CAs of /usr/local/share/ca-certificates too)."""
+    named = os.environ.get(CA_SETTING, "")
+    if named.lower() == "none":
+        return None
+    if named:
+        if not Path(named).is_file():
+            raise BadSiteSetting(f"{CA_SETTING}={named}: no such file; name the build host's "
+                                 "CA bundle (a PEM file, e.g. /etc/ssl/certs/ca-certificates"
+                                 ".crt), or `none` to send builds no CA bundle")
+        return Path(named)
+    found = ssl.get_default_verify_paths()
+    for candidate in (found.cafile, found.openssl_cafile):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    return None
 
 
 def pip_settings() -> dict[str, str]:
@@ -61,12 +100,14 @@ def for_build(buildkit: bool) -> tuple[dict[str, str], dict[str, str]]:
     every pip setting as the secret 'pipconf' (a pip.conf) and no build arg at all."""
     check(buildkit)
     settings = pip_settings()
+    bundle = host_ca() if buildkit else None  # the classic builder takes no secrets
+    secrets = {CA_SECRET: bundle.read_text()} if bundle is not None else {}
     if credential() is None:
-        return settings, {}
+        return settings, secrets
     keys = {"PIP_INDEX_URL": "index-url", "PIP_EXTRA_INDEX_URL": "extra-index-url",
             "PIP_TRUSTED_HOST": "trusted-host"}
     lines = ["[global]", *(f"{keys[k]} = {v}" for k, v in settings.items())]
-    return {}, {"pipconf": "\n".join(lines) + "\n"}
+    return {}, {**secrets, "pipconf": "\n".join(lines) + "\n"}
 
 
 def redact(url: str) -> str:

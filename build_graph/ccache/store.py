@@ -126,7 +126,7 @@ class GcsStore:
 
         try:
             if self._bucket is None:
-                from google.cloud import storage
+                import google.cloud.storage as storage
 
                 self._bucket = storage.Client().bucket(self.bucket_name)
             return fn(*args, retry=retry.Retry(deadline=DEADLINE_S), timeout=TIMEOUT_S,

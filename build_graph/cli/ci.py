@@ -20,6 +20,8 @@ from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier
 
 SETUP = "scripts/bootstrap.sh"  # the virtualenv with build-graph, on a fresh runner
+# Pinned to a commit, not a tag: a tag can be moved to other code (zizmor: unpinned-uses).
+CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683"  # v4.2.2
 
 
 def job_id(key: str) -> str:
@@ -49,17 +51,26 @@ def github_workflow(stack: Stack, planned: Sequence[PlannedTier], manifest: str,
         "  push:",
         f"    branches: [{q('main')}]",
         "  workflow_dispatch: {}",
+        "# Jobs read the repository and nothing else: registry and bucket credentials are",
+        "# the runner's own (docker login, Application Default Credentials), never a token",
+        "# of this workflow.",
+        "permissions:",
+        f"  contents: {q('read')}",
         "jobs:",
     ]
     for tier in planned:
         labels = gpu_runs_on if needs_gpu(stack, tier) else runs_on
+        after = needs(tier)  # GitHub's schema refuses an empty needs: list
         lines += [
             f"  {job_id(tier.key)}:",
             f"    name: {q(tier.key)}",
             f"    runs-on: [{', '.join(q(label) for label in labels)}]",
-            f"    needs: [{', '.join(q(n) for n in needs(tier))}]",
+            *([f"    needs: [{', '.join(q(n) for n in after)}]"] if after else []),
             "    steps:",
-            f"      - uses: {q('actions/checkout@v4')}",
+            f"      - uses: {q(CHECKOUT)}  # v4.2.2",
+            "        with:",
+            # No token left in .git/config for later steps to find (zizmor: artipacked).
+            "          persist-credentials: false",
             f"      - name: {q('set up build-graph')}",
             f"        run: {q(SETUP)}",
             f"      - name: {q('build, push, verify, promote ' + tier.key)}",

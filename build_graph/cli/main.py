@@ -1,4 +1,4 @@
-"""`python -m build_graph check|plan|doctor`: the commands that run outside doit."""
+"""`python -m build_graph check|plan|doctor|lock|ci|init`: the commands that run outside doit."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from build_graph.cli.cloudbuild import DEFAULT_HOURS, DEFAULT_MACHINE
 from build_graph.errors import EXIT_ENVIRONMENT, run_cli
 from build_graph.fs import write_if_changed
 from build_graph.layout import DEFAULT_MANIFEST
@@ -96,16 +97,33 @@ def _lock(args: argparse.Namespace) -> int:
 
 
 def _ci(args: argparse.Namespace) -> int:
+    from build_graph.cli import cloudbuild
     from build_graph.cli.ci import github_workflow
 
     stack = load(args.manifest)
-    text = github_workflow(stack, plan(stack), str(args.manifest), args.runs_on,
-                           args.gpu_runs_on)
+    if args.cloudbuild:
+        text = cloudbuild.cloudbuild_config(
+            stack, plan(stack), str(args.manifest), machine_type=args.machine_type,
+            hours=args.timeout_hours, service_account=args.service_account)
+        note = cloudbuild.cache_note(stack)
+        if note:
+            print(note, file=sys.stderr)
+    else:
+        text = github_workflow(stack, plan(stack), str(args.manifest), args.runs_on,
+                               args.gpu_runs_on)
     if args.output is None:
         sys.stdout.write(text)
     else:
         write_if_changed(args.output, text)
         print(f"wrote {args.output}")
+    return 0
+
+
+def _init(args: argparse.Namespace) -> int:
+    from build_graph.cli.init import init
+
+    for line in init(args.folder, args.source):
+        print(line)
     return 0
 
 
@@ -132,18 +150,38 @@ def parser() -> argparse.ArgumentParser:
                       help="re-resolve these `from` images or git sources (all when none "
                            "is named)")
     lock.set_defaults(run=_lock)
-    ci = sub.add_parser("ci", help="write a CI workflow: one job per (variant, tier), "
-                        "needs: following the tier graph")
-    ci.add_argument("--github", action="store_true", required=True,
-                    help="GitHub Actions (the one CI system supported so far)")
+    ci = sub.add_parser("ci", help="write a CI config: GitHub Actions (a job per tier, "
+                        "needs: following the tier graph) or Cloud Build (a step per tier)")
+    engine = ci.add_mutually_exclusive_group(required=True)
+    engine.add_argument("--github", action="store_true", help="GitHub Actions")
+    engine.add_argument("--cloudbuild", action="store_true",
+                        help="Google Cloud Build (Artifact Registry, gs:// compiler cache)")
     ci.add_argument("--output", type=Path,
-                    help="write here (e.g. .github/workflows/images.yml); default stdout")
+                    help="write here (e.g. .github/workflows/images.yml, cloudbuild.yaml); "
+                         "default stdout")
+    ci.add_argument("--machine-type", default=DEFAULT_MACHINE,
+                    help=f"Cloud Build machine type (default: {DEFAULT_MACHINE})")
+    ci.add_argument("--timeout-hours", type=float, default=DEFAULT_HOURS,
+                    help="Cloud Build timeout, for a cold multi-hour compile (default: "
+                         f"{DEFAULT_HOURS:g})")
+    ci.add_argument("--service-account", metavar="projects/P/serviceAccounts/EMAIL",
+                    help="Cloud Build: the build's service account (default: Cloud Build's)")
     ci.add_argument("--runs-on", nargs="+", default=["ubuntu-latest"], metavar="LABEL",
                     help="runner labels of the jobs (default: ubuntu-latest)")
     ci.add_argument("--gpu-runs-on", nargs="+", default=["self-hosted", "gpu"],
                     metavar="LABEL", help="runner labels of tiers whose verify needs a GPU "
                     "(default: self-hosted gpu)")
     ci.set_defaults(run=_ci)
+    start = sub.add_parser("init", help="scaffold a stack in a team's repository: images.toml, "
+                           "a thin dodo.py, templates/ for overrides, .gitignore")
+    start.add_argument("folder", nargs="?", type=Path, default=Path(),
+                       help="where (default: the current folder)")
+    start.add_argument("--from", dest="source", required=True,
+                       choices=["quickstart", "cuda", "from-source"],
+                       help="quickstart: a CPU stack that builds anywhere; cuda: CUDA 13 "
+                            "from PyPI wheels and CUDA ops compiled with ccache; "
+                            "from-source: PyTorch compiled from source for your GPUs")
+    start.set_defaults(run=_init)
     for command in (check, show, doc, lock, ci):
         command.add_argument("--manifest", type=Path, default=Path(DEFAULT_MANIFEST),
                              help="the stack's images.toml (default: ./images.toml)")

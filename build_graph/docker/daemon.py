@@ -3,7 +3,7 @@
 With containers.py (running containers), the only code that talks to the Docker daemon.
 
 Each call logs what it does ('+ docker build ...'). A missing daemon, an unreachable
-registry or a refused push becomes an EnvironmentProblem/RegistryError with one line that
+registry or a refused push becomes a DaemonUnreachable/RegistryError with one line that
 says what to start or fix.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import IO, TYPE_CHECKING, Any
 
-from build_graph.errors import BuildFailed, EnvironmentProblem, RegistryError, UntrustedAnswer
+from build_graph.errors import BuildFailed, DaemonUnreachable, RegistryError, UntrustedAnswer
 from build_graph.log import last_output, log
 from build_graph.oci import problems
 from build_graph.oci.digest import Digest, parse_digest
@@ -47,10 +47,7 @@ def client() -> docker.DockerClient:
             _client.ping()
         except docker.errors.DockerException as exc:
             _client = None
-            raise EnvironmentProblem(
-                f"cannot reach the Docker daemon ({short_error(exc)}); start it "
-                "(scripts/services.sh up, or systemctl start docker) or set DOCKER_HOST"
-            ) from None
+            raise unreachable(_reason(exc)) from None
     return _client
 
 
@@ -223,6 +220,16 @@ def gpu_runtime() -> bool:
     return "nvidia" in (info.get("Runtimes") or {})
 
 
+@cache
+def reachable_gpu_runtime() -> bool | None:
+    """gpu_runtime(), or None when no daemon answers; asked once per process (a daemon
+    that is down is not asked again for every tier's up-to-date check)."""
+    try:
+        return gpu_runtime()
+    except DaemonUnreachable:
+        return None
+
+
 def _get_over_socket(socket_path: str, path: str) -> dict[str, Any]:
     import http.client
     import json
@@ -244,10 +251,35 @@ def _get_over_socket(socket_path: str, path: str) -> dict[str, Any]:
             raise OSError(f"HTTP {response.status}")
         data: dict[str, Any] = json.loads(body)
     except (OSError, ValueError) as exc:
-        raise EnvironmentProblem(
-            f"cannot reach the Docker daemon at {socket_path} ({exc}); start it "
-            "(scripts/services.sh up, or systemctl start docker) or set DOCKER_HOST") from None
+        raise unreachable(getattr(exc, "strerror", None) or str(exc)) from None
     return data
+
+
+def unreachable(why: str) -> DaemonUnreachable:
+    """The one wording of 'no daemon answers': where it was looked for, and the fix."""
+    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    return DaemonUnreachable(
+        f"cannot reach the Docker daemon at {host} ({why}); start it (scripts/services.sh "
+        "up, or systemctl start docker) or point DOCKER_HOST at one")
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost OS error under docker-py's 'Error while fetching server API version:
+    (...)' (a missing or refused socket), not the wrapping of three libraries."""
+    pending: list[object] = [exc]
+    seen: set[int] = set()
+    while pending:
+        item = pending.pop(0)
+        if id(item) in seen:  # a cause chain may loop
+            continue
+        seen.add(id(item))
+        if isinstance(item, OSError) and item.strerror:
+            return item.strerror
+        if isinstance(item, BaseException):
+            pending += [*item.args, item.__cause__, item.__context__]
+        elif isinstance(item, tuple):
+            pending += item
+    return short_error(exc)
 
 
 def short_error(exc: BaseException) -> str:

@@ -8,8 +8,9 @@ import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from build_graph import settings
 from build_graph.errors import TemplateError
-from build_graph.layout import CCACHE_DIR, OUT_DIR, SOURCES_DIR, SRC_DIR, WHEELS_DIR
+from build_graph.layout import CCACHE_DIR, HOST_CA, OUT_DIR, SOURCES_DIR, SRC_DIR, WHEELS_DIR
 from build_graph.manifest.model import Stack, TierSpec, VariantSpec
 
 if TYPE_CHECKING:  # Jinja is imported only when something is rendered (not on a no-op)
@@ -32,6 +33,9 @@ def environment(stack: Stack) -> jinja2.Environment:
     env.filters["execform"] = execform
     env.filters["pin"] = lambda name, versions: f"{name}=={versions[name]}"
     env.filters["shjoin"] = lambda items: " ".join(shlex.quote(str(i)) for i in items)
+    # A global, so the macros imported without context see it (_macros.j2's pip_mounts).
+    env.globals["host_ca"] = {"path": HOST_CA, "secret": settings.CA_SECRET,
+                              "env": settings.CA_ENV}
     return env
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 from build_graph.docker import daemon
-from build_graph.errors import RegistryError
+from build_graph.errors import DaemonUnreachable, RegistryError
 from build_graph.oci.hosts import is_loopback
 from build_graph.oci.refs import Answer, Presence, parse_ref, registry_of
 from build_graph.registry import api
@@ -103,13 +103,16 @@ def _known(ref: str, probe: Answer) -> Answer:
 
 def describe_availability(refs: list[str]) -> list[dict[str, object]]:
     """For `plan --json`: registry presence of each reference (one concurrent round), and
-    whether the daemon here has it."""
+    whether the daemon here has it (null when no daemon answers)."""
     holdings = Availability()
     holdings.register(refs)
     rows: list[dict[str, object]] = []
     for ref in refs:
         probe = holdings.registry(ref)
-        local = holdings.local(ref)
+        try:
+            local: bool | None = holdings.local(ref)
+        except DaemonUnreachable:  # the plan needs the registry only: say 'unknown'
+            local = None
         rows.append({"local": local, "registry": probe.presence.value,
                      "digest": str(probe.digest) if probe.digest else None,
                      "registry_error": probe.error,

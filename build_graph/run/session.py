@@ -36,6 +36,7 @@ def open_session(manifest: str | None, verbose: str | None = None,
         tasks = StackTasks(*load_plan(path))
         if settings.credential() is not None:  # fail before any build, not in the middle
             settings.check(buildkit=buildkit.cli() is not None)
+        settings.host_ca()  # a named CA bundle that is not there: before any build too
         if run_lock.doit_command(argv) not in run_lock.READ_ONLY:
             run_lock.acquire(tasks.stack.build_folder.run_lock, argv)
             if pin.record_missing(tasks.stack):  # images.lock changed: plan with it

@@ -16,7 +16,7 @@ from typing import Any
 from doit.exceptions import TaskFailed
 from doit.tools import config_changed
 
-from build_graph.errors import BuildGraphError, interrupted
+from build_graph.errors import BuildGraphError, DaemonUnreachable, interrupted
 from build_graph.log import log, shown, task_log
 from build_graph.manifest.model import STAGES, Stack
 from build_graph.oci.refs import Presence
@@ -58,6 +58,8 @@ def action(stage: str, tier: PlannedTier, fn: Callable[..., None],
             try:
                 fn(*args)
             except BuildGraphError as exc:
+                if isinstance(exc, DaemonUnreachable):  # say which task wanted it
+                    exc = exc.needs(f"{stage}:{tier.key}")
                 log(f"error: {exc}")
                 return StageFailed(str(exc), exc.exit_code, path)
             except KeyboardInterrupt:

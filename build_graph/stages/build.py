@@ -14,7 +14,7 @@ from pathlib import Path
 from build_graph import settings
 from build_graph.docker import buildkit, daemon
 from build_graph.docker.build_context import context_tar
-from build_graph.errors import BuildFailed
+from build_graph.errors import BuildFailed, DaemonUnreachable
 from build_graph.log import log, progress
 from build_graph.manifest.model import Stack
 from build_graph.oci.refs import Presence
@@ -30,10 +30,20 @@ def image_available(tier: PlannedTier, holdings: Availability) -> bool:
     The daemon is asked only when the registry lacks it (a fresh runner never asks).
     Raises RegistryError when the registry could not say and the daemon lacks it."""
     probe = holdings.registry(tier.image)
-    if probe.presence is Presence.PRESENT or holdings.local(tier.image):
+    if probe.presence is Presence.PRESENT or _built_here(tier, holdings):
         return True
     holdings.answer(tier.image)  # an error raises: 'could not ask' is not 'absent'
     return False
+
+
+def _built_here(tier: PlannedTier, holdings: Availability) -> bool:
+    """Whether the daemon here has the image; False when no daemon answers: planning needs
+    the registry only, and without a daemon nothing local could be pushed anyway (the build
+    then says in one line that it needs the daemon)."""
+    try:
+        return holdings.local(tier.image)
+    except DaemonUnreachable:
+        return False
 
 
 def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> None:

@@ -22,7 +22,7 @@ from build_graph.docker import containers, daemon
 from build_graph.docker.containers import Mount
 from build_graph.errors import BuildFailed, RegistryError
 from build_graph.fs import write_if_changed, write_record
-from build_graph.layout import CCACHE_DIR, COMPILE_SCRIPT, OUT_DIR, SOURCES_DIR, SRC_DIR
+from build_graph.layout import CCACHE_DIR, COMPILE_SCRIPT, HOST_CA, OUT_DIR, SOURCES_DIR, SRC_DIR
 from build_graph.log import last_output, log, progress
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier
@@ -70,11 +70,16 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> None:
     daemon.ensure_local(builder.image)
     sync = CacheSync(stack, tier, builder, cache)
     sync.restore()
-    mounts = (Mount(str(tier.folder.compile_script), COMPILE_SCRIPT, read_only=True),
-              Mount(str(src), SRC_DIR), Mount(str(cache), CCACHE_DIR),
-              Mount(str(staging), OUT_DIR), Mount(str(stack.build_folder.sources), SOURCES_DIR))
+    mounts: tuple[Mount, ...] = (
+        Mount(str(tier.folder.compile_script), COMPILE_SCRIPT, read_only=True),
+        Mount(str(src), SRC_DIR), Mount(str(cache), CCACHE_DIR),
+        Mount(str(staging), OUT_DIR), Mount(str(stack.build_folder.sources), SOURCES_DIR))
     env = {**settings.pip_settings(), "CCACHE_MAXSIZE": f"{stack.cache.max_size_bytes >> 20}M",
            **dict(tier.spec.compile.env)}
+    bundle = settings.host_ca()
+    if bundle is not None:  # the compile script's downloads verify TLS behind a proxy too
+        mounts += (Mount(str(bundle.resolve()), HOST_CA, read_only=True),)
+        env |= dict.fromkeys(settings.CA_ENV, HOST_CA)
     log(f"[{tier.key}] compiling in {builder.image}")
     started = time.monotonic()
     try:

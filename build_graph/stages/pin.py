@@ -12,11 +12,11 @@ import subprocess
 from pathlib import Path
 
 from build_graph.docker import daemon
-from build_graph.errors import BuildFailed, RegistryError
+from build_graph.errors import BuildFailed, DaemonUnreachable, RegistryError
 from build_graph.log import progress
 from build_graph.manifest.model import Source, Stack
 from build_graph.manifest.values import COMMIT_RE, DIGEST_RE, conforms
-from build_graph.oci.refs import Presence
+from build_graph.oci.refs import Answer, Presence
 from build_graph.plan.lock import LOCAL, Lock, lock_path, parse_lock, read_lock, write_lock
 from build_graph.plan.plan import from_images, git_sources
 from build_graph.registry import availability
@@ -27,7 +27,10 @@ def resolve(ref: str) -> str:
     probe = availability.head(ref)
     if probe.presence is Presence.PRESENT and probe.digest:
         return _checked(ref, str(probe.digest), "its registry")
-    local = daemon.local_digest(ref)
+    try:
+        local = daemon.local_digest(ref)
+    except DaemonUnreachable as exc:  # the registry could not pin it: only the daemon can
+        raise exc.needs(f"pinning {ref} ({_registry_said(probe)})") from None
     if local is not None:
         if probe.presence is Presence.ERROR:  # air-gapped hosts pin this way: say why
             progress(f"note: {ref}: its registry could not be asked ({probe.error}); "
@@ -39,6 +42,11 @@ def resolve(ref: str) -> str:
                             "pull the image")
     raise BuildFailed(f"cannot pin {ref}: it is neither in its registry nor in the Docker "
                       "daemon; fix `from` in images.toml")
+
+
+def _registry_said(probe: Answer) -> str:
+    return (f"its registry did not answer: {probe.error}" if probe.presence is Presence.ERROR
+            else "its registry does not hold it")
 
 
 def resolve_source(source: Source) -> str:

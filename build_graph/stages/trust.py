@@ -23,15 +23,28 @@ def store(tier: PlannedTier) -> ReportStore:
 
 def fingerprints(tier: PlannedTier) -> list[str]:
     """The fingerprints a report may carry to count here, this runner's first. Computed
-    once per tier and process: every up-to-date check of verify and promote asks."""
-    gpu_here = daemon.gpu_runtime()
-    key = (repr(tier.expect), gpu_here)  # by value: two stacks in one process never mix
+    once per expectation and process: every up-to-date check of verify and promote asks."""
+    here = gpu_here()
+    key = (repr(tier.expect), here)  # by value: two stacks in one process never mix
     if key not in _FINGERPRINTS:
-        _FINGERPRINTS[key] = trusted_fingerprints(tier.expect, gpu_here)
+        _FINGERPRINTS[key] = trusted_fingerprints(tier.expect, here)
     return _FINGERPRINTS[key]
 
 
 _FINGERPRINTS: dict[tuple[str, bool], list[str]] = {}
+
+
+def gpu_here() -> bool:
+    """Whether this runner judges reports as a GPU runner does.
+
+    With no daemon to ask (stopped, or a planning-only host), as a runner without a GPU:
+    that runner trusts both kinds of report (a GPU runner's checked everything a CPU runner
+    can, and ran a kernel), so a stack verified anywhere plans as up to date and `doit list
+    --status` or a no-op run needs no daemon. Nothing is verified on that assumption: a
+    verify that does run asks the daemon itself (stages/verify.py) and fails in one line
+    when it cannot, and a GPU runner whose daemon answers still wants its own report.
+    """
+    return daemon.reachable_gpu_runtime() is True
 
 
 def passing_report(tier: PlannedTier, digest: Digest, holdings: Availability,

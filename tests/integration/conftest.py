@@ -237,8 +237,8 @@ class GcsEmulator(LoopbackServer):
         return f"{self.url}/storage/v1/b"
 
     def client(self) -> Any:
+        import google.cloud.storage as storage
         from google.auth.credentials import AnonymousCredentials
-        from google.cloud import storage
 
         return storage.Client(project="test",
                               credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]

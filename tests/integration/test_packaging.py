@@ -43,15 +43,16 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
-    for name in ("build_graph", "templates"):
+    for name in ("build_graph", "templates", "examples"):
         shutil.copytree(REPO / name, source / name,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+                        ignore=shutil.ignore_patterns("__pycache__", "build"))
     run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", work / "dist", source,
         cwd=work)
     wheel = next((work / "dist").glob("build_graph-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "build_graph/templates/_macros.j2" in names, names
     assert "build_graph/verify/in_image/probe.py" in names
+    assert "build_graph/examples/quickstart/images.toml" in names  # what `init` writes
     run(sys.executable, "-m", "venv", "--without-pip", work / "venv", cwd=work)
     python = work / "venv" / "bin" / "python"
     site = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))",
@@ -85,3 +86,21 @@ def test_the_wheel_ships_templates_and_plans_a_stack_outside_the_checkout(
     rendered = sorted(p.relative_to(stack).as_posix()
                       for p in (stack / "build").rglob("Dockerfile"))
     assert rendered == sorted(f"build/default/{key}/Dockerfile" for key in ours)
+
+
+def test_init_from_the_wheel_writes_a_stack_that_doit_lists(installed: Path,
+                                                             tmp_path: Path) -> None:
+    """A team's repository in three commands: init, then doit there (no checkout, no
+    daemon asked: planning needs none)."""
+    repo = tmp_path / "team-repo"
+    repo.mkdir()
+    out = run(installed, "-m", "build_graph", "init", "--from", "quickstart", cwd=repo)
+    assert f"wrote {Path('images.toml')}" in out, out
+    assert "ok" in run(installed, "-m", "build_graph", "check", cwd=repo)
+    listed = run(installed, "-m", "doit", "list", cwd=repo)
+    assert [line.split()[0] for line in listed.splitlines()] == [
+        "builder", "fastext", "base", "training", "runner"], listed
+    # The templates rendered are the installed package's, found beside it.
+    where = run(installed, "-c", "import build_graph.cli.init as i; print(i.shipped_examples())",
+                cwd=repo).strip()
+    assert not Path(where).is_relative_to(REPO), where

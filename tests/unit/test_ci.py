@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,7 +29,7 @@ def test_the_workflow_parses_and_its_job_graph_is_the_tier_graph(
     planned = plan(load(manifest))
     graph = {job_id(t.key): {job_id(k) for k in (t.parent_key, t.builder_key) if k}
              for t in planned}
-    assert {name: set(job["needs"]) for name, job in jobs.items()} == graph
+    assert {name: set(job.get("needs", [])) for name, job in jobs.items()} == graph
     for tier in planned:
         job = jobs[job_id(tier.key)]
         assert job["steps"][-1]["run"].endswith(f" promote:{tier.key}")
@@ -38,3 +40,30 @@ def test_the_workflow_parses_and_its_job_graph_is_the_tier_graph(
         assert on_gpu and on_gpu < set(jobs)
     else:
         assert on_gpu == set()
+
+
+SHIPPED = sorted([REPO / "images.toml", *REPO.glob("examples/*/images.toml")])
+
+
+def _tool(name: str) -> str:
+    """A checker from the test extras, beside this interpreter (offline: no network)."""
+    path = Path(sys.executable).parent / name
+    assert path.is_file(), f"{name}: pip install -e '.[test]'"
+    return str(path)
+
+
+@pytest.mark.parametrize("manifest", SHIPPED, ids=lambda p: p.parent.name)
+def test_the_workflow_is_valid_for_github_and_clean_under_zizmor(manifest: Path,
+                                                                 tmp_path: Path) -> None:
+    workflow = tmp_path / ".github" / "workflows" / "images.yml"
+    workflow.parent.mkdir(parents=True)
+    assert cli.main(["ci", "--github", "--manifest", str(manifest), "--output",
+                     str(workflow)]) == 0
+    schema = subprocess.run([_tool("check-jsonschema"), "--builtin-schema",
+                             "vendor.github-workflows", str(workflow)],
+                            capture_output=True, text=True, check=False)
+    assert schema.returncode == 0, schema.stdout + schema.stderr
+    lint = subprocess.run([_tool("zizmor"), "--offline", "--no-progress", str(tmp_path)],
+                          capture_output=True, text=True, check=False)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    assert "No findings to report" in lint.stdout + lint.stderr

@@ -117,9 +117,11 @@ def test_only_the_layout_module_composes_build_paths() -> None:
 
 
 def test_every_package_folder_ships_in_the_wheel() -> None:
-    """pyproject.toml lists packages by hand (templates/ is mapped into the package)."""
-    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())
-                 ["tool"]["setuptools"]["packages"])
+    """pyproject.toml lists packages by hand (templates/ and examples/ are mapped into the
+    package)."""
+    setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(setuptools["packages"])
+    assert set(setuptools["package-dir"]) == {"build_graph.templates", "build_graph.examples"}
     folders = {".".join(("build_graph", *p.parent.relative_to(PACKAGE).parts))
                for p in PACKAGE.rglob("__init__.py")}
-    assert folders | {"build_graph.templates"} == listed
+    assert folders | set(setuptools["package-dir"]) == listed

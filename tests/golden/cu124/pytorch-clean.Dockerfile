@@ -13,10 +13,10 @@ RUN --mount=type=cache,target=/var/cache/apt,sharing=locked --mount=type=cache,t
  && rm -f /usr/lib/python3*/EXTERNALLY-MANAGED \
  && for whl in /usr/share/python-wheels/pip-*.whl; do python3 "$whl/pip" install --no-cache-dir --no-index "$whl" /usr/share/python-wheels/setuptools-*.whl; done \
  && ln -sf /usr/bin/python3 /usr/local/bin/python
-RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=cache,target=/root/.cache/pip,sharing=locked python3 -m pip install --upgrade pip==26.3 setuptools==84.2.1
+RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=secret,id=hostca,target=/run/build-graph/host-ca.pem --mount=type=cache,target=/root/.cache/pip,sharing=locked [ ! -f /run/build-graph/host-ca.pem ] || export PIP_CERT=/run/build-graph/host-ca.pem SSL_CERT_FILE=/run/build-graph/host-ca.pem REQUESTS_CA_BUNDLE=/run/build-graph/host-ca.pem CURL_CA_BUNDLE=/run/build-graph/host-ca.pem GIT_SSL_CAINFO=/run/build-graph/host-ca.pem && python3 -m pip install --upgrade pip==26.3 setuptools==84.2.1
 
 COPY wheels/ /tmp/wheels/
-RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=cache,target=/root/.cache/pip,sharing=locked python3 -m pip install --no-cache-dir /tmp/wheels/*.whl \
+RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=secret,id=hostca,target=/run/build-graph/host-ca.pem --mount=type=cache,target=/root/.cache/pip,sharing=locked [ ! -f /run/build-graph/host-ca.pem ] || export PIP_CERT=/run/build-graph/host-ca.pem SSL_CERT_FILE=/run/build-graph/host-ca.pem REQUESTS_CA_BUNDLE=/run/build-graph/host-ca.pem CURL_CA_BUNDLE=/run/build-graph/host-ca.pem GIT_SSL_CAINFO=/run/build-graph/host-ca.pem && python3 -m pip install --no-cache-dir /tmp/wheels/*.whl \
  && rm -rf /tmp/wheels
-RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=cache,target=/root/.cache/pip,sharing=locked python3 -m pip install 'numpy<2' triton==3.2.0
+RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=secret,id=hostca,target=/run/build-graph/host-ca.pem --mount=type=cache,target=/root/.cache/pip,sharing=locked [ ! -f /run/build-graph/host-ca.pem ] || export PIP_CERT=/run/build-graph/host-ca.pem SSL_CERT_FILE=/run/build-graph/host-ca.pem REQUESTS_CA_BUNDLE=/run/build-graph/host-ca.pem CURL_CA_BUNDLE=/run/build-graph/host-ca.pem GIT_SSL_CAINFO=/run/build-graph/host-ca.pem && python3 -m pip install 'numpy<2' triton==3.2.0
 

@@ -1,0 +1,92 @@
+"""`python -m build_graph ci --cloudbuild`: a Cloud Build config (cloudbuild.yaml) that runs
+the stack on one Cloud Build machine, a step per (variant, tier).
+
+How it maps the tier graph: the steps of one build share one machine, one /workspace (the
+checkout, the virtualenv, build/) and one Docker daemon, and a stack takes one doit run at a
+time (the run lock), so the steps run one after another in the order of the plan (parents
+first), each `doit promote:<tier>`: Cloud Build's page shows each tier's log and time, and a
+failed tier stops the build there. On GitHub (cli/ci.py) every tier is a job of its own on
+its own runner and independent branches run at once; here one machine runs them in turn
+(a bigger machine type makes each compile faster instead).
+
+Credentials are the build's service account's, never a secret in the config: the first step
+has gcloud register itself as Docker's credential helper for the registry's host (Artifact
+Registry), which the registry client reads from ~/.docker/config.json like any `docker
+login`; the compiler cache's gs:// store is reached through Application Default
+Credentials, which a Cloud Build step has from the metadata server. HOME (/builder/home) and
+/workspace persist between steps. The YAML is written by hand: every scalar is a JSON string
+(valid YAML), so no value can change the document's structure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+from build_graph.cli.ci import SETUP
+from build_graph.manifest.model import Stack
+from build_graph.plan.plan import PlannedTier
+
+# gcloud (the Docker credential helper), Python 3 and the docker CLI (BuildKit builds).
+STEP_IMAGE = "gcr.io/google.com/cloudsdktool/cloud-sdk:stable"
+DEFAULT_MACHINE = "E2_HIGHCPU_32"  # a cold PyTorch compile is CPU-bound for hours
+DEFAULT_HOURS = 12.0  # a cold multi-arch compile plus the rest; Cloud Build allows 24 h
+
+
+def step_id(key: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "-", key)
+
+
+def registry_host(stack: Stack) -> str:
+    """'us-docker.pkg.dev/team/gpu' -> 'us-docker.pkg.dev'."""
+    return stack.registry.split("/", 1)[0]
+
+
+def cloudbuild_config(stack: Stack, planned: Sequence[PlannedTier], manifest: str, *,
+                      machine_type: str = DEFAULT_MACHINE, hours: float = DEFAULT_HOURS,
+                      service_account: str | None = None) -> str:
+    q = json.dumps
+    host = registry_host(stack)
+    lines = [
+        f"# Written by `python -m build_graph ci --cloudbuild` from {manifest}; regenerate it",
+        "# after adding or removing tiers. One step per (variant, tier), parents first, on",
+        "# one machine; every step promotes its tier against the shared registry.",
+        "steps:",
+        f"  - id: {q('set up build-graph')}",
+        f"    name: {q(STEP_IMAGE)}",
+        f"    entrypoint: {q('bash')}",
+        # The registry's credentials: the build's service account, through gcloud as
+        # Docker's credential helper for the registry host (no key, no token in the config).
+        f"    args: [{q('-c')}, {q(f'{SETUP} && gcloud auth configure-docker {host} --quiet')}]",
+    ]
+    previous = "set up build-graph"
+    for tier in planned:
+        command = f".venv/bin/doit manifest={manifest} promote:{tier.key}"
+        lines += [
+            f"  - id: {q(step_id(tier.key))}",
+            f"    name: {q(STEP_IMAGE)}",
+            f"    entrypoint: {q('bash')}",
+            f"    args: [{q('-c')}, {q(command)}]",
+            f"    waitFor: [{q(previous)}]",  # one doit run per stack at a time
+            f"    env: [{q('DOCKER_BUILDKIT=1')}]",
+        ]
+        previous = step_id(tier.key)
+    lines += [f"timeout: {q(f'{round(hours * 3600)}s')}",
+              "options:",
+              f"  machineType: {q(machine_type)}",
+              f"  diskSizeGb: {q('500')}",  # CUDA images and the compiler cache
+              # A user-managed service account needs its logs somewhere it may write.
+              f"  logging: {q('CLOUD_LOGGING_ONLY')}"]
+    if service_account:
+        lines.append(f"serviceAccount: {q(service_account)}")
+    return "\n".join(lines) + "\n"
+
+
+def cache_note(stack: Stack) -> str | None:
+    """A line for stderr when the compiler cache would not outlive the build."""
+    if stack.cache.url.startswith("gs://"):
+        return None
+    return (f"note: {stack.manifest}: [cache] url is {stack.cache.url}: every Cloud Build "
+            "starts with a cold compiler cache; set url = \"gs://BUCKET/ccache\" (reached "
+            "through the build's service account)")

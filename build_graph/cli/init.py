@@ -1,0 +1,177 @@
+"""`python -m build_graph init [DIR] --from quickstart|cuda|from-source`: a stack in a
+team's own repository, ready for `doit`.
+
+The scaffolds are this repository's examples, shipped in the wheel as package data
+(pyproject.toml maps examples/ to build_graph/examples, as templates/ to
+build_graph/templates), so what `init` writes is what the examples' tests build. Written:
+the example's images.toml and the files its tiers name (context, compile sources, its own
+templates); a dodo.py that imports the installed package (the same file as this
+repository's: tests/unit/test_init.py keeps them equal) and the doit.cfg that makes
+`doit list`/`doit info` speak in tiers; templates/ for overrides; a .gitignore line for the
+tool's build folder. Not written: the example's images.lock (pins are the team's to record:
+the first `doit` records them, one line each) and any state of this checkout (build
+folders, caches).
+
+Nothing is overwritten: a folder that already holds a file `init` would write is refused,
+every such file named, before anything is written (exit 2).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from build_graph.errors import ConfigError, ConfigIssue
+from build_graph.layout import DEFAULT_MANIFEST, OWN_FOLDER
+from build_graph.manifest.resolve import shipped_templates
+
+# --from NAME -> the example folder it copies. from-source is the real stack of this
+# repository's images.toml (PyTorch compiled from source), kept with its team code in
+# examples/team so that it ships (tests/unit/test_init.py keeps the two manifests equal).
+SCAFFOLDS: dict[str, str] = {"quickstart": "quickstart", "cuda": "cuda", "from-source": "team"}
+# Never copied: a run's state, interpreter caches, pins (the team's machines record their
+# own, from their registry), and hidden files (the wheel's package-data globs skip them, so
+# a checkout and an installed wheel write the same scaffold).
+_SKIPPED = (OWN_FOLDER, "__pycache__", "*.egg-info", "*.lock", ".*")
+
+DODO = '''\
+"""doit entry point: `doit` builds, pushes, verifies and promotes the stack in images.toml.
+
+`doit manifest=PATH` picks another manifest; `doit list --all` shows every tier;
+`doit list --all --status` is the plan; `doit info build:<tier>` says why it would run.
+This file only declares tasks: build_graph.run.session opens the stack.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from doit import get_var
+
+from build_graph.run.session import open_session
+from build_graph.run.tasks import doit_config
+
+_TASKS = open_session(get_var("manifest"), verbose=get_var("verbose"))
+DOIT_CONFIG: dict[str, Any] = doit_config(_TASKS.stack)
+
+
+def task_tiers() -> Iterator[dict[str, Any]]:
+    yield from _TASKS.tiers()
+
+
+def task_render() -> Iterator[dict[str, Any]]:
+    yield from _TASKS.stage("render")
+
+
+def task_compile() -> Iterator[dict[str, Any]]:
+    yield from _TASKS.stage("compile")
+
+
+def task_build() -> Iterator[dict[str, Any]]:
+    yield from _TASKS.stage("build")
+
+
+def task_push() -> Iterator[dict[str, Any]]:
+    yield from _TASKS.stage("push")
+
+
+def task_verify() -> Iterator[dict[str, Any]]:
+    yield from _TASKS.stage("verify")
+
+
+def task_promote() -> Iterator[dict[str, Any]]:
+    yield from _TASKS.stage("promote")
+'''
+
+
+# doit reads its command plugins from the current folder (doit.cfg beside pyproject.toml,
+# which a team's repository may have for its own use): without these, `doit list` and
+# `doit info` are doit's own, not the tiers. The same lines as pyproject.toml's
+# [tool.doit.plugins.command] (tests/unit/test_init.py keeps them equal).
+DOIT_CFG = """\
+[COMMAND]
+list = build_graph.run.commands:TierList
+info = build_graph.run.commands:TierInfo
+"""
+
+
+def shipped_examples() -> Path:
+    """The examples: package data beside the templates in an installed wheel, else the
+    checkout's examples/ (a source tree, an editable install)."""
+    folder = shipped_templates().parent / "examples"  # both lie beside the templates
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no {folder}: reinstall build-graph")
+    return folder
+
+
+def _templates_readme(own: list[str]) -> str:
+    shipped = sorted(p.name for p in shipped_templates().glob("*.j2"))
+    lines = ["# Templates of this stack", "",
+             "A template here is used instead of the shipped one of the same name (the tier's",
+             "`template` or `compile.script` in images.toml names it); copy one from the",
+             "installed package (build_graph/templates/) to change it. A change re-renders,",
+             "and rebuilds exactly the tiers whose Dockerfile changed.", "",
+             "Shipped: " + ", ".join(shipped) + "."]
+    if own:
+        lines += ["", "This stack's own: " + ", ".join(own) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def _plan_files(example: Path) -> dict[Path, str | Path]:
+    """Relative path -> text to write or file to copy."""
+    files: dict[Path, str | Path] = {}
+    ignore = shutil.ignore_patterns(*_SKIPPED)
+
+    def walk(folder: Path, rel: Path) -> None:
+        names = sorted(p.name for p in folder.iterdir())
+        for name in sorted(set(names) - ignore(str(folder), names)):
+            path = folder / name
+            if path.is_dir():
+                walk(path, rel / name)
+            elif path.is_file():
+                files[rel / name] = path
+
+    walk(example, Path())
+    own = sorted(p.name for p in files if p.parent == Path("templates"))
+    files[Path("dodo.py")] = DODO
+    files[Path("doit.cfg")] = DOIT_CFG
+    files[Path("templates") / "README.md"] = _templates_readme(own)
+    return files
+
+
+def init(folder: Path, source: str) -> list[str]:
+    """Write the scaffold `source` into `folder`; the lines saying what was written.
+    Raises ConfigError (exit 2) naming every file that is in the way; writes nothing then."""
+    example = shipped_examples() / SCAFFOLDS[source]
+    files = _plan_files(example)
+    in_the_way = [folder / rel for rel in files if (folder / rel).exists()]
+    if in_the_way:
+        raise ConfigError(ConfigIssue(path, "", "exists already: `init` never overwrites; "
+                                      "pick an empty folder (init DIR) or move the file away")
+                          for path in in_the_way)
+    for rel, content in files.items():
+        target = folder / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, Path):
+            shutil.copyfile(content, target)
+        else:
+            target.write_text(content)
+    ignored = _ignore_build_folder(folder / ".gitignore")
+    return [f"wrote {folder / DEFAULT_MANIFEST} and {len(files) - 1} more files "
+            f"(the {source} stack)", ignored,
+            f"next: set [stack] registry in {folder / DEFAULT_MANIFEST}, then "
+            f"cd {folder} && doit list --status; `doit` builds (commit images.lock once "
+            "the first run has recorded it)"]
+
+
+def _ignore_build_folder(path: Path) -> str:
+    """Add the build folder to .gitignore (created, or appended to a team's own)."""
+    line = f"/{OWN_FOLDER}/"
+    text = path.read_text() if path.exists() else ""
+    if line in text.splitlines():
+        return f"{path}: already ignores {line}"
+    note = "# build-graph's state beside images.toml: a cache of the registry, never committed"
+    path.write_text(text + ("\n" if text and not text.endswith("\n") else "")
+                    + f"{note}\n{line}\n")
+    return f"{path}: ignores {line}"

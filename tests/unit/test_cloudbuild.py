@@ -1,0 +1,85 @@
+"""`python -m build_graph ci --cloudbuild`: Cloud Build's own API types accept the config
+strictly, for every shipped stack, and its steps are the plan in order (issue 20)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from google.cloud.devtools.cloudbuild_v1.types import Build
+from google.protobuf import json_format
+
+from build_graph.cli import main as cli
+from build_graph.cli.cloudbuild import step_id
+from build_graph.manifest.load import load
+from build_graph.plan.plan import plan
+from tests.helpers import REPO, write_manifest
+
+SHIPPED = sorted([REPO / "images.toml", *REPO.glob("examples/*/images.toml")])
+
+
+def config(tmp_path: Path, manifest: Path, *extra: str) -> tuple[dict[str, Any], Any]:
+    out = tmp_path / "cloudbuild.yaml"
+    assert cli.main(["ci", "--cloudbuild", "--manifest", str(manifest), "--output",
+                     str(out), *extra]) == 0
+    data = yaml.safe_load(out.read_text())
+    # Strict: an unknown field or a wrong type is an error (ignore_unknown_fields=False).
+    return data, json_format.ParseDict(data, Build.pb(Build()))
+
+
+@pytest.mark.parametrize("manifest", SHIPPED, ids=lambda p: p.parent.name)
+def test_cloud_build_parses_the_config_and_its_steps_are_the_plan(manifest: Path,
+                                                                  tmp_path: Path) -> None:
+    data, build = config(tmp_path, manifest)
+    planned = plan(load(manifest))
+    ids = [step.id for step in build.steps]
+    assert ids == ["set up build-graph", *(step_id(t.key) for t in planned)]
+    for before, step in zip(ids, build.steps[1:], strict=False):
+        assert list(step.wait_for) == [before]  # one doit run per stack at a time
+    for tier, step in zip(planned, build.steps[1:], strict=True):
+        assert step.args[-1].endswith(f" promote:{tier.key}")
+    host = load(manifest).registry.split("/")[0]
+    assert f"gcloud auth configure-docker {host} --quiet" in build.steps[0].args[-1]
+    assert build.timeout.seconds == 12 * 3600
+    assert data["options"]["machineType"] == "E2_HIGHCPU_32"
+    assert build.options.logging == build.options.LoggingMode.CLOUD_LOGGING_ONLY
+
+
+def test_machine_timeout_and_service_account(tmp_path: Path) -> None:
+    account = "projects/seeds/serviceAccounts/builder@seeds.iam.gserviceaccount.com"
+    _, build = config(tmp_path, REPO / "images.toml", "--machine-type", "E2_HIGHCPU_8",
+                      "--timeout-hours", "20", "--service-account", account)
+    assert build.options.machine_type == build.options.MachineType.E2_HIGHCPU_8
+    assert build.timeout.seconds == 20 * 3600 and build.service_account == account
+
+
+def test_a_machine_type_cloud_build_does_not_know_is_refused_by_its_types(
+        tmp_path: Path) -> None:
+    with pytest.raises(json_format.ParseError):
+        config(tmp_path, REPO / "images.toml", "--machine-type", "E2_HUGE")
+
+
+def test_a_cache_that_would_not_outlive_the_build_is_noted(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = write_manifest(tmp_path, """
+        [stack]
+        name = "demo"
+        registry = "us-docker.pkg.dev/seeds/gpu"
+
+        [versions]
+        python = "3.11"
+
+        [cache]
+        url = "gs://seeds-ccache/demo"
+
+        [tiers.base]
+        from = "debian:bookworm-slim"
+        template = "python-runtime.Dockerfile.j2"
+        """)
+    _, build = config(tmp_path, manifest)
+    assert "gcloud auth configure-docker us-docker.pkg.dev --quiet" in build.steps[0].args[-1]
+    assert "note:" not in capsys.readouterr().err
+    config(tmp_path, REPO / "examples" / "quickstart" / "images.toml")
+    assert "every Cloud Build starts with a cold compiler cache" in capsys.readouterr().err

@@ -1,0 +1,85 @@
+"""`python -m build_graph init`: a team's repository gets a stack ready for `doit` (issue 20)."""
+
+from __future__ import annotations
+
+import configparser
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from build_graph.cli import init as scaffold
+from build_graph.cli.main import main
+from build_graph.errors import ConfigError
+from build_graph.manifest.load import load
+from build_graph.plan.plan import plan
+from tests.helpers import REPO
+
+
+def test_the_scaffold_dodo_is_this_repositorys() -> None:
+    assert (REPO / "dodo.py").read_text() == scaffold.DODO
+
+
+def test_the_scaffold_doit_cfg_registers_the_same_commands_as_pyproject() -> None:
+    cfg = configparser.ConfigParser(delimiters=("=",))
+    cfg.optionxform = str  # type: ignore[assignment,method-assign]
+    cfg.read_string(scaffold.DOIT_CFG)
+    ours = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["doit"]["plugins"]
+    assert dict(cfg["COMMAND"]) == ours["command"]
+
+
+def _without_contexts(path: Path) -> dict[str, Any]:
+    data = tomllib.loads(path.read_text())
+    contexts = {name: tier.pop("context", None) for name, tier in data["tiers"].items()}
+    data["contexts"] = {k: [Path(c).name for c in v] for k, v in contexts.items() if v}
+    return data
+
+
+def test_the_from_source_scaffold_is_the_repositorys_own_stack() -> None:
+    # One stack, two places: the root images.toml names its team code under examples/team,
+    # the scaffold (examples/team/images.toml) beside it. Everything else is the same.
+    assert _without_contexts(REPO / "images.toml") == _without_contexts(
+        REPO / "examples" / "team" / "images.toml")
+
+
+@pytest.mark.parametrize("source", sorted(scaffold.SCAFFOLDS))
+def test_init_writes_a_stack_that_checks_and_plans(tmp_path: Path, source: str) -> None:
+    lines = scaffold.init(tmp_path / "repo", source)
+    folder = tmp_path / "repo"
+    assert lines[0].startswith(f"wrote {folder / 'images.toml'}")
+    for name in ("images.toml", "dodo.py", "doit.cfg", "templates/README.md", ".gitignore"):
+        assert (folder / name).is_file(), name
+    assert not list(folder.rglob("*.lock"))  # pins are the team's to record
+    assert not (folder / "build").exists() and not list(folder.rglob("__pycache__"))
+    stack = load(folder / "images.toml")
+    assert plan(stack)  # every context file, compile source and template it names is there
+
+
+def test_init_overwrites_nothing(tmp_path: Path) -> None:
+    (tmp_path / "dodo.py").write_text("# the team's own\n")
+    with pytest.raises(ConfigError) as caught:
+        scaffold.init(tmp_path, "quickstart")
+    assert str(caught.value) == (f"{tmp_path / 'dodo.py'}: exists already: `init` never "
+                                 "overwrites; pick an empty folder (init DIR) or move the "
+                                 "file away")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dodo.py"]  # nothing written
+
+
+def test_init_adds_the_build_folder_to_a_teams_gitignore_once(tmp_path: Path) -> None:
+    (tmp_path / ".gitignore").write_text("*.pyc")
+    scaffold.init(tmp_path / "", "quickstart")
+    assert scaffold._ignore_build_folder(tmp_path / ".gitignore").endswith("already ignores "
+                                                                           "/build/")
+    lines = (tmp_path / ".gitignore").read_text().splitlines()
+    assert lines[0] == "*.pyc" and lines.count("/build/") == 1
+
+
+def test_init_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["init", str(tmp_path / "stack"), "--from", "cuda"]) == 0
+    assert "next: set [stack] registry in" in capsys.readouterr().out
+    assert main(["init", str(tmp_path / "stack"), "--from", "cuda"]) == 2
+    with pytest.raises(SystemExit) as caught:
+        main(["init", str(tmp_path / "other"), "--from", "ngc"])
+    assert caught.value.code == 2
+    assert "invalid choice: 'ngc'" in capsys.readouterr().err
