@@ -1,4 +1,4 @@
-"""`python -m build_graph check|plan|doctor`: the commands that run outside doit."""
+"""`python -m build_graph check|plan|doctor|lock|ci|prune`: commands run outside doit."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from build_graph.errors import EXIT_ENVIRONMENT, run_cli
+from build_graph.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, run_cli
 from build_graph.fs import write_if_changed
 from build_graph.layout import DEFAULT_MANIFEST
 from build_graph.manifest.load import load
@@ -109,6 +109,23 @@ def _ci(args: argparse.Namespace) -> int:
     return 0
 
 
+def _prune(args: argparse.Namespace) -> int:
+    from build_graph.oci.retention import parse_age
+    from build_graph.stages import prune
+
+    try:
+        older_than = parse_age(args.older_than)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    if args.keep < 0:
+        print(f"error: --keep {args.keep}: expected 0 or more builds", file=sys.stderr)
+        return EXIT_CONFIG
+    pruning = prune.judge(plan(load(args.manifest)), prune.policy(args.keep, older_than))
+    prune.show(pruning, deleting=args.yes)
+    return prune.delete(pruning) if args.yes else 0
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m build_graph", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
@@ -144,7 +161,16 @@ def parser() -> argparse.ArgumentParser:
                     metavar="LABEL", help="runner labels of tiers whose verify needs a GPU "
                     "(default: self-hosted gpu)")
     ci.set_defaults(run=_ci)
-    for command in (check, show, doc, lock, ci):
+    prune = sub.add_parser("prune", help="delete the hash-tag images (and their reports) "
+                           "that nothing needs; a dry run unless --yes")
+    prune.add_argument("--keep", type=int, default=3, metavar="N",
+                       help="the newest N builds of each tier always stay (default 3)")
+    prune.add_argument("--older-than", default="14d", metavar="AGE",
+                       help="only images created longer ago than this go (default 14d; "
+                            "e.g. 12h, 0s)")
+    prune.add_argument("--yes", action="store_true", help="delete (default: only print)")
+    prune.set_defaults(run=_prune)
+    for command in (check, show, doc, lock, ci, prune):
         command.add_argument("--manifest", type=Path, default=Path(DEFAULT_MANIFEST),
                              help="the stack's images.toml (default: ./images.toml)")
     return top
