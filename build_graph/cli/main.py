@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from build_graph.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, run_cli
+from build_graph.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, DeletesRefused, run_cli
 from build_graph.fs import write_if_changed
 from build_graph.layout import DEFAULT_MANIFEST
 from build_graph.manifest.load import load
@@ -122,8 +122,16 @@ def _prune(args: argparse.Namespace) -> int:
         print(f"error: --keep {args.keep}: expected 0 or more builds", file=sys.stderr)
         return EXIT_CONFIG
     pruning = prune.judge(plan(load(args.manifest)), prune.policy(args.keep, older_than))
-    prune.show(pruning, deleting=args.yes)
-    return prune.delete(pruning) if args.yes else 0
+    print("\n".join(prune.lines(pruning, deleting=args.yes)), flush=True)
+    if not args.yes:
+        print(prune.summary(pruning, None))
+        return 0
+    try:
+        print(prune.summary(pruning, prune.delete(pruning)))
+    except DeletesRefused as exc:  # a policy, not an outage: one line, no traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    return 0
 
 
 def parser() -> argparse.ArgumentParser:

@@ -13,8 +13,6 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass
 
-from build_graph.errors import EXIT_ENVIRONMENT, DeletesRefused
-from build_graph.log import progress
 from build_graph.oci.refs import parse_ref
 from build_graph.oci.retention import Decision, Policy, Repository, bytes_freed, decide
 from build_graph.plan.plan import PlannedTier
@@ -39,31 +37,40 @@ def judge(planned: list[PlannedTier], policy: Policy) -> Pruning:
     return Pruning(decisions, bytes_freed(decisions, repos))
 
 
-def show(pruning: Pruning, deleting: bool) -> None:
+def lines(pruning: Pruning, deleting: bool) -> list[str]:
+    """A line per image: its fate and why."""
+    out = []
     for d in pruning.decisions:
         verb = ("delete" if deleting else "would delete") if d.delete else "keep"
         extra = f" and {len(d.artifacts)} artifact(s)" if d.delete and d.artifacts else ""
-        progress(f"{verb:<12} {d.repository}:{','.join(d.tags)} ({d.digest.hex[:12]}){extra}"
-                 f"  {d.why}")
+        out.append(f"{verb:<12} {d.repository}:{','.join(d.tags)} ({d.digest.hex[:12]})"
+                   f"{extra}  {d.why}")
+    return out
+
+
+def summary(pruning: Pruning, deleted: int | None) -> str:
+    """The last line: how many images went (None: a dry run) and the layer bytes freed."""
     count = sum(d.delete for d in pruning.decisions)
-    progress(f"{count} image(s) {'deleted' if deleting else 'to delete'}, "
-             f"{_size(pruning.freed)} of layers freed once the registry collects garbage"
-             + ("" if deleting or not count else "; run with --yes to delete"))
+    if deleted is None:
+        return (f"{count} image(s) to delete, {_size(pruning.freed)} of layers to free"
+                + ("; run with --yes to delete" if count else ""))
+    freed = _size(pruning.freed) if deleted == count else "fewer bytes"
+    return (f"{deleted} image(s) deleted, {freed} of layers freed once the registry "
+            "collects its garbage")
 
 
 def delete(pruning: Pruning) -> int:
-    """Delete what `pruning` decided; returns the exit code (3, in one line, when the
-    registry does not allow deletes)."""
+    """Delete what `pruning` decided, each image's artifacts first; returns how many images
+    went. Raises DeletesRefused (the caller says it in one line) when the registry does not
+    allow deletes, RegistryError when it fails."""
+    deleted = 0
     for d in (d for d in pruning.decisions if d.delete):
         ref = parse_ref(f"{d.repository}:latest")
-        try:
-            for _tag, artifact in d.artifacts:
-                api.delete_manifest(ref, artifact)
-            api.delete_manifest(ref, d.digest)
-        except DeletesRefused as exc:
-            progress(f"error: {exc}")
-            return EXIT_ENVIRONMENT
-    return 0
+        for _tag, artifact in d.artifacts:
+            api.delete_manifest(ref, artifact)
+        api.delete_manifest(ref, d.digest)
+        deleted += 1
+    return deleted
 
 
 def policy(keep: int, older_than: datetime.timedelta) -> Policy:

@@ -1,0 +1,148 @@
+"""prune against a real registry with deletes: after several edits and rebuilds it deletes
+exactly the unneeded hash tags and their reports, keeps the promoted, planned, recent and
+unreadable ones, and a run after it rebuilds nothing. One built workspace for the module."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from tests.integration.conftest import Registry, Workspace, built, make_workspace, pushed
+
+pytestmark = pytest.mark.integration
+REPO = "quickstart/runner"
+MANIFEST_TYPE = "application/vnd.docker.distribution.manifest.v2+json"
+
+
+@dataclass
+class History:
+    ws: Workspace
+    runner: list[str]  # the runner's hash tags, oldest first (the last is the plan's)
+    digests: list[str]
+
+
+def runner_hash(ws: Workspace) -> str:
+    rows = json.loads(prune_cli(ws, "plan", "--json", "--offline", command=True).stdout)
+    return str(next(row["hash"] for row in rows if row["tier"] == "runner"))
+
+
+def prune_cli(ws: Workspace, *args: str, command: bool = False
+              ) -> subprocess.CompletedProcess[str]:
+    argv = list(args) if command else ["prune", *args]
+    result = subprocess.run([sys.executable, "-m", "build_graph", *argv, "--manifest",
+                             str(ws.manifest)], capture_output=True, text=True, check=False)
+    print(result.stdout[-5000:], result.stderr[-5000:])
+    return result
+
+
+def registry_get(reg: Registry, path: str, method: str = "GET",
+                 body: bytes | None = None, headers: dict[str, str] | None = None) -> bytes:
+    request = urllib.request.Request(f"http://{reg.address}/v2/{REPO}/{path}", data=body,
+                                     method=method, headers=headers or {})
+    with urllib.request.urlopen(request) as response:
+        return bytes(response.read())
+
+
+def manifest(reg: Registry, tag: str) -> dict[str, object]:
+    data = json.loads(registry_get(reg, f"manifests/{tag}", headers={"Accept": MANIFEST_TYPE}))
+    assert isinstance(data, dict)
+    return data
+
+
+def layers(reg: Registry, tag: str) -> dict[str, int]:
+    entries = manifest(reg, tag)["layers"]
+    assert isinstance(entries, list)
+    return {str(e["digest"]): int(e["size"]) for e in entries}
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory, registry: Registry) -> Iterator[History]:
+    """Four builds of the runner (three edits of its launcher); the second is tagged
+    'release' by hand, the first loses its config blob (an image whose state is unreadable)."""
+    ws = make_workspace(tmp_path_factory.mktemp("prune"), registry)
+    runner: list[str] = []
+    for edit in range(4):
+        if edit:
+            launcher = ws.root / "launcher" / "launch.py"
+            launcher.write_text(launcher.read_text() + f"# edit {edit}\n")
+        result = ws.doit()
+        assert result.returncode == 0, result.stdout[-3000:]
+        runner.append(runner_hash(ws))
+    assert len(set(runner)) == 4
+    digests = [str(registry.digest(REPO, tag)) for tag in runner]
+    registry_get(registry, "manifests/release", "PUT",
+                 registry_get(registry, f"manifests/{runner[1]}",
+                              headers={"Accept": MANIFEST_TYPE}),
+                 {"Content-Type": MANIFEST_TYPE})
+    config = manifest(registry, runner[0])["config"]
+    assert isinstance(config, dict)
+    registry_get(registry, f"blobs/{config['digest']}", "DELETE")
+    yield History(ws, runner, digests)
+
+
+def reports_of(reg: Registry, digest: str) -> list[str]:
+    prefix = digest.replace(":", "-", 1) + "."
+    return [t for t in reg.tags(REPO) if t.startswith(prefix)]
+
+
+def test_a_dry_run_with_the_defaults_keeps_every_recent_build(history: History) -> None:
+    before = history.ws.registry.tags(REPO)
+    result = prune_cli(history.ws)
+    assert result.returncode == 0, result.stderr
+    assert "0 image(s) to delete" in result.stdout
+    assert "kept: its state could not be read (its config blob" in result.stdout
+    assert history.ws.registry.tags(REPO) == before
+
+
+def test_prune_deletes_exactly_the_unneeded_build_and_its_report(history: History) -> None:
+    reg, (unreadable, released, unneeded, current) = history.ws.registry, history.runner
+    assert reports_of(reg, history.digests[2])  # verify stored a report for every build
+    freed = {d: s for d, s in layers(reg, unneeded).items()
+             if not any(d in layers(reg, t) for t in (unreadable, released, current))}
+    dry = prune_cli(history.ws, "--keep", "1", "--older-than", "0s")
+    assert f"would delete 127.0.0.1:{reg.port}/{REPO}:{unneeded}" in dry.stdout
+    assert f"{sum(freed.values())} bytes" in dry.stdout
+    assert freed and sum(freed.values()) > 0
+    before = reg.tags(REPO)
+
+    result = prune_cli(history.ws, "--keep", "1", "--older-than", "0s", "--yes")
+
+    assert result.returncode == 0, result.stderr
+    assert "1 image(s) deleted" in result.stdout
+    gone = {unneeded, *reports_of_before(before, history.digests[2])}
+    assert set(reg.tags(REPO)) == set(before) - gone
+    for tag in (unreadable, released, current, "release", "latest"):
+        assert tag in reg.tags(REPO)
+    assert reports_of(reg, history.digests[3])  # the current build's report stays
+    again = prune_cli(history.ws, "--keep", "1", "--older-than", "0s", "--yes")
+    assert "0 image(s) deleted" in again.stdout
+    run = history.ws.doit()
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert built(run.stdout) == [] and pushed(run.stdout) == []
+
+
+def reports_of_before(tags: list[str], digest: str) -> list[str]:
+    prefix = digest.replace(":", "-", 1) + "."
+    found = [t for t in tags if t.startswith(prefix)]
+    assert found
+    return found
+
+
+def test_prune_with_the_registry_down_deletes_nothing(history: History) -> None:
+    reg = history.ws.registry
+    before = reg.tags(REPO)
+    reg.stop()
+    try:
+        result = prune_cli(history.ws, "--keep", "0", "--older-than", "0s", "--yes")
+    finally:
+        reg.start()
+    assert result.returncode == 3
+    assert f"cannot ask the registry 127.0.0.1:{reg.port}" in result.stderr
+    assert "deleted" not in result.stdout
+    assert reg.tags(REPO) == before
