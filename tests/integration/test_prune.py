@@ -146,3 +146,46 @@ def test_prune_with_the_registry_down_deletes_nothing(history: History) -> None:
     assert f"cannot ask the registry 127.0.0.1:{reg.port}" in result.stderr
     assert "deleted" not in result.stdout
     assert reg.tags(REPO) == before
+
+
+def current_report(history: History) -> tuple[str, dict[str, object], str]:
+    """(tag, layer descriptor, payload) of the current runner build's verify report."""
+    reg = history.ws.registry
+    [tag] = reports_of(reg, history.digests[3])
+    data = json.loads(registry_get(reg, f"manifests/{tag}", headers={
+        "Accept": "application/vnd.oci.image.manifest.v1+json"}))
+    [layer] = data["layers"]
+    return tag, layer, registry_get(reg, f"blobs/{layer['digest']}").decode()
+
+
+def test_the_report_is_an_in_toto_statement(history: History) -> None:
+    from google.protobuf import json_format
+    from in_toto_attestation.v1 import statement_pb2
+    from in_toto_attestation.v1.statement import Statement
+
+    _tag, layer, payload = current_report(history)
+    assert layer["mediaType"] == "application/vnd.in-toto+json"
+    statement = Statement.copy_from_pb(json_format.Parse(payload, statement_pb2.Statement()))
+    statement.validate()
+    [subject] = statement.pb.subject
+    assert subject.name == f"{history.ws.registry.address}/{REPO}"
+    assert f"sha256:{subject.digest['sha256']}" == history.digests[3]
+    assert statement.pb.predicate["passed"] is True
+
+
+def test_an_old_bare_report_still_counts(history: History) -> None:
+    """A report stored before issue 22 (bare JSON, the old media type) under the same tag:
+    the next run reads it and verifies nothing again."""
+    from build_graph.oci.refs import parse_ref
+    from build_graph.registry import api, artifacts
+    from build_graph.registry.reports import OLD_ARTIFACT_TYPE
+
+    tag, _layer, payload = current_report(history)
+    image = parse_ref(f"{history.ws.registry.address}/{REPO}@{history.digests[3]}")
+    bare = json.dumps(json.loads(payload)["predicate"]).encode()
+    artifacts.publish(image, api.head_manifest(image), tag.split(".", 1)[1], OLD_ARTIFACT_TYPE,
+                      bare, {})
+    assert current_report(history)[1]["mediaType"] == OLD_ARTIFACT_TYPE
+    run = history.ws.doit()
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert "probe.py" not in run.stdout and built(run.stdout) == [] == pushed(run.stdout)
