@@ -1,4 +1,4 @@
-"""`python -m build_graph check|plan|doctor|lock|ci|prune`: commands run outside doit."""
+"""`python -m build_graph check|plan|doctor|lock|ci|prune|sbom`: commands run outside doit."""
 
 from __future__ import annotations
 
@@ -134,6 +134,18 @@ def _prune(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sbom(args: argparse.Namespace) -> int:
+    from build_graph.cli.artifacts import sbom
+
+    text = sbom(load(args.manifest), args.tier)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        write_if_changed(args.output, text)
+        print(f"wrote {args.output}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m build_graph", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
@@ -178,7 +190,12 @@ def parser() -> argparse.ArgumentParser:
                             "e.g. 12h, 0s)")
     prune.add_argument("--yes", action="store_true", help="delete (default: only print)")
     prune.set_defaults(run=_prune)
-    for command in (check, show, doc, lock, ci, prune):
+    bom = sub.add_parser("sbom", help="print (or save) a tier's SBOM, CycloneDX JSON, as "
+                         "stored beside its hash tag's digest")
+    bom.add_argument("tier", help="tier, or tier@variant (default: the stack's default)")
+    bom.add_argument("--output", type=Path, help="write here instead of stdout")
+    bom.set_defaults(run=_sbom)
+    for command in (check, show, doc, lock, ci, prune, bom):
         command.add_argument("--manifest", type=Path, default=Path(DEFAULT_MANIFEST),
                              help="the stack's images.toml (default: ./images.toml)")
     return top

@@ -26,7 +26,7 @@ from build_graph.log import log, shown
 from build_graph.oci import attestation
 from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Answer, Presence, artifact_tag, parse_ref
-from build_graph.registry import artifacts
+from build_graph.registry import api, artifacts
 from build_graph.registry.availability import Availability
 
 # Reports were bare JSON of this type until issue 22; they are now in-toto Statements
@@ -36,6 +36,8 @@ from build_graph.registry.availability import Availability
 # reports go when prune deletes their images.
 OLD_ARTIFACT_TYPE = "application/vnd.build-graph.verify-report.v1+json"
 ARTIFACT_TYPE = attestation.MEDIA_TYPE
+SBOM_TYPE = "application/vnd.cyclonedx+json"
+SBOM_SUFFIX = "sbom"  # one SBOM per digest: what is installed does not depend on the verifier
 RUN_ID = os.urandom(6).hex()  # tells reports of different runs (and runners) apart
 Report = dict[str, Any]
 
@@ -89,6 +91,27 @@ class ReportStore:
         holdings.forget(f"{self.repository}:{tag}")
         self._keep(artifact, report)
         log(f"[{self.name}] report stored in the registry as {self.repository}:{tag}")
+
+    def sbom_ref(self, digest: Digest) -> str:
+        """The tag of the SBOM of `digest`."""
+        return f"{self.repository}:{artifact_tag(digest, SBOM_SUFFIX)}"
+
+    def publish_sbom(self, image: Answer, sbom: str) -> None:
+        """Store the image's SBOM (CycloneDX JSON) beside its report, bound to its digest."""
+        tag, _ = artifacts.publish(parse_ref(self.repository), image, SBOM_SUFFIX, SBOM_TYPE,
+                                   sbom.encode(), {})
+        log(f"[{self.name}] SBOM stored in the registry as {self.repository}:{tag}")
+
+    def sbom(self, digest: Digest) -> bytes | None:
+        """The SBOM of `digest` as stored (hashed on the way in), or None when the registry
+        definitely holds none. Raises RegistryError when it could not say."""
+        ref = parse_ref(self.sbom_ref(digest))
+        answer = api.head_manifest(ref)
+        if answer.presence is Presence.ERROR:
+            raise RegistryError(f"{self.sbom_ref(digest)}: {answer.error}")
+        if answer.digest is None:
+            return None
+        return artifacts.read(ref, answer.digest, (SBOM_TYPE,))
 
     def _copy(self, artifact: Digest) -> Path:
         """This machine's copy of the report `artifact`: the name comes from a parsed

@@ -151,7 +151,7 @@ def test_prune_with_the_registry_down_deletes_nothing(history: History) -> None:
 def current_report(history: History) -> tuple[str, dict[str, object], str]:
     """(tag, layer descriptor, payload) of the current runner build's verify report."""
     reg = history.ws.registry
-    [tag] = reports_of(reg, history.digests[3])
+    [tag] = [t for t in reports_of(reg, history.digests[3]) if ".verify-" in t]
     data = json.loads(registry_get(reg, f"manifests/{tag}", headers={
         "Accept": "application/vnd.oci.image.manifest.v1+json"}))
     [layer] = data["layers"]
@@ -189,3 +189,25 @@ def test_an_old_bare_report_still_counts(history: History) -> None:
     run = history.ws.doit()
     assert run.returncode == 0, run.stdout[-3000:]
     assert "probe.py" not in run.stdout and built(run.stdout) == [] == pushed(run.stdout)
+
+
+def test_the_sbom_is_stored_beside_the_report_and_lists_what_is_installed(
+        history: History) -> None:
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
+    result = prune_cli(history.ws, "sbom", "runner", command=True)
+    assert result.returncode == 0, result.stderr
+    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(result.stdout) is None
+    components = json.loads(result.stdout)["components"]
+    purls = {c["purl"].split("@")[0] for c in components}
+    assert {"pkg:pypi/fastext", "pkg:deb/debian/python3"} <= purls  # compiled; Debian's
+    fastext = next(c for c in components if c["name"] == "fastext")
+    assert fastext["version"] == "1.0.0"
+    assert fastext["properties"][0]["value"].endswith("-packages")
+    assert f"{history.digests[3].replace(':', '-')}.sbom" in history.ws.registry.tags(REPO)
+    info = history.ws.doit("info", "runner")
+    assert info.returncode == 0, info.stderr
+    address = history.ws.registry.address
+    assert f"  at {address}/{REPO}:{history.digests[3].replace(':', '-')}.verify-" in info.stdout
+    assert f"SBOM: {address}/{REPO}:{history.digests[3].replace(':', '-')}.sbom" in info.stdout
