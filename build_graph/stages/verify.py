@@ -3,7 +3,7 @@
 Done when the registry holds a passing report (stages/trust.py) for the digest the hash
 tag names and the current verifier fingerprint (probe, reader, checks, promises, GPU
 present or not). The report goes to the registry, bound to the digest, pass or fail, and a
-copy to the tier's verify.json; the image's SBOM (verify/sbom.py) goes beside it.
+copy to the tier's verify.json; the image's SBOM (stages/sbom.py) goes beside it.
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Answer, Presence
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry.availability import Availability
-from build_graph.stages import trust
-from build_graph.verify import sbom
+from build_graph.stages import sbom, trust
 from build_graph.verify.checks import evaluate
 from build_graph.verify.device import gpu_code_paths
 from build_graph.verify.request import PROBE_FILES, fingerprint, probe_request

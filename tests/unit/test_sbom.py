@@ -13,8 +13,8 @@ from cyclonedx.validation.json import JsonStrictValidator
 
 from build_graph.errors import BuildFailed
 from build_graph.oci.digest import Digest
+from build_graph.stages.sbom import cyclonedx_json
 from build_graph.verify.in_image import inventory
-from build_graph.verify.sbom import cyclonedx_json
 
 STATUS = textwrap.dedent("""\
     Package: python3

@@ -235,7 +235,7 @@ def main(argv: list[str]) -> int:
     report["gpu"] = torch.pop("gpu", None) if isinstance(torch, dict) else None
     section("libraries", lambda: libraries(list(request.get("libraries", [])),
                                            bool(request.get("torch_libraries", True))))
-    if request.get("inventory"):  # for the SBOM (verify/sbom.py); the doctor skips it
+    if request.get("inventory"):  # for the SBOM (stages/sbom.py); the doctor skips it
         section("inventory", inventory.collect)
     text = json.dumps(report, indent=1, sort_keys=True) + "\n"
     out = request.get("out")

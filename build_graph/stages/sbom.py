@@ -5,6 +5,10 @@ Plain values in (the probe's "inventory" section, the image's repository and dig
 text out; the verify stage publishes it beside the report (registry/reports.py). What
 the probe read inside an image is from outside: a field of the wrong shape is skipped,
 never trusted.
+
+Here, not in verify/: the verifier's fingerprint covers verify/ (verify/request.py), and a
+change to how the SBOM is written must not re-verify every image (a GPU run each). What the
+probe lists (verify/in_image/inventory.py) is covered: a new inventory re-verifies.
 """
 
 from __future__ import annotations
