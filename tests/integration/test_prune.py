@@ -211,3 +211,50 @@ def test_the_sbom_is_stored_beside_the_report_and_lists_what_is_installed(
     address = history.ws.registry.address
     assert f"  at {address}/{REPO}:{history.digests[3].replace(':', '-')}.verify-" in info.stdout
     assert f"SBOM: {address}/{REPO}:{history.digests[3].replace(':', '-')}.sbom" in info.stdout
+
+
+class NoDeletes(Registry):
+    """A real distribution registry whose operator did not enable deletes."""
+
+    def command(self) -> list[str]:
+        command = super().command()
+        config = self.folder / "config.yml"
+        config.write_text(config.read_text().replace("enabled: true", "enabled: false"))
+        return command
+
+
+def push_old_image(reg: Registry, repo: str, tag: str) -> None:
+    """A small image created in 2020 under `tag`, pushed over the registry's API."""
+    from build_graph.oci.refs import parse_ref
+    from build_graph.registry import api
+
+    ref = parse_ref(f"{reg.address}/{repo}:{tag}")
+    config = json.dumps({"created": "2020-01-01T00:00:00.123456789Z", "architecture": "amd64",
+                         "os": "linux", "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+    layer = b"not really a layer, but a blob of 42 bytes"
+    manifest = {"schemaVersion": 2, "mediaType": MANIFEST_TYPE, "config": {
+        "mediaType": "application/vnd.docker.container.image.v1+json",
+        "digest": str(api.put_blob(ref, config)), "size": len(config)}, "layers": [{
+            "mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip",
+            "digest": str(api.put_blob(ref, layer)), "size": len(layer)}]}
+    api.put_manifest(ref, json.dumps(manifest).encode(), MANIFEST_TYPE)
+
+
+def test_a_registry_that_refuses_deletes_is_one_line(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    from tests.integration.conftest import free_port
+
+    reg = NoDeletes(tmp_path_factory.mktemp("nodeletes"), free_port())
+    reg.start()
+    try:
+        ws = make_workspace(tmp_path_factory.mktemp("nodeletes-ws"), reg)
+        push_old_image(reg, "quickstart/builder", "0123456789abcdef0123")
+        dry = prune_cli(ws, "--keep", "0", "--older-than", "0s")
+        assert "would delete" in dry.stdout and "42 bytes" in dry.stdout
+        result = prune_cli(ws, "--keep", "0", "--older-than", "0s", "--yes")
+    finally:
+        reg.stop()
+    assert result.returncode == 3
+    [line] = result.stderr.splitlines()
+    assert f"the registry {reg.address} does not allow deletes" in line
+    assert "storage.delete.enabled: true" in line

@@ -6,6 +6,7 @@ import datetime
 
 import pytest
 
+from build_graph.errors import EXIT_CONFIG
 from build_graph.oci.digest import Digest
 from build_graph.oci.retention import (
     Image,
@@ -109,3 +110,16 @@ def test_ages(text: str, days: float) -> None:
 def test_a_bad_age_says_what_is_accepted() -> None:
     with pytest.raises(ValueError, match=r"--older-than '2 weeks': expected .* 14d, 12h"):
         parse_age("2 weeks")
+
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--older-than", "2w"], "--older-than '2w': expected a number and a unit"),
+    (["--keep", "-1"], "--keep -1: expected 0 or more builds")])
+def test_prune_refuses_bad_limits_before_reading_anything(
+        args: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from build_graph.cli.main import main
+
+    # the manifest does not exist: the limits are refused before it is read
+    assert main(["prune", *args, "--manifest", "no-such/images.toml"]) == EXIT_CONFIG
+    assert says in capsys.readouterr().err
