@@ -73,6 +73,10 @@ class RegistryError(EnvironmentProblem):
     """The registry could not answer; never to be read as 'image absent'."""
 
 
+class DeletesRefused(RegistryError):
+    """The registry does not allow deleting manifests (a policy, not an outage)."""
+
+
 class BuildFailed(BuildGraphError):
     """A docker build, push, compile or verification failed."""
 

@@ -1,4 +1,4 @@
-"""`python -m build_graph check|plan|doctor|lock|ci|init`: the commands that run outside doit."""
+"""`python -m build_graph check|plan|doctor|lock|ci|init|prune|sbom`: commands outside doit."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from build_graph.cli.cloudbuild import DEFAULT_HOURS, DEFAULT_MACHINE
-from build_graph.errors import EXIT_ENVIRONMENT, run_cli
+from build_graph.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, DeletesRefused, run_cli
 from build_graph.fs import write_if_changed
 from build_graph.layout import DEFAULT_MANIFEST
 from build_graph.manifest.load import load
@@ -127,6 +127,43 @@ def _init(args: argparse.Namespace) -> int:
     return 0
 
 
+def _prune(args: argparse.Namespace) -> int:
+    from build_graph.oci.retention import parse_age
+    from build_graph.stages import prune
+
+    try:
+        older_than = parse_age(args.older_than)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    if args.keep < 0:
+        print(f"error: --keep {args.keep}: expected 0 or more builds", file=sys.stderr)
+        return EXIT_CONFIG
+    pruning = prune.judge(plan(load(args.manifest)), prune.policy(args.keep, older_than))
+    print("\n".join(prune.lines(pruning, deleting=args.yes)), flush=True)
+    if not args.yes:
+        print(prune.summary(pruning, None))
+        return 0
+    try:
+        print(prune.summary(pruning, prune.delete(pruning)))
+    except DeletesRefused as exc:  # a policy, not an outage: one line, no traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    return 0
+
+
+def _sbom(args: argparse.Namespace) -> int:
+    from build_graph.cli.artifacts import sbom
+
+    text = sbom(load(args.manifest), args.tier)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        write_if_changed(args.output, text)
+        print(f"wrote {args.output}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m build_graph", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
@@ -182,7 +219,21 @@ def parser() -> argparse.ArgumentParser:
                             "from PyPI wheels and CUDA ops compiled with ccache; "
                             "from-source: PyTorch compiled from source for your GPUs")
     start.set_defaults(run=_init)
-    for command in (check, show, doc, lock, ci):
+    prune = sub.add_parser("prune", help="delete the hash-tag images (and their reports) "
+                           "that nothing needs; a dry run unless --yes")
+    prune.add_argument("--keep", type=int, default=3, metavar="N",
+                       help="the newest N builds of each tier always stay (default 3)")
+    prune.add_argument("--older-than", default="14d", metavar="AGE",
+                       help="only images created longer ago than this go (default 14d; "
+                            "e.g. 12h, 0s)")
+    prune.add_argument("--yes", action="store_true", help="delete (default: only print)")
+    prune.set_defaults(run=_prune)
+    bom = sub.add_parser("sbom", help="print (or save) a tier's SBOM, CycloneDX JSON, as "
+                         "stored beside its hash tag's digest")
+    bom.add_argument("tier", help="tier, or tier@variant (default: the stack's default)")
+    bom.add_argument("--output", type=Path, help="write here instead of stdout")
+    bom.set_defaults(run=_sbom)
+    for command in (check, show, doc, lock, ci, prune, bom):
         command.add_argument("--manifest", type=Path, default=Path(DEFAULT_MANIFEST),
                              help="the stack's images.toml (default: ./images.toml)")
     return top

@@ -10,16 +10,19 @@ manifest's media type must be one of the kinds we asked for. An error is an erro
 
 from __future__ import annotations
 
+import json
+import re
 import urllib.parse
 from dataclasses import dataclass
 
-from build_graph.errors import BuildGraphError, UntrustedAnswer
+from build_graph.errors import BuildGraphError, DeletesRefused, UntrustedAnswer
 from build_graph.oci import problems
 from build_graph.oci.digest import Digest, maybe_digest
 from build_graph.oci.refs import MANIFEST_TYPES, Answer, Presence, Ref
 from build_graph.registry.transport import Response, blob_response, client
 
 _ACCEPT = {"Accept": ", ".join(MANIFEST_TYPES)}
+_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")  # the distribution spec's tag grammar
 
 
 @dataclass(frozen=True)
@@ -146,7 +149,17 @@ def put_blob(ref: Ref, data: bytes) -> Digest:
 
 def get_blob(ref: Ref, digest: Digest) -> bytes:
     """The blob `digest` of `ref`'s repository; its bytes must hash to `digest`."""
+    data = read_blob(ref, digest)
+    if data is None:
+        raise problems.refused(ref.host, f"reading blob {digest} of {ref.repository}", 404)
+    return data
+
+
+def read_blob(ref: Ref, digest: Digest) -> bytes | None:
+    """get_blob, but None when the registry definitely lacks the blob (a 404)."""
     response = blob_response(ref.api_host, ref.repository, digest)
+    if response.status == 404:
+        return None
     if response.status != 200:
         raise problems.refused(ref.host, f"reading blob {digest} of {ref.repository}",
                                       response.status, response.body)
@@ -155,3 +168,63 @@ def get_blob(ref: Ref, digest: Digest) -> bytes:
         raise UntrustedAnswer(f"the registry {ref.host} served other bytes for blob {digest} "
                               f"of {ref.repository}: they hash to {actual}; refusing them")
     return response.body
+
+
+def list_tags(ref: Ref) -> list[str]:
+    """Every tag of `ref`'s repository, following the registry's pages (`Link: <...>;
+    rel="next"`); [] when the repository does not exist. The body must be the spec's
+    {"tags": [str, ...]}, else UntrustedAnswer."""
+    tags: list[str] = []
+    path: str | None = "tags/list?n=1000"
+    while path is not None:
+        response = client(ref.api_host).request("GET", ref.repository, path)
+        if response.status == 404 and not tags:
+            return []
+        if response.status != 200:
+            raise problems.refused(ref.host, f"listing the tags of {ref.repository}",
+                                   response.status, response.body)
+        tags.extend(_tag_page(ref, response.body))
+        path = _next_page(ref, response.headers.get("link", ""))
+    return tags
+
+
+def _tag_page(ref: Ref, body: bytes) -> list[str]:
+    try:
+        listed = json.loads(body).get("tags") or []
+        if not all(isinstance(t, str) and _TAG.fullmatch(t) for t in listed):
+            raise ValueError
+        return list(listed)
+    except (ValueError, AttributeError, TypeError):
+        raise UntrustedAnswer(f"the registry {ref.host} answered a tag list of "
+                              f"{ref.repository} that is not {{\"tags\": [tag, ...]}}") from None
+
+
+def _next_page(ref: Ref, link: str) -> str | None:
+    """The next page's path relative to /v2/<repository>/, or None on the last page."""
+    match = re.match(r'\s*<([^>]*)>\s*;\s*rel="?next"?', link)
+    if not match:
+        return None
+    url = urllib.parse.urlsplit(match[1])
+    prefix = f"/v2/{ref.repository}/"
+    if not url.path.startswith(prefix) or ".." in url.path:
+        raise UntrustedAnswer(f"the registry {ref.host} sent a next page outside {prefix}: "
+                              f"{match[1][:200]!r}")
+    return url.path[len(prefix):] + (f"?{url.query}" if url.query else "")
+
+
+def delete_manifest(ref: Ref, digest: Digest) -> bool:
+    """Delete the manifest `digest` (and so every tag naming it) from `ref`'s repository.
+    True when deleted, False when it was already gone; DeletesRefused when the registry
+    does not allow deletes, RegistryError for any other failure."""
+    response = client(ref.api_host).request("DELETE", ref.repository, f"manifests/{digest}")
+    if response.status in (200, 202):
+        return True
+    if response.status == 404:
+        return False
+    if response.status in (400, 405) or b"UNSUPPORTED" in response.body:
+        raise DeletesRefused(
+            f"the registry {ref.host} does not allow deletes (HTTP {response.status} to "
+            f"deleting {ref.repository}@{digest}); enable them (distribution: "
+            "storage.delete.enabled: true) or delete with the registry's own tools")
+    raise problems.refused(ref.host, f"deleting {ref.repository}@{digest}", response.status,
+                           response.body)

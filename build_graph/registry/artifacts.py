@@ -1,4 +1,4 @@
-"""Small OCI artifacts about an image (verify reports), bound to the image's digest.
+"""Small OCI artifacts about an image (verify reports, in-toto Statements), bound to its digest.
 
 Each artifact is an OCI image manifest whose `subject` is the image: a registry with the
 OCI 1.1 referrers API lists it among the image's referrers by itself. It is found again by
@@ -47,16 +47,17 @@ def publish(image: Ref, subject: Answer, suffix: str, artifact_type: str, payloa
     return tag, api.put_manifest(image.at(tag), body, OCI_MANIFEST)
 
 
-def read(image: Ref, manifest_digest: Digest, artifact_type: str) -> bytes:
+def read(image: Ref, manifest_digest: Digest, artifact_types: tuple[str, ...]) -> bytes:
     """The payload of the artifact whose manifest is `manifest_digest` in `image`'s
-    repository. Raises UntrustedAnswer when it is not such an artifact or a hash differs,
-    RegistryError when the registry cannot answer."""
+    repository: its one layer of one of `artifact_types`. Raises UntrustedAnswer when it is
+    not such an artifact or a hash differs, RegistryError when the registry cannot answer."""
     where = f"{image.host}/{image.repository}@{manifest_digest}"
     manifest = api.get_manifest(image.at(str(manifest_digest)))
     try:
         data = json.loads(manifest.body)
-        [layer] = [entry for entry in data["layers"] if entry["mediaType"] == artifact_type]
+        [layer] = [entry for entry in data["layers"] if entry["mediaType"] in artifact_types]
         blob = parse_digest(layer["digest"])
     except (ValueError, KeyError, TypeError):
-        raise UntrustedAnswer(f"{where} is not a {artifact_type} artifact") from None
+        raise UntrustedAnswer(f"{where} is not an artifact of type "
+                              f"{' or '.join(artifact_types)}") from None
     return api.get_blob(image, blob)

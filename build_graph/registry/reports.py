@@ -1,6 +1,7 @@
 """The verify reports of one image repository: found, read and stored in the registry.
 
-A report is an OCI artifact about the image's manifest (registry/artifacts.py), tagged
+A report is an in-toto Statement (oci/attestation.py) stored as an OCI artifact about the
+image's manifest (registry/artifacts.py), tagged
 `sha256-<image digest>.verify-<verifier fingerprint>`. The store takes plain values: the
 repository, the fingerprints the caller trusts (stages/trust.py decides which) and the tier
 folder where this machine keeps copies of reports by artifact digest (a cache the
@@ -18,15 +19,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from build_graph.errors import RegistryError
 from build_graph.fs import read_record, write_record
 from build_graph.layout import TierFolder
 from build_graph.log import log, shown
+from build_graph.oci import attestation
 from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Answer, Presence, artifact_tag, parse_ref
-from build_graph.registry import artifacts
+from build_graph.registry import api, artifacts
 from build_graph.registry.availability import Availability
 
-ARTIFACT_TYPE = "application/vnd.build-graph.verify-report.v1+json"
+# Reports were bare JSON of this type until issue 22; they are now in-toto Statements
+# (oci/attestation.py). The reader takes both: the tag and the verifier fingerprint did not
+# change, because the fingerprint covers what was checked (probe, checks, promises, GPU), not
+# the envelope it is stored in; so no image is re-verified for the new format, and the old
+# reports go when prune deletes their images.
+OLD_ARTIFACT_TYPE = "application/vnd.build-graph.verify-report.v1+json"
+ARTIFACT_TYPE = attestation.MEDIA_TYPE
+SBOM_TYPE = "application/vnd.cyclonedx+json"
+SBOM_SUFFIX = "sbom"  # one SBOM per digest: what is installed does not depend on the verifier
 RUN_ID = os.urandom(6).hex()  # tells reports of different runs (and runners) apart
 Report = dict[str, Any]
 
@@ -63,7 +74,13 @@ class ReportStore:
         report = {**report, "made_by": {
             "host": socket.gethostname(), "run": RUN_ID,
             "at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}}
-        payload = json.dumps(report, indent=1, sort_keys=True).encode()
+        image_digest = image.digest
+        if image_digest is None:
+            raise RegistryError(f"{self.repository}: the registry named no digest for the "
+                                "image the report is about")
+        document = attestation.statement(self.repository, image_digest,
+                                         attestation.VERIFY_PREDICATE, report)
+        payload = json.dumps(document, indent=1, sort_keys=True).encode()
         annotations = {"org.opencontainers.image.created": report["made_by"]["at"],
                        "dev.build-graph.passed": str(bool(report.get("passed"))).lower(),
                        "dev.build-graph.summary": str(report.get("summary", ""))}
@@ -75,6 +92,27 @@ class ReportStore:
         self._keep(artifact, report)
         log(f"[{self.name}] report stored in the registry as {self.repository}:{tag}")
 
+    def sbom_ref(self, digest: Digest) -> str:
+        """The tag of the SBOM of `digest`."""
+        return f"{self.repository}:{artifact_tag(digest, SBOM_SUFFIX)}"
+
+    def publish_sbom(self, image: Answer, sbom: str) -> None:
+        """Store the image's SBOM (CycloneDX JSON) beside its report, bound to its digest."""
+        tag, _ = artifacts.publish(parse_ref(self.repository), image, SBOM_SUFFIX, SBOM_TYPE,
+                                   sbom.encode(), {})
+        log(f"[{self.name}] SBOM stored in the registry as {self.repository}:{tag}")
+
+    def sbom(self, digest: Digest) -> bytes | None:
+        """The SBOM of `digest` as stored (hashed on the way in), or None when the registry
+        definitely holds none. Raises RegistryError when it could not say."""
+        ref = parse_ref(self.sbom_ref(digest))
+        answer = api.head_manifest(ref)
+        if answer.presence is Presence.ERROR:
+            raise RegistryError(f"{self.sbom_ref(digest)}: {answer.error}")
+        if answer.digest is None:
+            return None
+        return artifacts.read(ref, answer.digest, (SBOM_TYPE,))
+
     def _copy(self, artifact: Digest) -> Path:
         """This machine's copy of the report `artifact`: the name comes from a parsed
         digest, so it stays inside reports/."""
@@ -84,11 +122,13 @@ class ReportStore:
         """Read a report another run (or runner) published, by its artifact digest (hashed
         on the way in), and keep it here. A payload that is not a JSON object is no report."""
         payload = artifacts.read(parse_ref(self.repository), artifact,
-                                 ARTIFACT_TYPE)
+                                 (ARTIFACT_TYPE, OLD_ARTIFACT_TYPE))
         try:
-            report = json.loads(payload)
+            document = json.loads(payload)
         except ValueError:
             return None
+        report = (attestation.predicate_of(document, attestation.VERIFY_PREDICATE)
+                  if isinstance(document, dict) and "_type" in document else document)
         if not isinstance(report, dict):
             return None
         by = report.get("made_by")

@@ -19,6 +19,7 @@ from doit.tools import config_changed
 from build_graph.errors import BuildGraphError, DaemonUnreachable, interrupted
 from build_graph.log import log, shown, task_log
 from build_graph.manifest.model import STAGES, Stack
+from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Presence
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry.availability import Availability
@@ -175,9 +176,19 @@ class StackTasks:
             lines.append(f"verify report: passed ({shown(report.get('summary'))}; GPU "
                          f"{shown(report.get('gpu'))}), made on "
                          f"{shown(by.get('host', '?'))} at {shown(by.get('at', '?'))}")
+            fingerprint = str(report.get("fingerprint"))
+            lines.append(f"  at {trust.store(tier).ref(image.digest, fingerprint)}")
         else:
             lines.append("verify report: none that passed for this digest and these checks")
-        return lines
+        return [*lines, self._sbom(tier, image.digest)]
+
+    def _sbom(self, tier: PlannedTier, digest: Digest) -> str:
+        """Where the image's SBOM is (`python -m build_graph sbom` prints it)."""
+        ref = trust.store(tier).sbom_ref(digest)
+        sbom = self.holdings.registry(ref)
+        return (f"SBOM: {ref}" if sbom.presence is Presence.PRESENT
+                else f"SBOM: could not ask ({sbom.error})" if sbom.error
+                else "SBOM: none stored for this digest")
 
     def stage(self, name: str) -> Iterator[DoitTask]:
         yield {"basename": name, "name": None, "doc": STAGES[name]}

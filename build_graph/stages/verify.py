@@ -3,7 +3,7 @@
 Done when the registry holds a passing report (stages/trust.py) for the digest the hash
 tag names and the current verifier fingerprint (probe, reader, checks, promises, GPU
 present or not). The report goes to the registry, bound to the digest, pass or fail, and a
-copy to the tier's verify.json.
+copy to the tier's verify.json; the image's SBOM (stages/sbom.py) goes beside it.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from build_graph.layout import PROBE_DIR, PROBE_REPORT
 from build_graph.log import log, progress
 from build_graph.manifest.expectation import Expectation
 from build_graph.oci.digest import Digest
-from build_graph.oci.refs import Presence
+from build_graph.oci.refs import Answer, Presence
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry.availability import Availability
-from build_graph.stages import trust
+from build_graph.stages import sbom, trust
 from build_graph.verify.checks import evaluate
 from build_graph.verify.device import gpu_code_paths
 from build_graph.verify.request import PROBE_FILES, fingerprint, probe_request
@@ -54,13 +54,17 @@ def verify(tier: PlannedTier, holdings: Availability) -> None:
     ref = f"{tier.repository}@{digest}"
     daemon.ensure_local(ref)
     gpu = daemon.gpu_runtime()
-    probe = run_probe(ref, probe_request(want, gpu, PROBE_REPORT), gpu)
+    probe = run_probe(ref, probe_request(want, gpu, PROBE_REPORT, inventory=True), gpu)
+    inventory = probe.pop("inventory", None)  # the SBOM's, not the report's
     if not gpu:
         probe["gpu_absent_reason"] = NO_GPU
     probe["image_size_bytes"] = daemon.image_size(ref)
     probe["smoke"] = [run_smoke(ref, command) for command in want.smoke]
     results = evaluate(want, probe)
     stoppers = blocking(results, want)
+    # The SBOM first: the report is what marks verify done, so a run stopped between the
+    # two leaves a digest to verify again, never a verified one without its SBOM.
+    publish_sbom(tier, image, digest, inventory)
     trust.store(tier).publish(image, report(tier, digest, want, probe, results, gpu,
                                                 passed=not stoppers), holdings)
     lines = "\n".join(r.line() for r in results)
@@ -71,6 +75,17 @@ def verify(tier: PlannedTier, holdings: Availability) -> None:
                           f"promoted ({why}):\n{lines}")
     progress(f"[{tier.key}] verified {ref}: {summary(results)}; GPU {gpu_status(results)}")
     log(lines)
+
+
+def publish_sbom(tier: PlannedTier, image: Answer, digest: Digest, inventory: object) -> None:
+    """The image's SBOM to the registry; an inventory the probe could not take is said,
+    not fatal: the image's promises were checked all the same."""
+    try:
+        document = sbom.cyclonedx_json(inventory, tier.repository, digest)
+    except BuildFailed as exc:
+        progress(f"[{tier.key}] no SBOM stored: {exc}")
+        return
+    trust.store(tier).publish_sbom(image, document)
 
 
 def run_probe(ref: str, request: str, gpu: bool) -> dict[str, Any]:

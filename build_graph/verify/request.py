@@ -18,19 +18,22 @@ HERE = Path(__file__).parent
 IN_IMAGE = HERE / "in_image"
 PROBE = IN_IMAGE / "probe.py"
 # Mounted together into the image; standard library only.
-PROBE_FILES = (PROBE, IN_IMAGE / "fatbin.py", IN_IMAGE / "finder.py")
+PROBE_FILES = (PROBE, IN_IMAGE / "fatbin.py", IN_IMAGE / "finder.py",
+               IN_IMAGE / "inventory.py")
 # The code of every rule the verifier applies, by folder: the probe, the fatbin reader and
 # the finder (in_image/), the checks here; which code runs on which GPU (gpu/archs.py) and
 # the tables it reads (gpu/tables.py). A fix in any of them re-verifies.
 VERIFIER_CODE = (HERE, IN_IMAGE, HERE.parent / "gpu")
 
 
-def probe_request(want: Expectation, gpu: bool, out: str | None = None) -> str:
-    """The probe's one argument: packages to report and import, libraries to read, and
-    the file to write its report to (stdout without one)."""
+def probe_request(want: Expectation, gpu: bool, out: str | None = None,
+                  inventory: bool = False) -> str:
+    """The probe's one argument: packages to report and import, libraries to read, whether
+    to list what is installed (for the SBOM), and the file to write its report to (stdout
+    without one)."""
     return json.dumps({"packages": sorted(want.packages), "imports": sorted(want.packages),
                        "libraries": list(want.libraries), "torch_libraries": want.torch_archs,
-                       "gpu": gpu, "out": out})
+                       "gpu": gpu, "inventory": inventory, "out": out})
 
 
 def fingerprint(want: Expectation, gpu_present: bool) -> str:

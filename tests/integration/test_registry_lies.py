@@ -92,7 +92,8 @@ def passing_report(reg: Registry, digest: str) -> bool:
         with urllib.request.urlopen(request) as response:
             manifest = json.load(response)
         with urllib.request.urlopen(f"{base}/blobs/{manifest['layers'][0]['digest']}") as r:
-            report = json.load(r)
+            document = json.load(r)
+        report = document.get("predicate", document)  # an in-toto Statement (issue 22)
         if report["passed"] is True and report["digest"] == digest:
             return True
     return False

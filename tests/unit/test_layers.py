@@ -31,8 +31,8 @@ LAYERS: dict[str, int] = {
 PLAIN = {"docker": {"manifest", "plan", "stages", "verify", "ccache"},
          "registry": {"manifest", "plan", "stages", "verify", "ccache"}}
 IN_IMAGE = ("verify/in_image/probe.py", "verify/in_image/fatbin.py",
-            "verify/in_image/finder.py")
-SIBLINGS = {"fatbin", "finder"}  # mounted beside probe.py in the image
+            "verify/in_image/finder.py", "verify/in_image/inventory.py")
+SIBLINGS = {"fatbin", "finder", "inventory"}  # mounted beside probe.py in the image
 
 
 def layer_of(module: str) -> str:

@@ -5,8 +5,8 @@ mounted beside it. Everything that loads foreign code (importing a package, torc
 launch) runs in a fresh interpreter, so a broken extension is reported, never fatal. Each
 section is guarded: a section that fails is named in "errors" and the others still report.
 Usage: python3 probe.py '{"packages": [...], "imports": [...], "libraries": [globs],
-"gpu": true, "out": "/tmp/report.json"}' (without "out", or where it cannot be written, the
-report goes to stdout).
+"gpu": true, "inventory": true, "out": "/tmp/report.json"}' (without "out", or where it
+cannot be written, the report goes to stdout).
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from importlib import metadata
 from pathlib import Path
 
 try:  # the doctor, on a host with this package
-    from build_graph.verify.in_image import fatbin, finder
+    from build_graph.verify.in_image import fatbin, finder, inventory
 except ImportError:  # in an image: the files are mounted beside this one
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import fatbin  # type: ignore[import-not-found,no-redef]
     import finder  # type: ignore[import-not-found,no-redef]
+    import inventory  # type: ignore[import-not-found,no-redef]
 
 BASE_PACKAGES = ("pip", "setuptools", "wheel", "numpy", "torch", "torchvision", "torchaudio")
 TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
@@ -234,6 +235,8 @@ def main(argv: list[str]) -> int:
     report["gpu"] = torch.pop("gpu", None) if isinstance(torch, dict) else None
     section("libraries", lambda: libraries(list(request.get("libraries", [])),
                                            bool(request.get("torch_libraries", True))))
+    if request.get("inventory"):  # for the SBOM (stages/sbom.py); the doctor skips it
+        section("inventory", inventory.collect)
     text = json.dumps(report, indent=1, sort_keys=True) + "\n"
     out = request.get("out")
     if out:  # read back from the stopped container: complete, unlike its logs

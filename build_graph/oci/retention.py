@@ -1,0 +1,168 @@
+"""Which hash-tag images `prune` may delete: a pure decision over what the registry holds.
+
+Plain data in (each repository's tags, what each hash tag's image is, the plan's hash tags),
+decisions out; registry/catalog.py reads the registry into these types, stages/prune.py
+acts. Everything is decided per digest, because a registry deletes a manifest by digest
+and with it every tag that names it: a digest is deleted only when every tag naming it is
+an unneeded hash tag.
+
+Kept, whatever else holds: a digest a human tag names; a digest of the current plan (every
+variant); the newest `keep` builds of each repository; anything younger than `older_than`;
+anything whose state could not be read (an error is never 'unused'). A repository with a
+human tag that could not be read keeps everything: that tag may name any of its digests.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from build_graph.oci.digest import Digest
+
+# What plan/hashing.py makes (TAG_LENGTH hex digits) and what artifact_tag makes; any other
+# tag was set by a person or by promote, and is a human tag.
+_HASH_TAG = re.compile(r"[0-9a-f]{20}")
+_ARTIFACT_TAG = re.compile(r"sha256-([0-9a-f]{64})\.[A-Za-z0-9_.-]+")
+
+
+def tag_kind(tag: str) -> str:
+    """'hash', 'artifact' or 'human'."""
+    if _HASH_TAG.fullmatch(tag):
+        return "hash"
+    return "artifact" if _ARTIFACT_TAG.fullmatch(tag) else "human"
+
+
+def artifact_subject(tag: str) -> Digest | None:
+    """The image digest an artifact tag ('sha256-<hex>.<suffix>') is about."""
+    match = _ARTIFACT_TAG.fullmatch(tag)
+    return Digest(match[1]) if match else None
+
+
+@dataclass(frozen=True)
+class Image:
+    """What one tag names, as read: its digest, the image's `created`, its layers (digest,
+    size). `problem` says why the rest could not be read (then only `digest` may be known)."""
+
+    digest: Digest | None
+    created: datetime.datetime | None = None
+    layers: tuple[tuple[Digest, int], ...] = ()
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class Repository:
+    name: str  # <registry>/<tier>
+    tags: Mapping[str, Image]  # every tag of the repository (artifact tags: digest only)
+
+
+@dataclass(frozen=True)
+class Policy:
+    keep: int  # the newest builds of each repository that stay
+    older_than: datetime.timedelta  # younger builds stay
+    now: datetime.datetime
+
+
+@dataclass(frozen=True)
+class Decision:
+    repository: str
+    digest: Digest
+    tags: tuple[str, ...]  # the hash tags that name it
+    delete: bool
+    why: str
+    artifacts: tuple[tuple[str, Digest], ...] = ()  # (tag, manifest digest) to delete with it
+
+
+def decide(repo: Repository, planned: Iterable[str], policy: Policy) -> list[Decision]:
+    """One decision per digest that a hash tag of `repo` names, newest first."""
+    planned_tags = set(planned)
+    by_digest: dict[Digest, list[str]] = {}
+    unread: list[str] = []
+    for tag, image in sorted(repo.tags.items()):
+        if tag_kind(tag) != "artifact" and image.digest is not None:
+            by_digest.setdefault(image.digest, []).append(tag)
+        elif tag_kind(tag) == "human" or (image.digest is None and tag_kind(tag) == "hash"):
+            unread.append(tag)
+    # A digest only human tags name is not a build of ours: kept, and not judged.
+    builds = [d for d, tags in by_digest.items() if any(tag_kind(t) == "hash" for t in tags)]
+    newest = sorted(builds, key=lambda d: _created(repo, by_digest[d]), reverse=True)
+    decisions = []
+    for rank, digest in enumerate(newest):
+        tags = by_digest[digest]
+        why = _keeps(repo, tags, rank, planned_tags, policy, unread)
+        hashes = tuple(t for t in tags if tag_kind(t) == "hash")
+        decisions.append(Decision(repo.name, digest, hashes, delete=why is None,
+                                  why=why or _old(repo, tags, policy),
+                                  artifacts=_artifacts_of(repo, digest)))
+    return decisions
+
+
+def _keeps(repo: Repository, tags: list[str], rank: int, planned: set[str], policy: Policy,
+           unread: list[str]) -> str | None:
+    """Why the digest named by `tags` stays, or None when nothing keeps it."""
+    images = [repo.tags[t] for t in tags]
+    if unread:
+        return f"kept: the tag {unread[0]!r} could not be read, it may name this image"
+    if problems := [i.problem for i in images if i.problem]:
+        return f"kept: its state could not be read ({problems[0]})"
+    if human := [t for t in tags if tag_kind(t) == "human"]:
+        return f"kept: the human tag {human[0]!r} names it"
+    if in_plan := [t for t in tags if t in planned]:
+        return f"kept: the current plan builds it ({in_plan[0]})"
+    if rank < policy.keep:
+        return f"kept: one of the newest {policy.keep} builds"
+    created = _created(repo, tags)
+    if policy.now - created < policy.older_than:
+        return f"kept: younger than {_days(policy.older_than)} (created {created:%Y-%m-%d %H:%M})"
+    return None
+
+
+def _created(repo: Repository, tags: list[str]) -> datetime.datetime:
+    """The newest `created` among the tags' images; unknown counts as newest (it is kept
+    anyway, and must not push a readable build out of the newest `keep`)."""
+    known = [i.created for t in tags if (i := repo.tags[t]).created is not None]
+    return max(known) if known else datetime.datetime.max.replace(tzinfo=datetime.UTC)
+
+
+def _old(repo: Repository, tags: list[str], policy: Policy) -> str:
+    return (f"unused: not in the plan, no human tag, older than {_days(policy.older_than)} "
+            f"(created {_created(repo, tags):%Y-%m-%d %H:%M})")
+
+
+def _days(span: datetime.timedelta) -> str:
+    return f"{span.days}d" if span.days and not span.seconds else f"{span.total_seconds():g}s"
+
+
+def _artifacts_of(repo: Repository, digest: Digest) -> tuple[tuple[str, Digest], ...]:
+    return tuple((tag, image.digest) for tag, image in sorted(repo.tags.items())
+                 if artifact_subject(tag) == digest and image.digest is not None)
+
+
+def bytes_freed(decisions: Iterable[Decision], repos: Iterable[Repository]) -> int:
+    """The layer bytes that deleting the `delete` decisions frees: layers that no image
+    staying in any of `repos` (tiers share their parents' layers) still uses."""
+    doomed = {(d.repository, d.digest) for d in decisions if d.delete}
+    kept: set[Digest] = set()
+    freed: dict[Digest, int] = {}
+    for repo in repos:
+        for tag, image in repo.tags.items():
+            if image.digest is None or tag_kind(tag) == "artifact":
+                continue
+            target = freed if (repo.name, image.digest) in doomed else None
+            for layer, size in image.layers:
+                if target is None:
+                    kept.add(layer)
+                else:
+                    target[layer] = size
+    return sum(size for layer, size in freed.items() if layer not in kept)
+
+
+def parse_age(text: str) -> datetime.timedelta:
+    """'14d', '12h', '30m', '0s' -> a timedelta; ValueError names the accepted forms."""
+    match = re.fullmatch(r"(\d+)([dhms])", text.strip())
+    if not match:
+        raise ValueError(f"--older-than {text!r}: expected a number and a unit, e.g. 14d, "
+                         "12h, 30m or 0s")
+    unit = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}[match[2]]
+    return datetime.timedelta(**{unit: int(match[1])})

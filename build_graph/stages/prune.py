@@ -1,0 +1,87 @@
+"""`python -m build_graph prune`: delete the hash-tag images, and their artifacts, that
+nothing needs (the rules: oci/retention.py). Dry run unless asked to delete.
+
+Contract: every repository of the plan is read whole before anything is decided; a
+registry that cannot be read raises RegistryError (exit 3) having deleted nothing. Per
+image, its artifacts (verify reports, SBOMs: tags 'sha256-<its hex>.*') are deleted first,
+then the image's manifest by digest, so an interrupted prune leaves images without
+reports (rebuilt or re-verified if ever needed), never reports about nothing.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+
+from build_graph.oci.refs import parse_ref
+from build_graph.oci.retention import Decision, Policy, Repository, bytes_freed, decide
+from build_graph.plan.plan import PlannedTier
+from build_graph.registry import api
+from build_graph.registry.catalog import read_repository
+
+
+@dataclass(frozen=True)
+class Pruning:
+    decisions: list[Decision]
+    freed: int  # layer bytes the deletes free (once the registry collects its garbage)
+
+
+def judge(planned: list[PlannedTier], policy: Policy) -> Pruning:
+    """Read every repository of the plan (all variants) and decide. Raises RegistryError
+    when any read fails: nothing is judged on a partial picture."""
+    wanted: dict[str, set[str]] = {}
+    for tier in planned:
+        wanted.setdefault(tier.repository, set()).add(tier.content_hash)
+    repos: list[Repository] = [read_repository(name) for name in wanted]
+    decisions = [d for repo in repos for d in decide(repo, wanted[repo.name], policy)]
+    return Pruning(decisions, bytes_freed(decisions, repos))
+
+
+def lines(pruning: Pruning, deleting: bool) -> list[str]:
+    """A line per image: its fate and why."""
+    out = []
+    for d in pruning.decisions:
+        verb = ("delete" if deleting else "would delete") if d.delete else "keep"
+        extra = f" and {len(d.artifacts)} artifact(s)" if d.delete and d.artifacts else ""
+        out.append(f"{verb:<12} {d.repository}:{','.join(d.tags)} ({d.digest.hex[:12]})"
+                   f"{extra}  {d.why}")
+    return out
+
+
+def summary(pruning: Pruning, deleted: int | None) -> str:
+    """The last line: how many images went (None: a dry run) and the layer bytes freed."""
+    count = sum(d.delete for d in pruning.decisions)
+    if deleted is None:
+        return (f"{count} image(s) to delete, {_size(pruning.freed)} of layers to free"
+                + ("; run with --yes to delete" if count else ""))
+    freed = _size(pruning.freed) if deleted == count else "fewer bytes"
+    return (f"{deleted} image(s) deleted, {freed} of layers freed once the registry "
+            "collects its garbage")
+
+
+def delete(pruning: Pruning) -> int:
+    """Delete what `pruning` decided, each image's artifacts first; returns how many images
+    went. Raises DeletesRefused (the caller says it in one line) when the registry does not
+    allow deletes, RegistryError when it fails."""
+    deleted = 0
+    for d in (d for d in pruning.decisions if d.delete):
+        ref = parse_ref(f"{d.repository}:latest")
+        for _tag, artifact in d.artifacts:
+            api.delete_manifest(ref, artifact)
+        api.delete_manifest(ref, d.digest)
+        deleted += 1
+    return deleted
+
+
+def policy(keep: int, older_than: datetime.timedelta) -> Policy:
+    return Policy(keep, older_than, datetime.datetime.now(datetime.UTC))
+
+
+def _size(count: int) -> str:
+    """'123456789 bytes (117.7 MiB)': exact, for scripts and tests, and readable."""
+    scaled, unit = float(count), "B"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if scaled < 1024 or unit == "GiB":
+            break
+        scaled /= 1024
+    return f"{count} bytes ({scaled:.1f} {unit})"

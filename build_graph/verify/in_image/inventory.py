@@ -1,0 +1,71 @@
+"""What an image has installed, for its SBOM: Debian packages and Python distributions.
+
+Runs inside the image beside probe.py: standard library only. Reads dpkg's status file (the
+database dpkg itself keeps; an image without dpkg has none) and the distributions the
+image's Python sees (importlib.metadata: name, version, license, where installed).
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+DPKG_STATUS = "/var/lib/dpkg/status"
+LICENSE_CHARS = 200  # some distributions put the whole license text in 'License'
+
+
+def debian_packages(status: str = DPKG_STATUS) -> list[dict[str, str]]:
+    """Every package dpkg lists as installed: name, version, architecture, source."""
+    try:
+        with open(status, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return []
+    found = []
+    for paragraph in text.split("\n\n"):
+        fields = _fields(paragraph)
+        if fields.get("Status", "").split()[-1:] == ["installed"] and "Package" in fields:
+            found.append({"name": fields["Package"], "version": fields.get("Version", ""),
+                          "architecture": fields.get("Architecture", ""),
+                          "source": fields.get("Source", fields["Package"]).split()[0]})
+    return sorted(found, key=lambda p: (p["name"], p["architecture"]))
+
+
+def _fields(paragraph: str) -> dict[str, str]:
+    """A deb822 paragraph's fields (continuation lines, which start with a space, dropped:
+    no field we read spans lines)."""
+    fields = {}
+    for line in paragraph.splitlines():
+        if line and not line[0].isspace() and ":" in line:
+            key, _, value = line.partition(":")
+            fields[key.strip()] = value.strip()
+    return fields
+
+
+def python_distributions() -> list[dict[str, str]]:
+    """Every distribution this interpreter sees: name, version, license, location."""
+    found = []
+    for dist in metadata.distributions():
+        meta = dist.metadata
+        name = (meta.get_all("Name") or [""])[0] or ""
+        if not name:
+            continue
+        found.append({"name": name, "version": dist.version or "",
+                      "license": _license(meta)[:LICENSE_CHARS],
+                      "location": str(dist.locate_file(""))})
+    return sorted(found, key=lambda d: (d["name"].lower(), d["location"]))
+
+
+def _license(meta: metadata.PackageMetadata) -> str:
+    """License-Expression (PEP 639), else License, else the license classifiers."""
+    for key in ("License-Expression", "License"):
+        # get_all: None for a missing key on every Python (meta[key] raises on 3.14+)
+        value = ((meta.get_all(key) or [""])[0] or "").strip()
+        if value and value.upper() != "UNKNOWN":
+            return value.splitlines()[0]
+    classifiers = [c.split(" :: ")[-1] for c in meta.get_all("Classifier") or []
+                   if c.startswith("License ::")]
+    return " OR ".join(classifiers)
+
+
+def collect() -> dict[str, object]:
+    return {"debian": debian_packages(), "python": python_distributions()}

@@ -1,0 +1,125 @@
+"""prune's retention rules, from plain data: what is deleted, what stays and why."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from build_graph.errors import EXIT_CONFIG
+from build_graph.oci.digest import Digest
+from build_graph.oci.retention import (
+    Image,
+    Policy,
+    Repository,
+    bytes_freed,
+    decide,
+    parse_age,
+    tag_kind,
+)
+from build_graph.plan.hashing import TAG_LENGTH
+
+NOW = datetime.datetime(2026, 11, 23, 12, tzinfo=datetime.UTC)
+OLD = Policy(keep=1, older_than=datetime.timedelta(days=14), now=NOW)
+
+
+def dig(n: int) -> Digest:
+    return Digest(f"{n:064x}")
+
+
+def htag(n: int) -> str:
+    return f"{n:0{TAG_LENGTH}x}"
+
+
+def build(n: int, days_ago: int, layers: tuple[int, ...] = ()) -> Image:
+    return Image(dig(n), NOW - datetime.timedelta(days=days_ago),
+                 tuple((dig(1000 + layer), 100 * layer) for layer in layers))
+
+
+def repo(**tags: Image) -> Repository:
+    return Repository("r/runner", {t.removeprefix("t_"): i for t, i in tags.items()})
+
+
+def verdicts(r: Repository, planned: set[str], policy: Policy = OLD) -> dict[str, str]:
+    return {d.tags[0]: ("delete" if d.delete else d.why) for d in decide(r, planned, policy)}
+
+
+def test_the_hash_tag_shape_is_the_plans() -> None:
+    assert tag_kind(htag(7)) == "hash" and tag_kind("latest") == "human"
+    assert tag_kind(f"{dig(3).dashed}.verify-abc") == "artifact"
+    assert tag_kind(htag(7) + "0") == "human"  # one digit longer: a person's tag
+
+
+def test_old_unplanned_untagged_builds_go_with_their_artifacts() -> None:
+    r = Repository("r/runner", {
+        htag(1): build(1, 40, (1, 2)), htag(2): build(2, 30, (1, 3)),
+        htag(3): build(3, 1, (1, 4)), "latest": Image(dig(3)),
+        f"{dig(1).dashed}.verify-fp": Image(dig(901)),
+        f"{dig(1).dashed}.sbom-fp": Image(dig(902)),
+    })
+    decisions = {d.digest: d for d in decide(r, {htag(3)}, OLD)}
+    assert {d for d in decisions if decisions[d].delete} == {dig(1), dig(2)}
+    assert decisions[dig(1)].artifacts == ((f"{dig(1).dashed}.sbom-fp", dig(902)),
+                                           (f"{dig(1).dashed}.verify-fp", dig(901)))
+    assert "older than 14d" in decisions[dig(1)].why
+    # layer 1 is shared with the kept build: only layers 2 and 3 are freed
+    assert bytes_freed(decisions.values(), [r]) == 200 + 300
+
+
+def test_human_tags_the_plan_the_newest_and_the_young_keep_their_images() -> None:
+    r = repo(**{htag(1): build(1, 50), htag(2): build(2, 40), "release": Image(dig(2)),
+                htag(3): build(3, 30), htag(4): build(4, 20), htag(5): build(5, 2),
+                htag(6): build(6, 1)})
+    found = verdicts(r, planned={htag(3)}, policy=Policy(2, datetime.timedelta(days=14), NOW))
+    assert found[htag(1)] == "delete" and found[htag(4)] == "delete"
+    assert found[htag(2)] == "kept: the human tag 'release' names it"
+    assert found[htag(3)] == f"kept: the current plan builds it ({htag(3)})"
+    assert found[htag(6)] == found[htag(5)] == "kept: one of the newest 2 builds"
+    young = verdicts(r, set(), Policy(0, datetime.timedelta(days=25), NOW))
+    assert young[htag(4)].startswith("kept: younger than 25d")
+
+
+def test_an_image_whose_state_cannot_be_read_stays() -> None:
+    broken = Image(dig(1), None, problem="its config blob sha256:... is gone")
+    found = verdicts(repo(**{htag(1): broken, htag(2): build(2, 30), htag(3): build(3, 1)}),
+                     {htag(3)})
+    assert found[htag(1)] == "kept: its state could not be read (its config blob sha256:... " \
+                             "is gone)"
+    assert found[htag(2)] == "delete"
+
+
+def test_an_unreadable_human_tag_keeps_the_whole_repository() -> None:
+    r = repo(**{htag(1): build(1, 50), "release": Image(None, problem="gone meanwhile")})
+    found = verdicts(r, set(), Policy(0, datetime.timedelta(0), NOW))
+    assert found[htag(1)] == "kept: the tag 'release' could not be read, it may name this image"
+
+
+def test_a_digest_named_by_a_planned_and_an_old_hash_tag_stays() -> None:
+    # Deleting by digest would take the planned tag with it.
+    r = repo(**{htag(1): build(1, 50), htag(2): build(1, 50), htag(3): build(3, 0)})
+    [d, _] = sorted(decide(r, {htag(2)}, Policy(0, datetime.timedelta(0), NOW)),
+                    key=lambda d: d.digest)
+    assert not d.delete and d.tags == (htag(1), htag(2))
+
+
+@pytest.mark.parametrize(("text", "days"), [("14d", 14.0), ("12h", 0.5), ("0s", 0.0)])
+def test_ages(text: str, days: float) -> None:
+    assert parse_age(text) == datetime.timedelta(days=days)
+
+
+def test_a_bad_age_says_what_is_accepted() -> None:
+    with pytest.raises(ValueError, match=r"--older-than '2 weeks': expected .* 14d, 12h"):
+        parse_age("2 weeks")
+
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--older-than", "2w"], "--older-than '2w': expected a number and a unit"),
+    (["--keep", "-1"], "--keep -1: expected 0 or more builds")])
+def test_prune_refuses_bad_limits_before_reading_anything(
+        args: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from build_graph.cli.main import main
+
+    # the manifest does not exist: the limits are refused before it is read
+    assert main(["prune", *args, "--manifest", "no-such/images.toml"]) == EXIT_CONFIG
+    assert says in capsys.readouterr().err
