@@ -3,6 +3,8 @@ image, read back by the digest its hash tag names."""
 
 from __future__ import annotations
 
+import json
+
 from build_graph.errors import BuildFailed, ConfigError, ConfigIssue, RegistryError, did_you_mean
 from build_graph.manifest.model import Stack
 from build_graph.oci.refs import Presence
@@ -40,4 +42,12 @@ def sbom(stack: Stack, name: str) -> str:
         raise BuildFailed(f"{trust.store(tier).sbom_ref(image.digest)}: no SBOM stored for "
                           f"this digest; `doit verify:{tier.key}` stores one (images verified "
                           "before SBOMs existed are verified again)")
-    return stored.decode("utf-8", "replace")
+    # The registry's bytes (hash-checked) are re-serialised as ASCII JSON: whatever strings
+    # someone with push rights put in it reach a terminal escaped, never as control codes.
+    try:
+        document = json.loads(stored)
+    except ValueError:
+        raise BuildFailed(f"{trust.store(tier).sbom_ref(image.digest)}: the stored SBOM is "
+                          f"not JSON; `doit verify:{tier.key}` after deleting it stores a new "
+                          "one") from None
+    return json.dumps(document, indent=2, ensure_ascii=True) + "\n"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import http.client
 import threading
+import time
 import urllib.parse
 from dataclasses import dataclass, field
 
@@ -24,6 +25,8 @@ from build_graph.registry import auth
 
 TIMEOUT_S = 30.0
 _RETRYABLE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
+READ_ATTEMPTS = 3
+_TRANSIENT = frozenset({500, 502, 503, 504})
 TOKENS = auth.Tokens()
 
 
@@ -58,13 +61,23 @@ class Client:
         be reached or a login was refused."""
         action = "pull" if method in ("GET", "HEAD") else "pull,push"
         url = f"/v2/{repository}/{path}"
-        response = self._send(method, url, dict(headers or {}), body)
-        if response.status == 401 and "www-authenticate" in response.headers:
-            auth = self._authorize(response.headers["www-authenticate"], repository, action)
-            if auth is not None:
-                response = self._send(method, url, {**(headers or {}), "Authorization": auth},
-                                      body)
-        return response
+        sent = dict(headers or {})
+        for attempt in range(1, READ_ATTEMPTS + 1):
+            response = self._send(method, url, sent, body)
+            if response.status == 401 and "www-authenticate" in response.headers:
+                auth = self._authorize(response.headers["www-authenticate"], repository,
+                                       action)
+                if auth is not None:
+                    sent = {**sent, "Authorization": auth}
+                    response = self._send(method, url, sent, body)
+            # A read that met a registry failing for a moment (distribution 2.8 answered 500
+            # to a manifest read while a racing runner wrote the same tag) is asked again;
+            # writes are not, and the last answer is returned as it is.
+            if (method not in ("GET", "HEAD") or response.status not in _TRANSIENT
+                    or attempt == READ_ATTEMPTS):
+                return response
+            time.sleep(0.25 * attempt)
+        raise AssertionError("unreachable")
 
     def _send(self, method: str, url: str, headers: dict[str, str],
               body: bytes | None) -> Response:
