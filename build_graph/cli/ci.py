@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Sequence
 
+from build_graph.log import shown
 from build_graph.manifest.expectation import expectation_for
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier
@@ -42,8 +44,10 @@ def needs_gpu(stack: Stack, tier: PlannedTier) -> bool:
 def github_workflow(stack: Stack, planned: Sequence[PlannedTier], manifest: str,
                     runs_on: Sequence[str], gpu_runs_on: Sequence[str]) -> str:
     q = json.dumps
+    target = shlex.quote(f"manifest={manifest}")  # a path is shell text in `run:`
     lines = [
-        f"# Written by `python -m build_graph ci --github` from {manifest}; regenerate it",
+        f"# Written by `python -m build_graph ci --github` from {shown(manifest)}; "
+        "regenerate it",
         "# after adding or removing tiers. One job per (variant, tier); needs: follow the",
         "# tier graph; every job promotes its tier against the shared registry.",
         f"name: {q('images: ' + stack.name)}",
@@ -74,6 +78,6 @@ def github_workflow(stack: Stack, planned: Sequence[PlannedTier], manifest: str,
             f"      - name: {q('set up build-graph')}",
             f"        run: {q(SETUP)}",
             f"      - name: {q('build, push, verify, promote ' + tier.key)}",
-            f"        run: {q(f'.venv/bin/doit manifest={manifest} promote:{tier.key}')}",
+            f"        run: {q(f'.venv/bin/doit {target} promote:{tier.key}')}",
         ]
     return "\n".join(lines) + "\n"

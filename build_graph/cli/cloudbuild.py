@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Sequence
 
 from build_graph.cli.ci import SETUP
+from build_graph.log import shown
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier
 
@@ -49,7 +51,8 @@ def cloudbuild_config(stack: Stack, planned: Sequence[PlannedTier], manifest: st
     q = json.dumps
     host = registry_host(stack)
     lines = [
-        f"# Written by `python -m build_graph ci --cloudbuild` from {manifest}; regenerate it",
+        f"# Written by `python -m build_graph ci --cloudbuild` from {shown(manifest)}; "
+        "regenerate it",
         "# after adding or removing tiers. One step per (variant, tier), parents first, on",
         "# one machine; every step promotes its tier against the shared registry.",
         "steps:",
@@ -62,7 +65,9 @@ def cloudbuild_config(stack: Stack, planned: Sequence[PlannedTier], manifest: st
     ]
     previous = "set up build-graph"
     for tier in planned:
-        command = f".venv/bin/doit manifest={manifest} promote:{tier.key}"
+        # Shell-quoted for bash, then `$` doubled: Cloud Build substitutes $NAME in args.
+        quoted = shlex.quote(f"manifest={manifest}").replace("$", "$$")
+        command = f".venv/bin/doit {quoted} promote:{tier.key}"
         lines += [
             f"  - id: {q(step_id(tier.key))}",
             f"    name: {q(STEP_IMAGE)}",

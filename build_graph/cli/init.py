@@ -18,6 +18,7 @@ every such file named, before anything is written (exit 2).
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -145,24 +146,49 @@ def init(folder: Path, source: str) -> list[str]:
     Raises ConfigError (exit 2) naming every file that is in the way; writes nothing then."""
     example = shipped_examples() / SCAFFOLDS[source]
     files = _plan_files(example)
-    in_the_way = [folder / rel for rel in files if (folder / rel).exists()]
+    in_the_way = [folder / rel for rel in files if _taken(folder, folder / rel)]
+    gitignore = folder / ".gitignore"
+    if gitignore.is_symlink() or not _stays_inside(folder, gitignore):
+        in_the_way.append(gitignore)
     if in_the_way:
-        raise ConfigError(ConfigIssue(path, "", "exists already: `init` never overwrites; "
-                                      "pick an empty folder (init DIR) or move the file away")
+        raise ConfigError(ConfigIssue(path, "", "exists already (or is a symlink, or leads out "
+                                      "of the folder): `init` never overwrites and writes only "
+                                      "inside DIR; pick an empty folder or move it away")
                           for path in in_the_way)
     for rel, content in files.items():
         target = folder / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, Path):
-            shutil.copyfile(content, target)
-        else:
-            target.write_text(content)
+        data = content.read_bytes() if isinstance(content, Path) else content.encode()
+        # O_EXCL|O_NOFOLLOW: a file or link that appeared since the check is never written
+        # through (a link could point anywhere on this host).
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
     ignored = _ignore_build_folder(folder / ".gitignore")
     return [f"wrote {folder / DEFAULT_MANIFEST} and {len(files) - 1} more files "
             f"(the {source} stack)", ignored,
             f"next: set [stack] registry in {folder / DEFAULT_MANIFEST}, then "
             f"cd {folder} && doit list --status; `doit` builds (commit images.lock once "
             "the first run has recorded it)"]
+
+
+def _taken(folder: Path, path: Path) -> bool:
+    """Whether writing `path` could overwrite something or leave `folder`: it exists (a
+    dangling symlink too), or a folder on its way is a symlink or leads elsewhere."""
+    return path.exists() or path.is_symlink() or not _stays_inside(folder, path)
+
+
+def _stays_inside(folder: Path, path: Path) -> bool:
+    real = folder.resolve()
+    here = path.parent
+    while True:  # every existing folder on the way must be a real folder inside `folder`
+        if here == folder:
+            return True
+        if here.is_symlink():
+            return False
+        if here.exists():
+            return here.resolve() == real or real in here.resolve().parents
+        here = here.parent
 
 
 def _ignore_build_folder(path: Path) -> str:

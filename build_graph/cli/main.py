@@ -139,13 +139,15 @@ def _prune(args: argparse.Namespace) -> int:
     if args.keep < 0:
         print(f"error: --keep {args.keep}: expected 0 or more builds", file=sys.stderr)
         return EXIT_CONFIG
-    pruning = prune.judge(plan(load(args.manifest)), prune.policy(args.keep, older_than))
+    stack = load(args.manifest)
+    pruning = prune.judge(plan(stack), prune.policy(stack.name, args.keep, older_than))
     print("\n".join(prune.lines(pruning, deleting=args.yes)), flush=True)
     if not args.yes:
         print(prune.summary(pruning, None))
         return 0
     try:
-        print(prune.summary(pruning, prune.delete(pruning)))
+        print(prune.summary(pruning, prune.delete(pruning, lambda line: print(line,
+                                                                              flush=True))))
     except DeletesRefused as exc:  # a policy, not an outage: one line, no traceback
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_ENVIRONMENT

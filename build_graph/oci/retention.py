@@ -6,10 +6,13 @@ acts. Everything is decided per digest, because a registry deletes a manifest by
 and with it every tag that names it: a digest is deleted only when every tag naming it is
 an unneeded hash tag.
 
-Kept, whatever else holds: a digest a human tag names; a digest of the current plan (every
-variant); the newest `keep` builds of each repository; anything younger than `older_than`;
-anything whose state could not be read (an error is never 'unused'). A repository with a
-human tag that could not be read keeps everything: that tag may name any of its digests.
+Kept, whatever else holds: an image another stack built, or one no stack of ours labelled
+(repositories are `<registry>/<tier>`: two stacks with a `base` tier on one registry share
+one, and only this stack's plan is known here); a digest a human tag names; a digest of
+the current plan (every variant); the newest `keep` builds of each repository; anything
+younger than `older_than`; anything whose state could not be read (an error is never
+'unused'). A repository with a human tag that could not be read keeps everything: that tag
+may name any of its digests.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ class Image:
     created: datetime.datetime | None = None
     layers: tuple[tuple[Digest, int], ...] = ()
     problem: str | None = None
+    stack: str | None = None  # the stack its label names (stages/build.py's labels)
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,7 @@ class Repository:
 
 @dataclass(frozen=True)
 class Policy:
+    stack: str  # the stack being pruned: only images labelled with it are judged
     keep: int  # the newest builds of each repository that stay
     older_than: datetime.timedelta  # younger builds stay
     now: datetime.datetime
@@ -86,7 +91,11 @@ def decide(repo: Repository, planned: Iterable[str], policy: Policy) -> list[Dec
             unread.append(tag)
     # A digest only human tags name is not a build of ours: kept, and not judged.
     builds = [d for d, tags in by_digest.items() if any(tag_kind(t) == "hash" for t in tags)]
-    newest = sorted(builds, key=lambda d: _created(repo, by_digest[d]), reverse=True)
+    # Ranked among builds whose age is known: an unreadable one is kept anyway and must not
+    # take one of the `keep` places from a readable build.
+    known = [d for d in builds if _created(repo, by_digest[d]) is not None]
+    newest = sorted(known, key=lambda d: _created(repo, by_digest[d]) or _EPOCH, reverse=True)
+    newest += [d for d in builds if d not in known]
     decisions = []
     for rank, digest in enumerate(newest):
         tags = by_digest[digest]
@@ -110,24 +119,33 @@ def _keeps(repo: Repository, tags: list[str], rank: int, planned: set[str], poli
         return f"kept: the human tag {human[0]!r} names it"
     if in_plan := [t for t in tags if t in planned]:
         return f"kept: the current plan builds it ({in_plan[0]})"
+    builds = [repo.tags[t] for t in tags if tag_kind(t) == "hash"]
+    if others := [i.stack for i in builds if i.stack != policy.stack]:
+        return (f"kept: built by the stack {others[0]!r}, not this one" if others[0]
+                else "kept: no build-graph stack label: not a build of this stack")
     if rank < policy.keep:
         return f"kept: one of the newest {policy.keep} builds"
     created = _created(repo, tags)
+    if created is None:
+        return "kept: its age is unknown"
     if policy.now - created < policy.older_than:
         return f"kept: younger than {_days(policy.older_than)} (created {created:%Y-%m-%d %H:%M})"
     return None
 
 
-def _created(repo: Repository, tags: list[str]) -> datetime.datetime:
-    """The newest `created` among the tags' images; unknown counts as newest (it is kept
-    anyway, and must not push a readable build out of the newest `keep`)."""
+_EPOCH = datetime.datetime.min.replace(tzinfo=datetime.UTC)
+
+
+def _created(repo: Repository, tags: list[str]) -> datetime.datetime | None:
+    """The newest `created` among the tags' images; None when none is known."""
     known = [i.created for t in tags if (i := repo.tags[t]).created is not None]
-    return max(known) if known else datetime.datetime.max.replace(tzinfo=datetime.UTC)
+    return max(known) if known else None
 
 
 def _old(repo: Repository, tags: list[str], policy: Policy) -> str:
+    created = _created(repo, tags) or _EPOCH
     return (f"unused: not in the plan, no human tag, older than {_days(policy.older_than)} "
-            f"(created {_created(repo, tags):%Y-%m-%d %H:%M})")
+            f"(created {created:%Y-%m-%d %H:%M})")
 
 
 def _days(span: datetime.timedelta) -> str:

@@ -201,8 +201,14 @@ def _tag_page(ref: Ref, body: bytes) -> list[str]:
 
 def _next_page(ref: Ref, link: str) -> str | None:
     """The next page's path relative to /v2/<repository>/, or None on the last page."""
-    match = re.match(r'\s*<([^>]*)>\s*;\s*rel="?next"?', link)
-    if not match:
+    # Every link-value, not only the first: a registry may list rel="prev" before "next",
+    # and a page silently skipped would hide tags (human ones sort after the hash tags).
+    match = next((m for m in re.finditer(r'<([^>]*)>\s*;\s*rel="?([^",;]+)"?', link)
+                  if m[2].strip() == "next"), None)
+    if match is None:
+        if link.strip() and "next" in link:
+            raise UntrustedAnswer(f"the registry {ref.host} sent a Link header prune cannot "
+                                  f"read: {link[:120]!r}")
         return None
     url = urllib.parse.urlsplit(match[1])
     prefix = f"/v2/{ref.repository}/"

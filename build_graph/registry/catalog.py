@@ -19,6 +19,8 @@ from build_graph.oci.refs import Presence, Ref, parse_ref
 from build_graph.oci.retention import Image, Repository, tag_kind
 from build_graph.registry import api
 
+# The label every build of ours carries (stages/build.py's labels: LABEL_PREFIX + ".stack").
+STACK_LABEL = "io.build-graph.stack"
 _INDEXES = ("application/vnd.oci.image.index.v1+json",
             "application/vnd.docker.distribution.manifest.list.v2+json")
 
@@ -60,19 +62,23 @@ def _image(ref: Ref) -> Image:
 
 
 def _created(ref: Ref, config: Digest, layers: tuple[tuple[Digest, int], ...]
-             ) -> tuple[datetime.datetime | None, tuple[tuple[Digest, int], ...], str | None]:
-    """(created, layers, problem) from the image's config blob."""
+             ) -> tuple[datetime.datetime | None, tuple[tuple[Digest, int], ...], str | None,
+                        str | None]:
+    """(created, layers, problem, stack label) from the image's config blob."""
     try:
         data = api.read_blob(ref, config)
     except UntrustedAnswer as exc:
-        return None, layers, str(exc)
+        return None, layers, str(exc), None
     if data is None:
-        return None, layers, f"its config blob {config} is gone"
+        return None, layers, f"its config blob {config} is gone", None
     try:
-        created = json.loads(data)["created"]
-        return _timestamp(created), layers, None
+        config_data = json.loads(data)
+        created = _timestamp(config_data["created"])
     except (ValueError, KeyError, TypeError):
-        return None, layers, f"its config {config} has no readable 'created'"
+        return None, layers, f"its config {config} has no readable 'created'", None
+    labels = (config_data.get("config") or {}).get("Labels") or {}
+    stack = labels.get(STACK_LABEL) if isinstance(labels, dict) else None
+    return created, layers, None, stack if isinstance(stack, str) else None
 
 
 def _timestamp(text: str) -> datetime.datetime:

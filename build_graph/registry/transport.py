@@ -59,7 +59,8 @@ class Client:
         """`method` on /v2/<repository>/<path>; on a 401, authenticates (where credentials
         may go) and asks once more. Raises RegistryError, in words, when the host cannot
         be reached or a login was refused."""
-        action = "pull" if method in ("GET", "HEAD") else "pull,push"
+        # The token scope each method needs (distribution asks `delete` for a DELETE).
+        action = {"GET": "pull", "HEAD": "pull", "DELETE": "delete"}.get(method, "pull,push")
         url = f"/v2/{repository}/{path}"
         sent = dict(headers or {})
         for attempt in range(1, READ_ATTEMPTS + 1):

@@ -11,10 +11,19 @@ reports (rebuilt or re-verified if ever needed), never reports about nothing.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from build_graph.oci.refs import parse_ref
-from build_graph.oci.retention import Decision, Policy, Repository, bytes_freed, decide
+from build_graph.errors import RegistryError
+from build_graph.oci.refs import Presence, Ref, parse_ref
+from build_graph.oci.retention import (
+    Decision,
+    Policy,
+    Repository,
+    bytes_freed,
+    decide,
+    tag_kind,
+)
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry import api
 from build_graph.registry.catalog import read_repository
@@ -38,10 +47,13 @@ def judge(planned: list[PlannedTier], policy: Policy) -> Pruning:
 
 
 def lines(pruning: Pruning, deleting: bool) -> list[str]:
-    """A line per image: its fate and why."""
+    """A line per image: its fate and why (when deleting, the kept ones only: `delete`
+    says each deletion once it happened)."""
     out = []
     for d in pruning.decisions:
-        verb = ("delete" if deleting else "would delete") if d.delete else "keep"
+        if deleting and d.delete:
+            continue
+        verb = "would delete" if d.delete else "keep"
         extra = f" and {len(d.artifacts)} artifact(s)" if d.delete and d.artifacts else ""
         out.append(f"{verb:<12} {d.repository}:{','.join(d.tags)} ({d.digest.hex[:12]})"
                    f"{extra}  {d.why}")
@@ -59,22 +71,44 @@ def summary(pruning: Pruning, deleted: int | None) -> str:
             "collects its garbage")
 
 
-def delete(pruning: Pruning) -> int:
-    """Delete what `pruning` decided, each image's artifacts first; returns how many images
-    went. Raises DeletesRefused (the caller says it in one line) when the registry does not
-    allow deletes, RegistryError when it fails."""
+def delete(pruning: Pruning, say: Callable[[str], None]) -> int:
+    """Delete what `pruning` decided, each image's artifacts first, saying each deletion
+    once it happened; returns how many images went. Just before each, the repository's tags
+    are asked again: a tag that came to name the image since it was judged keeps it (a
+    delete by digest would take that tag too). Raises DeletesRefused (the caller says it in
+    one line) when the registry does not allow deletes, RegistryError when it fails."""
     deleted = 0
     for d in (d for d in pruning.decisions if d.delete):
-        ref = parse_ref(f"{d.repository}:latest")
+        ref = parse_ref(d.repository)
+        if tagged := _tagged_now(ref, d):
+            say(f"{'keep':<12} {d.repository}:{','.join(d.tags)} ({d.digest.hex[:12]})  "
+                f"kept: {tagged!r} came to name it while prune ran")
+            continue
         for _tag, artifact in d.artifacts:
             api.delete_manifest(ref, artifact)
         api.delete_manifest(ref, d.digest)
         deleted += 1
+        extra = f" and {len(d.artifacts)} artifact(s)" if d.artifacts else ""
+        say(f"{'deleted':<12} {d.repository}:{','.join(d.tags)} ({d.digest.hex[:12]})"
+            f"{extra}  {d.why}")
     return deleted
 
 
-def policy(keep: int, older_than: datetime.timedelta) -> Policy:
-    return Policy(keep, older_than, datetime.datetime.now(datetime.UTC))
+def _tagged_now(ref: Ref, decision: Decision) -> str | None:
+    """A tag, other than the hash tags judged, that names the image now (None if none)."""
+    for tag in api.list_tags(ref):
+        if tag in decision.tags or tag_kind(tag) == "artifact":
+            continue
+        answer = api.head_manifest(ref.at(tag))
+        if answer.presence is Presence.ERROR:
+            raise RegistryError(answer.error or f"{ref.host}: no answer about {tag}")
+        if answer.digest == decision.digest:
+            return tag
+    return None
+
+
+def policy(stack: str, keep: int, older_than: datetime.timedelta) -> Policy:
+    return Policy(stack, keep, older_than, datetime.datetime.now(datetime.UTC))
 
 
 def _size(count: int) -> str:

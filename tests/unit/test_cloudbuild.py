@@ -83,3 +83,19 @@ def test_a_cache_that_would_not_outlive_the_build_is_noted(
     assert "note:" not in capsys.readouterr().err
     config(tmp_path, REPO / "examples" / "quickstart" / "images.toml")
     assert "every Cloud Build starts with a cold compiler cache" in capsys.readouterr().err
+
+
+def test_a_manifest_path_reaches_the_shell_as_one_quoted_word(tmp_path: Path) -> None:
+    """A path is the user's text, but `$`, `;` or a space in it must not run anything."""
+    from build_graph.cli.ci import github_workflow
+    from build_graph.cli.cloudbuild import cloudbuild_config
+    from build_graph.manifest.load import load
+    from build_graph.plan.plan import plan
+
+    stack = load(REPO / "examples" / "quickstart" / "images.toml")
+    planned = plan(stack)
+    hostile = "we$ird;x y/images.toml"
+    workflow = github_workflow(stack, planned, hostile, ["ubuntu-latest"], ["gpu"])
+    assert "'manifest=we$ird;x y/images.toml'" in workflow
+    build = cloudbuild_config(stack, planned, hostile)
+    assert "'manifest=we$$ird;x y/images.toml'" in build

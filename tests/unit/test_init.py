@@ -60,9 +60,10 @@ def test_init_overwrites_nothing(tmp_path: Path) -> None:
     (tmp_path / "dodo.py").write_text("# the team's own\n")
     with pytest.raises(ConfigError) as caught:
         scaffold.init(tmp_path, "quickstart")
-    assert str(caught.value) == (f"{tmp_path / 'dodo.py'}: exists already: `init` never "
-                                 "overwrites; pick an empty folder (init DIR) or move the "
-                                 "file away")
+    assert str(caught.value) == (f"{tmp_path / 'dodo.py'}: exists already (or is a symlink, "
+                                 "or leads out of the folder): `init` never overwrites and "
+                                 "writes only inside DIR; pick an empty folder or move it "
+                                 "away")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dodo.py"]  # nothing written
 
 
@@ -83,3 +84,20 @@ def test_init_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixtur
         main(["init", str(tmp_path / "other"), "--from", "ngc"])
     assert caught.value.code == 2
     assert "invalid choice: 'ngc'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("planted", ["dodo.py", "templates", ".gitignore"])
+def test_init_never_writes_through_a_symlink(tmp_path: Path, planted: str) -> None:
+    """A dangling link where a file goes, a linked templates/ or a linked .gitignore would
+    send the scaffold's writes anywhere on the host."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    team = tmp_path / "team"
+    team.mkdir()
+    target = outside / ("pwned" if planted != "templates" else "")
+    (team / planted).symlink_to(target if planted != "templates" else outside)
+    with pytest.raises(ConfigError) as caught:
+        scaffold.init(team, "quickstart")
+    assert planted in str(caught.value)
+    assert list(outside.iterdir()) == []
+    assert sorted(p.name for p in team.iterdir()) == [planted]

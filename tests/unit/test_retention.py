@@ -20,7 +20,7 @@ from build_graph.oci.retention import (
 from build_graph.plan.hashing import TAG_LENGTH
 
 NOW = datetime.datetime(2026, 11, 23, 12, tzinfo=datetime.UTC)
-OLD = Policy(keep=1, older_than=datetime.timedelta(days=14), now=NOW)
+OLD = Policy(stack="s", keep=1, older_than=datetime.timedelta(days=14), now=NOW)
 
 
 def dig(n: int) -> Digest:
@@ -33,7 +33,7 @@ def htag(n: int) -> str:
 
 def build(n: int, days_ago: int, layers: tuple[int, ...] = ()) -> Image:
     return Image(dig(n), NOW - datetime.timedelta(days=days_ago),
-                 tuple((dig(1000 + layer), 100 * layer) for layer in layers))
+                 tuple((dig(1000 + layer), 100 * layer) for layer in layers), stack="s")
 
 
 def repo(**tags: Image) -> Repository:
@@ -70,12 +70,13 @@ def test_human_tags_the_plan_the_newest_and_the_young_keep_their_images() -> Non
     r = repo(**{htag(1): build(1, 50), htag(2): build(2, 40), "release": Image(dig(2)),
                 htag(3): build(3, 30), htag(4): build(4, 20), htag(5): build(5, 2),
                 htag(6): build(6, 1)})
-    found = verdicts(r, planned={htag(3)}, policy=Policy(2, datetime.timedelta(days=14), NOW))
+    found = verdicts(r, planned={htag(3)},
+                     policy=Policy("s", 2, datetime.timedelta(days=14), NOW))
     assert found[htag(1)] == "delete" and found[htag(4)] == "delete"
     assert found[htag(2)] == "kept: the human tag 'release' names it"
     assert found[htag(3)] == f"kept: the current plan builds it ({htag(3)})"
     assert found[htag(6)] == found[htag(5)] == "kept: one of the newest 2 builds"
-    young = verdicts(r, set(), Policy(0, datetime.timedelta(days=25), NOW))
+    young = verdicts(r, set(), Policy("s", 0, datetime.timedelta(days=25), NOW))
     assert young[htag(4)].startswith("kept: younger than 25d")
 
 
@@ -90,14 +91,14 @@ def test_an_image_whose_state_cannot_be_read_stays() -> None:
 
 def test_an_unreadable_human_tag_keeps_the_whole_repository() -> None:
     r = repo(**{htag(1): build(1, 50), "release": Image(None, problem="gone meanwhile")})
-    found = verdicts(r, set(), Policy(0, datetime.timedelta(0), NOW))
+    found = verdicts(r, set(), Policy("s", 0, datetime.timedelta(0), NOW))
     assert found[htag(1)] == "kept: the tag 'release' could not be read, it may name this image"
 
 
 def test_a_digest_named_by_a_planned_and_an_old_hash_tag_stays() -> None:
     # Deleting by digest would take the planned tag with it.
     r = repo(**{htag(1): build(1, 50), htag(2): build(1, 50), htag(3): build(3, 0)})
-    [d, _] = sorted(decide(r, {htag(2)}, Policy(0, datetime.timedelta(0), NOW)),
+    [d, _] = sorted(decide(r, {htag(2)}, Policy("s", 0, datetime.timedelta(0), NOW)),
                     key=lambda d: d.digest)
     assert not d.delete and d.tags == (htag(1), htag(2))
 
@@ -123,3 +124,34 @@ def test_prune_refuses_bad_limits_before_reading_anything(
     # the manifest does not exist: the limits are refused before it is read
     assert main(["prune", *args, "--manifest", "no-such/images.toml"]) == EXIT_CONFIG
     assert says in capsys.readouterr().err
+
+
+def test_another_stacks_or_an_unlabelled_build_in_a_shared_repository_is_never_judged() -> None:
+    """Two stacks with a `runner` tier on one registry share r/runner: only this stack's
+    plan is known here, so the other's builds (and unlabelled images) stay."""
+    other = Image(dig(2), NOW - datetime.timedelta(days=90), stack="other")
+    unlabelled = Image(dig(3), NOW - datetime.timedelta(days=90))
+    r = repo(**{f"t_{htag(1)}": build(1, 1), f"t_{htag(2)}": other,
+                f"t_{htag(3)}": unlabelled, f"t_{htag(4)}": build(4, 60)})
+    found = verdicts(r, set(), Policy("s", 0, datetime.timedelta(days=14), NOW))
+    assert found[htag(2)] == "kept: built by the stack 'other', not this one"
+    assert found[htag(3)] == "kept: no build-graph stack label: not a build of this stack"
+    assert found[htag(4)] == "delete"
+
+
+def test_an_unreadable_build_does_not_take_a_keep_place_from_a_readable_one() -> None:
+    r = repo(**{f"t_{htag(1)}": build(1, 30), f"t_{htag(2)}": Image(dig(2), problem="gone")})
+    found = verdicts(r, set(), Policy("s", 1, datetime.timedelta(days=14), NOW))
+    assert found[htag(1)] == "kept: one of the newest 1 builds"
+    assert found[htag(2)].startswith("kept: its state could not be read")
+
+
+def test_the_next_page_is_found_wherever_the_link_header_lists_it() -> None:
+    from build_graph.oci.refs import parse_ref
+    from build_graph.registry.api import _next_page
+
+    ref = parse_ref("127.0.0.1:5000/team/app")
+    both = ('</v2/team/app/tags/list?n=2&last=a>; rel="prev", '
+            '</v2/team/app/tags/list?n=2&last=d>; rel="next"')
+    assert _next_page(ref, both) == "tags/list?n=2&last=d"
+    assert _next_page(ref, "") is None
