@@ -10,7 +10,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from build_graph.docker.daemon import client, short_error
+from build_graph.docker.connection import client, short_error
 from build_graph.errors import BuildFailed
 from build_graph.log import log
 

@@ -1,6 +1,7 @@
-"""Docker images through docker-py: build, push, pull, tag, probe, and the daemon itself.
+"""Docker images through docker-py: build, push, pull, inspect.
 
-With containers.py (running containers), the only code that talks to the Docker daemon.
+With containers.py (running containers) and connection.py (the client, whether a daemon is
+there), the only code that talks to the Docker daemon.
 
 Each call logs what it does ('+ docker build ...'). A missing daemon, an unreachable
 registry or a refused push becomes a DaemonUnreachable/RegistryError with one line that
@@ -9,14 +10,16 @@ says what to start or fix.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Callable, Mapping
-from functools import cache
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
-from build_graph.errors import BuildFailed, DaemonUnreachable, RegistryError, UntrustedAnswer
+from build_graph.docker.connection import (
+    client,
+    short_error,
+)
+from build_graph.errors import BuildFailed, RegistryError, UntrustedAnswer
 from build_graph.log import last_output, log
 from build_graph.oci import problems
 from build_graph.oci.digest import Digest, parse_digest
@@ -25,30 +28,13 @@ from build_graph.oci.refs import registry_of
 # docker-py (and requests under it) is imported on first use: a no-op run whose records
 # answer every question never pays for it.
 if TYPE_CHECKING:
-    import docker
+    pass
 
 _STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)")
-_client: docker.DockerClient | None = None
 
 PUSH_ATTEMPTS = 3
 _SERVER_ERROR = re.compile(r"\bHTTP status: 5\d\d\b|\b5\d\d (?:Internal Server Error|Bad Gateway|"
                            r"Service Unavailable|Gateway Timeout)\b")
-
-
-def client() -> docker.DockerClient:
-    """A shared client; long timeout because a silent compile step can last many minutes."""
-    global _client
-    import docker
-    import docker.errors
-
-    if _client is None:
-        try:
-            _client = docker.from_env(timeout=24 * 3600)
-            _client.ping()
-        except docker.errors.DockerException as exc:
-            _client = None
-            raise unreachable(_reason(exc)) from None
-    return _client
 
 
 def split_ref(ref: str) -> tuple[str, str]:
@@ -205,84 +191,3 @@ def ensure_local(ref: str) -> None:
         pull(ref)
 
 
-@cache
-def gpu_runtime() -> bool:
-    """Whether containers here can be given GPUs (the daemon knows the nvidia runtime).
-
-    Asked once per process. Over the Unix socket itself when DOCKER_HOST names one (or is
-    unset): every no-op run asks this, and docker-py's import alone costs more than the call.
-    """
-    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-    if host.startswith("unix://"):
-        info = _get_over_socket(host.removeprefix("unix://"), "/info")
-    else:
-        info = client().info()
-    return "nvidia" in (info.get("Runtimes") or {})
-
-
-@cache
-def reachable_gpu_runtime() -> bool | None:
-    """gpu_runtime(), or None when no daemon answers; asked once per process (a daemon
-    that is down is not asked again for every tier's up-to-date check)."""
-    try:
-        return gpu_runtime()
-    except DaemonUnreachable:
-        return None
-
-
-def _get_over_socket(socket_path: str, path: str) -> dict[str, Any]:
-    import http.client
-    import json
-    import socket
-
-    class UnixConnection(http.client.HTTPConnection):
-        def connect(self) -> None:
-            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            self.sock.settimeout(10)
-            self.sock.connect(socket_path)
-
-    try:
-        connection = UnixConnection("localhost", timeout=10)
-        connection.request("GET", path)
-        response = connection.getresponse()
-        body = response.read()
-        connection.close()
-        if response.status != 200:
-            raise OSError(f"HTTP {response.status}")
-        data: dict[str, Any] = json.loads(body)
-    except (OSError, ValueError) as exc:
-        raise unreachable(getattr(exc, "strerror", None) or str(exc)) from None
-    return data
-
-
-def unreachable(why: str) -> DaemonUnreachable:
-    """The one wording of 'no daemon answers': where it was looked for, and the fix."""
-    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-    return DaemonUnreachable(
-        f"cannot reach the Docker daemon at {host} ({why}); start it (scripts/services.sh "
-        "up, or systemctl start docker) or point DOCKER_HOST at one")
-
-
-def _reason(exc: BaseException) -> str:
-    """The innermost OS error under docker-py's 'Error while fetching server API version:
-    (...)' (a missing or refused socket), not the wrapping of three libraries."""
-    pending: list[object] = [exc]
-    seen: set[int] = set()
-    while pending:
-        item = pending.pop(0)
-        if id(item) in seen:  # a cause chain may loop
-            continue
-        seen.add(id(item))
-        if isinstance(item, OSError) and item.strerror:
-            return item.strerror
-        if isinstance(item, BaseException):
-            pending += [*item.args, item.__cause__, item.__context__]
-        elif isinstance(item, tuple):
-            pending += item
-    return short_error(exc)
-
-
-def short_error(exc: BaseException) -> str:
-    explanation = getattr(exc, "explanation", None)
-    text = str(explanation or exc)
-    return text.strip().splitlines()[0][:300] if text.strip() else type(exc).__name__

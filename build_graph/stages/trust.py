@@ -8,7 +8,7 @@ runner's (verify/request.py's trusted_fingerprints). The verify and promote stag
 
 from __future__ import annotations
 
-from build_graph.docker import daemon
+from build_graph.docker import connection
 from build_graph.oci.digest import Digest
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry.availability import Availability
@@ -44,7 +44,7 @@ def gpu_here() -> bool:
     verify that does run asks the daemon itself (stages/verify.py) and fails in one line
     when it cannot, and a GPU runner whose daemon answers still wants its own report.
     """
-    return daemon.reachable_gpu_runtime() is True
+    return connection.reachable_gpu_runtime() is True
 
 
 def passing_report(tier: PlannedTier, digest: Digest, holdings: Availability,

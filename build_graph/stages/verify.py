@@ -12,7 +12,7 @@ import dataclasses
 import json
 from typing import Any
 
-from build_graph.docker import containers, daemon
+from build_graph.docker import connection, containers, daemon
 from build_graph.docker.containers import Mount
 from build_graph.errors import BuildFailed
 from build_graph.layout import PROBE_DIR, PROBE_REPORT
@@ -53,7 +53,7 @@ def verify(tier: PlannedTier, holdings: Availability) -> None:
         return
     ref = f"{tier.repository}@{digest}"
     daemon.ensure_local(ref)
-    gpu = daemon.gpu_runtime()
+    gpu = connection.gpu_runtime()
     probe = run_probe(ref, probe_request(want, gpu, PROBE_REPORT, inventory=True), gpu)
     inventory = probe.pop("inventory", None)  # the SBOM's, not the report's
     if not gpu:

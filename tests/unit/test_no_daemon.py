@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from build_graph.docker import daemon
+from build_graph.docker import connection
 from build_graph.errors import DaemonUnreachable, EnvironmentProblem
 from build_graph.manifest.expectation import Expectation
 from build_graph.stages import trust
@@ -19,7 +19,7 @@ WANT = Expectation(python="3.11", conda=False, single_python=True, pip_check=Tru
 
 def test_a_runner_without_a_daemon_trusts_what_a_cpu_runner_trusts(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(daemon, "reachable_gpu_runtime", lambda: None)
+    monkeypatch.setattr(connection, "reachable_gpu_runtime", lambda: None)
     assert trust.gpu_here() is False
     # Both kinds of report count, so a stack verified anywhere plans as up to date.
     assert trusted_fingerprints(WANT, trust.gpu_here()) == [fingerprint(WANT, False),
@@ -28,7 +28,7 @@ def test_a_runner_without_a_daemon_trusts_what_a_cpu_runner_trusts(
 
 def test_a_gpu_runner_whose_daemon_answers_wants_its_own_report(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(daemon, "reachable_gpu_runtime", lambda: True)
+    monkeypatch.setattr(connection, "reachable_gpu_runtime", lambda: True)
     assert trusted_fingerprints(WANT, trust.gpu_here()) == [fingerprint(WANT, True)]
 
 
@@ -41,23 +41,23 @@ def test_no_socket_is_no_daemon_not_a_traceback(monkeypatch: pytest.MonkeyPatch,
         raise FileNotFoundError(2, "No such file or directory")
 
     monkeypatch.setattr("socket.socket.connect", absent)
-    daemon.reachable_gpu_runtime.cache_clear()
-    daemon.gpu_runtime.cache_clear()
+    connection.reachable_gpu_runtime.cache_clear()
+    connection.gpu_runtime.cache_clear()
     try:
-        assert daemon.reachable_gpu_runtime() is None
+        assert connection.reachable_gpu_runtime() is None
         with pytest.raises(DaemonUnreachable) as caught:
-            daemon.gpu_runtime()
+            connection.gpu_runtime()
     finally:
-        daemon.reachable_gpu_runtime.cache_clear()
-        daemon.gpu_runtime.cache_clear()
+        connection.reachable_gpu_runtime.cache_clear()
+        connection.gpu_runtime.cache_clear()
     assert str(caught.value) == (
         f"cannot reach the Docker daemon at unix://{tmp_path}/absent.sock (No such file or "
-        "directory); start it (scripts/services.sh up, or systemctl start docker) or point "
-        "DOCKER_HOST at one")
+        "directory); start it (systemctl start docker; in build-graph's own checkout "
+        "scripts/services.sh up) or point DOCKER_HOST at one")
 
 
 def test_the_line_names_what_needed_the_daemon() -> None:
-    problem = daemon.unreachable("Connection refused").needs("build:training")
+    problem = connection.unreachable("Connection refused").needs("build:training")
     assert isinstance(problem, EnvironmentProblem) and problem.exit_code == 3
     assert str(problem).startswith("build:training needs the Docker daemon: cannot reach "
                                    "the Docker daemon at ")
@@ -80,4 +80,16 @@ def test_docker_py_wrapping_is_read_down_to_the_os_error() -> None:
                                   "aborted.', FileNotFoundError(2, ...))") from None
     except DockerException as exc:
         caught = exc
-    assert daemon._reason(caught) == "No such file or directory"
+    found = connection._innermost_os_error(caught)
+    assert found is not None and found.strerror == "No such file or directory"
+    assert isinstance(connection._not_answering(caught), DaemonUnreachable)
+
+
+def test_a_daemon_that_answers_with_an_error_is_not_an_absent_daemon() -> None:
+    """Permission denied on the socket, or an HTTP error: a problem said as such, never
+    'no daemon' (planning would go on without it and a GPU runner judge as a CPU one)."""
+    denied = PermissionError(13, "Permission denied")
+    problem = connection._not_answering(RuntimeError("wrapped", denied))
+    assert isinstance(problem, EnvironmentProblem)
+    assert not isinstance(problem, DaemonUnreachable)
+    assert "Permission denied" in str(problem) and "could not be used" in str(problem)

@@ -1,0 +1,146 @@
+"""Whether a Docker daemon is there, and the one client for it (docker-py).
+
+`client()` connects once per process; `gpu_runtime()` asks the daemon whether containers
+can be given GPUs. 'No daemon here' (no socket, nothing listening) is DaemonUnreachable,
+which planning gets by without; a daemon that answers with an error, or refuses us, is
+another EnvironmentProblem, said as such: a sick daemon is never read as an absent one.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from build_graph.errors import DaemonUnreachable, EnvironmentProblem
+
+# docker-py (and requests under it) is imported on first use: a no-op run whose records
+# answer every question never pays for it.
+if TYPE_CHECKING:
+    import docker
+
+_client: docker.DockerClient | None = None
+
+
+def client() -> docker.DockerClient:
+    """A shared client; long timeout because a silent compile step can last many minutes."""
+    global _client
+    import docker
+    import docker.errors
+
+    if _client is None:
+        try:
+            _client = docker.from_env(timeout=24 * 3600)
+            _client.ping()
+        except docker.errors.DockerException as exc:
+            _client = None
+            raise _not_answering(exc) from None
+    return _client
+
+
+@cache
+def gpu_runtime() -> bool:
+    """Whether containers here can be given GPUs (the daemon knows the nvidia runtime).
+
+    Asked once per process. Over the Unix socket itself when DOCKER_HOST names one (or is
+    unset): every no-op run asks this, and docker-py's import alone costs more than the call.
+    """
+    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    if host.startswith("unix://"):
+        info = _get_over_socket(host.removeprefix("unix://"), "/info")
+    else:
+        info = client().info()
+    return "nvidia" in (info.get("Runtimes") or {})
+
+
+@cache
+def reachable_gpu_runtime() -> bool | None:
+    """gpu_runtime(), or None when no daemon answers; asked once per process (a daemon
+    that is down is not asked again for every tier's up-to-date check)."""
+    try:
+        return gpu_runtime()
+    except DaemonUnreachable:
+        return None
+
+
+def _get_over_socket(socket_path: str, path: str) -> dict[str, Any]:
+    import http.client
+    import json
+    import socket
+
+    class UnixConnection(http.client.HTTPConnection):
+        def connect(self) -> None:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(10)
+            self.sock.connect(socket_path)
+
+    try:
+        connection = UnixConnection("localhost", timeout=10)
+        connection.request("GET", path)
+        response = connection.getresponse()
+        body = response.read()
+        connection.close()
+    except OSError as exc:
+        raise _not_answering(exc) from None
+    if response.status != 200:  # a daemon that answers, with an error: not 'no daemon'
+        raise EnvironmentProblem(f"the Docker daemon at unix://{socket_path} answered "
+                                 f"{path} with HTTP {response.status}; see its logs")
+    try:
+        data: dict[str, Any] = json.loads(body)
+    except ValueError:
+        raise EnvironmentProblem(f"the Docker daemon at unix://{socket_path} answered {path} "
+                                 "with something that is not JSON; see its logs") from None
+    return data
+
+
+# What 'no daemon here' looks like from a client: no socket, nothing listening, no route.
+_ABSENT = {errno.ENOENT, errno.ECONNREFUSED, errno.ENOTCONN, errno.EHOSTUNREACH,
+           errno.ENETUNREACH, errno.ETIMEDOUT, errno.ECONNRESET}
+
+
+def _not_answering(exc: BaseException) -> EnvironmentProblem:
+    """DaemonUnreachable when no daemon is there (planning then goes on without one);
+    any other failure (permission denied, TLS, an HTTP error) is a problem said as such:
+    a sick daemon is never read as an absent one."""
+    cause = _innermost_os_error(exc)
+    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    if cause is not None and cause.errno in _ABSENT:
+        return unreachable(cause.strerror or str(cause))
+    why = (cause.strerror if cause is not None and cause.strerror else None) or short_error(exc)
+    return EnvironmentProblem(f"the Docker daemon at {host} could not be used ({why}); "
+                              "check its logs and your access to it")
+
+
+def unreachable(why: str) -> DaemonUnreachable:
+    """The one wording of 'no daemon answers': where it was looked for, and the fix."""
+    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    return DaemonUnreachable(
+        f"cannot reach the Docker daemon at {host} ({why}); start it (systemctl start "
+        "docker; in build-graph's own checkout scripts/services.sh up) or point DOCKER_HOST "
+        "at one")
+
+
+def _innermost_os_error(exc: BaseException) -> OSError | None:
+    """The OS error under docker-py's 'Error while fetching server API version: (...)' (a
+    missing or refused socket), not the wrapping of three libraries; None when none."""
+    pending: list[object] = [exc]
+    seen: set[int] = set()
+    while pending:
+        item = pending.pop(0)
+        if id(item) in seen:  # a cause chain may loop
+            continue
+        seen.add(id(item))
+        if isinstance(item, OSError) and item.errno is not None:
+            return item
+        if isinstance(item, BaseException):
+            pending += [*item.args, item.__cause__, item.__context__]
+        elif isinstance(item, tuple):
+            pending += item
+    return None
+
+
+def short_error(exc: BaseException) -> str:
+    explanation = getattr(exc, "explanation", None)
+    text = str(explanation or exc)
+    return text.strip().splitlines()[0][:300] if text.strip() else type(exc).__name__
