@@ -13,6 +13,7 @@ probe lists (verify/in_image/inventory.py) is covered: a new inventory re-verifi
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -37,7 +38,10 @@ def cyclonedx_json(inventory: object, repository: str, digest: Digest) -> str:
     bom = Bom()
     bom.metadata.component = Component(type=ComponentType.CONTAINER, name=repository,
                                        version=str(digest), bom_ref=str(digest))
-    for component in [*_debian(inventory.get("debian")), *_python(inventory.get("python"))]:
+    distro = inventory.get("distro")
+    distro = distro if isinstance(distro, dict) else {}
+    for component in [*_debian(inventory.get("debian"), distro),
+                      *_python(inventory.get("python"))]:
         bom.components.add(component)
     with warnings.catch_warnings():
         # The library warns that the image has no dependency graph: true, the SBOM lists
@@ -53,16 +57,23 @@ def _entries(value: object) -> Iterator[dict[str, str]]:
             yield entry
 
 
-def _debian(packages: object) -> Iterator[Any]:
+def _debian(packages: object, distro: dict[str, Any]) -> Iterator[Any]:
+    """dpkg's packages, named as the purl spec names them: the vendor (debian, ubuntu) as
+    namespace and `distro=<id>-<version>` (scanners match advisories on both)."""
     from cyclonedx.model.component import Component, ComponentType
     from packageurl import PackageURL
 
+    vendor = str(distro.get("id") or "debian")
+    vendor = vendor if re.fullmatch(r"[a-z0-9][a-z0-9._-]{0,30}", vendor) else "debian"
+    version = str(distro.get("version_id") or "")
     for p in _entries(packages):
         if not p.get("name"):
             continue
-        purl = PackageURL("deb", "debian", p["name"], p.get("version") or None,
-                          qualifiers={"arch": p["architecture"]} if p.get("architecture")
-                          else None)
+        qualifiers = {"arch": p["architecture"]} if p.get("architecture") else {}
+        if re.fullmatch(r"[0-9A-Za-z.]{1,20}", version):
+            qualifiers["distro"] = f"{vendor}-{version}"
+        purl = PackageURL("deb", vendor, p["name"], p.get("version") or None,
+                          qualifiers=qualifiers or None)
         yield Component(type=ComponentType.LIBRARY, name=p["name"], version=p.get("version"),
                         purl=purl, bom_ref=f"{purl}")
 

@@ -76,3 +76,14 @@ def test_the_sbom_is_valid_cyclonedx_and_lists_every_package(tmp_path: Path) -> 
 def test_no_inventory_no_sbom() -> None:
     with pytest.raises(BuildFailed, match="the probe listed no packages"):
         cyclonedx_json(None, "r/x", DIGEST)
+
+
+def test_an_ubuntu_image_s_packages_are_named_as_ubuntu_s() -> None:
+    """Scanners match advisories on the purl's vendor and distro: Ubuntu's openssl is not
+    Debian's."""
+    from build_graph.stages.sbom import _debian
+
+    packages = [{"name": "openssl", "version": "3.0.2-0ubuntu1.18", "architecture": "amd64"}]
+    [component] = list(_debian(packages, {"id": "ubuntu", "version_id": "22.04"}))
+    assert str(component.purl) == (
+        "pkg:deb/ubuntu/openssl@3.0.2-0ubuntu1.18?arch=amd64&distro=ubuntu-22.04")

@@ -67,5 +67,20 @@ def _license(meta: metadata.PackageMetadata) -> str:
     return " OR ".join(classifiers)
 
 
+def os_release(path: str = "/etc/os-release") -> dict[str, str]:
+    """ID and VERSION_ID of the image's distribution ('ubuntu', '24.04'); {} if unknown."""
+    found: dict[str, str] = {}
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                key, _, value = line.strip().partition("=")
+                if key in ("ID", "VERSION_ID"):
+                    found[key.lower()] = value.strip().strip('"').strip("'")[:40]
+    except OSError:
+        return {}
+    return found
+
+
 def collect() -> dict[str, object]:
-    return {"debian": debian_packages(), "python": python_distributions()}
+    return {"debian": debian_packages(), "python": python_distributions(),
+            "distro": os_release()}
