@@ -131,14 +131,14 @@ class Workspace:
     def manifest(self) -> Path:
         return self.root / "images.toml"
 
-    def doit(self, *args: str,
-             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    def doit(self, *args: str, env: dict[str, str] | None = None,
+             timeout: float = 1800) -> subprocess.CompletedProcess[str]:
         command = [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"),
                    f"manifest={self.manifest}", *args]
         # Verbose: the tests read the build steps from the output (quiet runs: test_runs).
         result = subprocess.run(command, capture_output=True, text=True, check=False,
                                 env={**os.environ, "BUILD_GRAPH_VERBOSE": "1", **(env or {})},
-                                timeout=1800)
+                                timeout=timeout)
         print(result.stdout[-20000:], result.stderr[-20000:])
         return result
 

@@ -60,7 +60,9 @@ FIRST: dict[str, int] = {}
 
 
 def test_the_cuda_stack_builds_verifies_and_promotes(ws: Workspace, gcs: GcsEmulator) -> None:
-    result = ws.doit(env={"STORAGE_EMULATOR_HOST": gcs.url})
+    # A cold CUDA compile is 16 min on an idle 2-core machine and half again as long on a
+    # busy one: the whole first run gets 50 min before the test calls it hung.
+    result = ws.doit(env={"STORAGE_EMULATOR_HOST": gcs.url}, timeout=3000)
     text = result.stdout + result.stderr
     assert result.returncode == 0, text[-5000:]
     assert "latest" in ws.registry.tags("cuda/kernels")
@@ -100,7 +102,8 @@ def test_a_fresh_runner_compiles_from_the_buckets_cache(ws: Workspace,
     shutil.rmtree(build / "default" / "kernels" / "wheels", ignore_errors=True)
     # -a: the kernels image is in the registry, which makes its compile up to date; a new
     # runner that must compile (a changed tier, an image gone) is what this stands for.
-    result = ws.doit("-a", "compile:kernels", env={"STORAGE_EMULATOR_HOST": gcs.url})
+    result = ws.doit("-a", "compile:kernels", env={"STORAGE_EMULATOR_HOST": gcs.url},
+                     timeout=3000)
     assert result.returncode == 0, (result.stdout + result.stderr)[-5000:]
     assert "compiler cache: restored cuda/kernels/" in result.stdout + result.stderr
     stats = compile_stats(ws)
