@@ -230,7 +230,10 @@ def push_old_image(reg: Registry, repo: str, tag: str) -> None:
 
     ref = parse_ref(f"{reg.address}/{repo}:{tag}")
     config = json.dumps({"created": "2020-01-01T00:00:00.123456789Z", "architecture": "amd64",
-                         "os": "linux", "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+                         "os": "linux", "rootfs": {"type": "layers", "diff_ids": []},
+                         # a build of the quickstart stack, as its labels say (prune judges
+                         # only this stack's builds)
+                         "config": {"Labels": {"io.build-graph.stack": "quickstart"}}}).encode()
     layer = b"not really a layer, but a blob of 42 bytes"
     manifest = {"schemaVersion": 2, "mediaType": MANIFEST_TYPE, "config": {
         "mediaType": "application/vnd.docker.container.image.v1+json",
