@@ -65,7 +65,7 @@ def _plan(args: argparse.Namespace) -> int:
     else:
         for row in rows:
             print(f"{row['key']:<24} {row['image']}  {row.get('status', '')}")
-    unasked = [row for row in rows if row.get("status") == "could not ask"]
+    unasked = [row for row in rows if row.get("registry") == "error"]
     if unasked:  # a plan with guesses in it is not a plan: say so, exit 3
         print(f"error: {unasked[0]['registry_error']}", file=sys.stderr)
         return EXIT_ENVIRONMENT
