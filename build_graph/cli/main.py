@@ -111,12 +111,7 @@ def _ci(args: argparse.Namespace) -> int:
     else:
         text = github_workflow(stack, plan(stack), str(args.manifest), args.runs_on,
                                args.gpu_runs_on)
-    if args.output is None:
-        sys.stdout.write(text)
-    else:
-        write_if_changed(args.output, text)
-        print(f"wrote {args.output}")
-    return 0
+    return _emit(text, args.output)
 
 
 def _init(args: argparse.Namespace) -> int:
@@ -158,11 +153,16 @@ def _sbom(args: argparse.Namespace) -> int:
     from build_graph.cli.artifacts import sbom
 
     text = sbom(load(args.manifest), args.tier)
-    if args.output is None:
+    return _emit(text, args.output)
+
+
+def _emit(text: str, output: Path | None) -> int:
+    """A generated document: to stdout, or written to `output` (only when it changed)."""
+    if output is None:
         sys.stdout.write(text)
     else:
-        write_if_changed(args.output, text)
-        print(f"wrote {args.output}")
+        write_if_changed(output, text)
+        print(f"wrote {output}")
     return 0
 
 
