@@ -7,6 +7,7 @@ side never share a plan cache, a doit database, a run lock or records. Its conte
     .plan-cache.pickle         the last plan, reused while none of its inputs changed
     .build-graph-doit.json     doit's database
     .doit.lock                 the run lock: one doit run per stack at a time
+    summary.md                 the last run's summary (also sent to $GITHUB_STEP_SUMMARY)
     ccache/<variant>/<tier>/   the compiler cache a compile mounts at CCACHE_DIR
     ccache/<variant>/<tier>.state.json   where that folder was restored from (ccache/sync.py
                                keeps it beside the folder it is given)
@@ -132,6 +133,11 @@ class BuildFolder:
     @property
     def sources(self) -> Path:
         return self.root / "sources"
+
+    @property
+    def run_summary(self) -> Path:
+        """The last run's summary in Markdown (run/summary.py)."""
+        return self.root / "summary.md"
 
     @property
     def cache_store(self) -> Path:

@@ -49,3 +49,10 @@ def one_error(folder: Path, text: str, key: str) -> str:
     matching = [e for e in config_errors(folder, text) if e.startswith(f"{key}: ")]
     assert len(matching) == 1, matching
     return matching[0]
+
+
+def summary_rows(text: str) -> dict[str, list[str]]:
+    """The run summary's table (build/summary.md's text): tier -> its cells."""
+    return {cells[0]: cells for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith(("| tier ", "|---"))
+            for cells in [[c.strip() for c in line.strip("|").split(" | ")]]}

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from doit.exceptions import TaskFailed
 from doit.reporter import ConsoleReporter
 
 from build_graph.errors import EXIT_BUILD, EXIT_CONFIG, EXIT_ENVIRONMENT
-from build_graph.log import tail, verbose
+from build_graph.log import progress, tail, verbose
+from build_graph.run.summary import RunSummary
 
 TAIL_LINES = 15
 
@@ -47,11 +48,18 @@ def exit_code_for(codes: list[int]) -> int:
 
 class ExitCodeReporter(ConsoleReporter):  # type: ignore[misc]
     desc = "one line per task, logs per task, exit codes by cause"
+    # Set by run/tasks.py's doit_config for a stack: where the run summary goes, and how
+    # it reads the digest of a tier that ran nothing. None: no summary (unit tests).
+    summary_file: ClassVar[Path | None] = None
+    summary_title: ClassVar[str] = ""
+    recorded_digest: ClassVar[Any] = None
 
     def __init__(self, outstream: Any, options: dict[str, Any]) -> None:
         super().__init__(outstream, options)
         self.started: dict[str, float] = {}
         self.live = bool(getattr(outstream, "isatty", lambda: False)()) and not verbose()
+        digest = type(self).recorded_digest
+        self.summary = RunSummary(self.summary_title, *([digest] if digest else []))
 
     def execute_task(self, task: Any) -> None:
         if not task.actions or task.name.startswith("_"):
@@ -63,22 +71,28 @@ class ExitCodeReporter(ConsoleReporter):  # type: ignore[misc]
             self.write(f"\r\033[K..    {task.title()}")
             self.outstream.flush()
 
-    def _done(self, task: Any, mark: str) -> None:
+    def _done(self, task: Any, mark: str) -> float:
         elapsed = time.monotonic() - self.started.pop(task.name, time.monotonic())
         prefix = "\r\033[K" if self.live else ""
         self.write(f"{prefix}{mark:<5} {task.title()}  {elapsed:.1f} s\n")
+        return elapsed
 
     def add_success(self, task: Any) -> None:
         if task.actions and not task.name.startswith("_"):
-            self._done(task, "ok")
+            self.summary.ran(task.name, self._done(task, "ok"), task.values)
+
+    def skip_uptodate(self, task: Any) -> None:
+        super().skip_uptodate(task)
+        self.summary.up_to_date(task.name)
 
     def add_failure(self, task: Any, fail: Any) -> None:
         if not fail.report:
             return
         self.failures.append({"task": task, "exception": fail})
         if task.name in self.started:
-            self._done(task, "FAIL")
+            self.summary.failed(task.name, fail.get_msg(), self._done(task, "FAIL"))
         else:
+            self.summary.failed(task.name, fail.get_msg(), None)
             self.write(f"FAIL  {task.title()}\n")
         self.write("".join(f"      {line}\n" for line in fail.get_msg().rstrip().splitlines()))
         log_path = getattr(fail, "log_path", None)
@@ -89,6 +103,9 @@ class ExitCodeReporter(ConsoleReporter):  # type: ignore[misc]
 
     def complete_run(self) -> None:
         super().complete_run()
+        if self.summary_file is not None and self.summary.rows:
+            for problem in self.summary.write(self.summary_file):
+                progress(f"warning: {problem}")
         failures: list[dict[str, Any]] = self.failures
         codes = [f["exception"].exit_code for f in failures
                  if isinstance(f["exception"], StageFailed)]

@@ -17,14 +17,16 @@ from doit.exceptions import TaskFailed
 from doit.tools import config_changed
 
 from build_graph.errors import BuildGraphError, DaemonUnreachable, interrupted
+from build_graph.fs import read_record
 from build_graph.log import log, shown, task_log
 from build_graph.manifest.model import STAGES, Stack
-from build_graph.oci.digest import Digest
+from build_graph.oci.digest import Digest, maybe_digest
 from build_graph.oci.refs import Presence
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry.availability import Availability
 from build_graph.run import explain
 from build_graph.run.reporter import ExitCodeReporter, StageFailed
+from build_graph.run.summary import Facts
 from build_graph.stages import build, promote, push, trust
 from build_graph.stages import compile as compile_stage
 from build_graph.stages import render as render_stage
@@ -34,30 +36,45 @@ DoitTask = dict[str, Any]
 
 
 def doit_config(stack: Stack) -> dict[str, Any]:
+    reporter = type("StackReporter", (ExitCodeReporter,), {
+        "summary_file": stack.build_folder.run_summary,
+        "summary_title": f"{stack.name} ({stack.manifest})",
+        "recorded_digest": staticmethod(partial(recorded_digest, stack))})
     return {
         "dep_file": str(stack.build_folder.doit_db),
         "backend": "json",
         "default_tasks": ["promote"],
         "verbosity": 2,
-        "reporter": ExitCodeReporter,
+        "reporter": reporter,
         # `doit -n N` runs tasks in threads of this process, not forked processes: a fork
         # would share the Docker client's open connections between processes.
         "par_type": "thread",
     }
 
 
-def action(stage: str, tier: PlannedTier, fn: Callable[..., None],
-           *args: Any) -> Callable[[], TaskFailed | bool]:
+def recorded_digest(stack: Stack, key: str) -> str | None:
+    """The digest push.json recorded for a tier key (`tier` or `tier@variant`): for the run
+    summary of a tier that ran nothing (its up-to-date check wrote it this run)."""
+    name, _, variant = key.partition("@")
+    variant = variant or stack.variants[0].name  # a key without '@': the only variant
+    note = read_record(stack.build_folder.tier(variant, name).push_record)
+    found = maybe_digest(note.get("digest")) if note else None
+    return str(found) if found else None
+
+
+def action(stage: str, tier: PlannedTier, fn: Callable[..., Facts | None],
+           *args: Any) -> Callable[[], TaskFailed | Facts]:
     """A doit python-action for one stage of one tier. Its output goes to the tier's
     logs/<stage>.log (and to the terminal when verbose); our errors become a clean
     StageFailed with the cause's exit code (no traceback); Ctrl-C becomes one line and
-    exit 130."""
+    exit 130. What the stage returns (its facts: a digest, a hit rate, ...) becomes the
+    task's doit values, which the run summary reads."""
     path = tier.folder.log(stage)
 
-    def run() -> TaskFailed | bool:
+    def run() -> TaskFailed | Facts:
         with task_log(path):
             try:
-                fn(*args)
+                facts = fn(*args) or {}
             except BuildGraphError as exc:
                 if isinstance(exc, DaemonUnreachable):  # say which task wanted it
                     exc = exc.needs(f"{stage}:{tier.key}")
@@ -65,7 +82,7 @@ def action(stage: str, tier: PlannedTier, fn: Callable[..., None],
                 return StageFailed(str(exc), exc.exit_code, path)
             except KeyboardInterrupt:
                 interrupted(f"{stage} of {tier.key}")
-        return True
+        return facts
 
     run.__name__ = fn.__name__
     return run

@@ -59,7 +59,8 @@ def compiled(tier: PlannedTier, holdings: Availability) -> bool:
         raise
 
 
-def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> None:
+def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[str, str]:
+    """Compile the tier's wheels in its builder; returns the compiler cache's effect."""
     assert tier.spec.compile is not None and tier.script is not None
     src, staging = tier.folder.staged_sources, tier.folder.wheels_staging
     stage_sources(stack, tier)
@@ -102,6 +103,9 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> None:
     shutil.rmtree(tier.folder.wheels, ignore_errors=True)
     staging.rename(tier.folder.wheels)
     log(f"[{tier.key}] wheels: {', '.join(p.name for p in outputs)}")
+    if stats is None:
+        return {"ccache": "no statistics"}
+    return {"ccache": f"{stats.hits} hits / {stats.misses} misses ({stats.hit_rate:.0%})"}
 
 
 class Progress:

@@ -39,10 +39,11 @@ def _tag_digest(tier: PlannedTier, name: str, holdings: Availability,
     return (holdings.require(ref) if fresh else holdings.answer(ref)).digest
 
 
-def promote(tier: PlannedTier, holdings: Availability, verify_first: Callable[[], None]) -> None:
+def promote(tier: PlannedTier, holdings: Availability,
+            verify_first: Callable[[], object]) -> dict[str, str]:
     """Move the human tags to the verified digest; refuses anything not verified.
     `verify_first` (the verify stage, wired in by run/tasks.py) runs when the hash tag
-    names a digest nobody verified yet."""
+    names a digest nobody verified yet. Returns the digest and the tags it moved."""
     probe = holdings.require(tier.image)
     if probe.digest is None:
         raise BuildFailed(f"{tier.key}: {tier.image} is not in the registry; run "
@@ -64,6 +65,8 @@ def promote(tier: PlannedTier, holdings: Availability, verify_first: Callable[[]
     gpu = shown(report.get("gpu", ""))
     if not gpu.startswith(("passed", "not applicable")):
         progress(f"[{tier.key}] promoted with GPU {gpu} (verify.gpu = \"optional\")")
+    return {"digest": str(probe.digest), "tags_moved": ", ".join(moving) or "none",
+            "gpu": gpu}
 
 
 def copy_manifest(tier: PlannedTier, digest: Digest, tags: tuple[str, ...],

@@ -26,12 +26,13 @@ def pushed(tier: PlannedTier, holdings: Availability) -> bool:
     return False
 
 
-def push(tier: PlannedTier, holdings: Availability) -> None:
+def push(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
+    """Push the hash tag; returns the digest the registry holds under it."""
     probe = holdings.require(tier.image)
     if probe.presence is Presence.PRESENT and probe.digest:
         log(f"[{tier.key}] registry already holds {tier.image} ({probe.digest})")
         write_record(tier.folder.push_record, record(tier, probe.digest))
-        return
+        return {"digest": str(probe.digest)}
     ours = daemon.push(tier.image)  # only compared and logged: the registry's answer counts
     now = holdings.require(tier.image)
     if now.digest is None:
@@ -41,6 +42,7 @@ def push(tier: PlannedTier, holdings: Availability) -> None:
         log(f"[{tier.key}] another runner pushed {tier.image} too; adopting the registry's "
             f"{now.digest} (ours was {ours})")
     write_record(tier.folder.push_record, record(tier, now.digest))
+    return {"digest": str(now.digest)}
 
 
 def record(tier: PlannedTier, digest: Digest) -> dict[str, object]:

@@ -16,7 +16,7 @@ from build_graph.docker import connection, containers, daemon
 from build_graph.docker.containers import Mount
 from build_graph.errors import BuildFailed
 from build_graph.layout import PROBE_DIR, PROBE_REPORT
-from build_graph.log import log, progress
+from build_graph.log import log, progress, shown
 from build_graph.manifest.expectation import Expectation
 from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Answer, Presence
@@ -40,17 +40,20 @@ def verified(tier: PlannedTier, holdings: Availability) -> bool:
                 and trust.passing_report(tier, probe.digest, holdings) is not None)
 
 
-def verify(tier: PlannedTier, holdings: Availability) -> None:
+def verify(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
     """Answer the digest the hash tag names; store the report in the registry either way;
-    raise unless it passed. A passing report another runner stored meanwhile is adopted."""
+    raise unless it passed. A passing report another runner stored meanwhile is adopted.
+    Returns what the report says: its summary and the GPU's status."""
     want = tier.expect
     image = holdings.require(tier.image)
     digest = image.digest
     if digest is None:
         raise BuildFailed(f"{tier.key}: {tier.image} is not in the registry; run push:{tier.key}")
-    if trust.passing_report(tier, digest, holdings, fresh=True) is not None:
+    stored = trust.passing_report(tier, digest, holdings, fresh=True)
+    if stored is not None:
         log(f"[{tier.key}] the registry already holds a passing report for {digest}")
-        return
+        return {"verify": "passed (a report another runner stored)",
+                "gpu": shown(stored.get("gpu", "?"))}
     ref = f"{tier.repository}@{digest}"
     daemon.ensure_local(ref)
     gpu = connection.gpu_runtime()
@@ -75,6 +78,7 @@ def verify(tier: PlannedTier, holdings: Availability) -> None:
                           f"promoted ({why}):\n{lines}")
     progress(f"[{tier.key}] verified {ref}: {summary(results)}; GPU {gpu_status(results)}")
     log(lines)
+    return {"verify": f"passed ({summary(results)})", "gpu": gpu_status(results)}
 
 
 def publish_sbom(tier: PlannedTier, image: Answer, digest: Digest, inventory: object) -> None:

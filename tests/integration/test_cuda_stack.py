@@ -18,8 +18,13 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import REPO
-from tests.integration.conftest import GcsEmulator, Registry, Workspace, output_of
+from tests.helpers import REPO, summary_rows
+from tests.integration.conftest import (
+    GcsEmulator,
+    Registry,
+    Workspace,
+    output_of,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.cuda]
 BUCKET = "team-ccache"
@@ -88,6 +93,13 @@ def test_the_cuda_stack_builds_verifies_and_promotes(ws: Workspace, gcs: GcsEmul
     assert checks["GPU kernel launch"]["status"] == "not checked"
     assert all(c["status"] == "pass" for n, c in checks.items() if n.startswith("smoke: "))
 
+    # The row the CI page shows.
+    row = summary_rows((ws.root / "build" / "summary.md").read_text())["kernels"]
+    assert row[1] == "render, compile, build, push, verify, promote", row
+    assert " misses (" in row[3] and row[4].startswith("passed ("), row
+    assert "; GPU not checked: " in row[4] and row[5] == ws.registry.digest("cuda/kernels",
+                                                                            "latest")
+
     image = f"{ws.registry.address}/cuda/kernels:latest"
     found = output_of(image, ["sh", "-c", "command -v gcc g++ cc nvcc ccache || true"])
     assert found.strip() == "", f"compilers in the runtime image: {found}"
@@ -109,4 +121,6 @@ def test_a_fresh_runner_compiles_from_the_buckets_cache(ws: Workspace,
     stats = compile_stats(ws)
     assert stats["transfer"]["restored_from"] is not None
     assert stats["stats"]["hit_rate"] >= 0.9, stats  # nvcc's units too: most of the work
+    row = summary_rows((ws.root / "build" / "summary.md").read_text())["kernels"]
+    assert "compile" in row[1].split(", ") and " hits / " in row[3], row
     assert wheel_libraries(ws) == FIRST  # the same device code, byte for byte

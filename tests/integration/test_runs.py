@@ -7,12 +7,15 @@ share most images: both converge, nothing is built twice on the next run.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
+from tests.helpers import summary_rows
 from tests.integration.conftest import Registry, Workspace, built, make_workspace
 
 pytestmark = pytest.mark.integration
@@ -132,3 +135,35 @@ def test_a_compile_sees_exactly_the_files_its_hash_was_made_of(ws: Workspace) ->
                  "fastext/.dockerignore"}
     assert files == expected
     assert "fastext/extra.h" in files and "fastext/setup.py" in files
+
+
+def test_the_run_summary_says_what_ran_the_cache_verify_digest_and_tags(
+        ws: Workspace, tmp_path: Path) -> None:
+    """A first run, then one whose compile inputs changed but not its C++: the summary
+    (build/summary.md, and appended to $GITHUB_STEP_SUMMARY as GitHub reads it) shows the
+    untouched builder up to date with its digest, and fastext recompiled from the cache,
+    rebuilt, verified and promoted, with the digest `latest` names now."""
+    step = tmp_path / "step-summary.md"
+    env = {**QUIET, "GITHUB_STEP_SUMMARY": str(step)}
+    first = ws.doit(env=env)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    (ws.root / "src" / "fastext" / "NOTES.txt").write_text("changes the compile's inputs\n")
+    second = ws.doit(env=env)
+    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
+
+    summary = ws.root / "build" / "summary.md"
+    text = summary.read_text()
+    assert text.startswith("### build-graph: quickstart (")
+    assert step.read_text().count("### build-graph: quickstart (") == 2
+    assert step.read_text().endswith(text + "\n")  # the second run's, appended last
+    found = summary_rows(summary.read_text())
+    assert set(found) == {"builder", "fastext", "base", "training", "runner"}
+    builder, fastext = found["builder"], found["fastext"]
+    assert builder[1:3] == ["nothing (up to date)", "-"]
+    assert builder[5] == ws.registry.digest("quickstart/builder", "latest")
+    assert fastext[1] == "compile, build, push, verify, promote", fastext
+    cache = re.fullmatch(r"(\d+) hits / 0 misses \(100%\)", fastext[3])
+    assert cache and int(cache[1]) > 0, fastext
+    assert fastext[4].startswith("passed (") and "GPU not applicable" in fastext[4]
+    assert fastext[5] == ws.registry.digest("quickstart/fastext", "latest")
+    assert "latest" in fastext[6].split(", ")

@@ -1,0 +1,144 @@
+"""The run summary: per tier what ran, how long, the compiler cache, verify, digest, tags.
+
+The reporter feeds it one event per task; at the end of a run it is written as Markdown to
+`build/summary.md` (the last run's) and appended to `$GITHUB_STEP_SUMMARY` when that is set
+(GitHub shows it on the run's page). The facts come from what the stages returned (stages
+own them); a tier whose stages were all up to date shows the digest push.json recorded
+when this run's up-to-date check read it from the registry.
+
+Every value shown is escaped for a Markdown table (HTML, pipes, newlines): an error message
+can carry a registry's or a build's text, which must not become markup on a CI page.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from build_graph.fs import write_if_changed
+from build_graph.manifest.model import STAGES
+
+STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
+_CELL_LIMIT = 160
+_MARKUP = re.compile(r"[\\`*_\[\]|~#!]")  # Markdown punctuation, escaped with a backslash
+Facts = dict[str, str]
+
+
+@dataclass
+class TierRow:
+    """What happened to one tier (one variant of it) in this run."""
+
+    ran: dict[str, float] = field(default_factory=dict)  # stage -> seconds
+    up_to_date: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # stage -> first line of the error
+    not_run: list[str] = field(default_factory=list)  # an earlier stage failed
+    facts: Facts = field(default_factory=dict)
+
+    @property
+    def outcome(self) -> str:
+        if self.failed:
+            return "failed"
+        return "rebuilt" if self.ran else "up to date" if self.up_to_date else "not run"
+
+
+@dataclass
+class RunSummary:
+    """Collects the run's events; `markdown()` renders them in the graph's order."""
+
+    title: str
+    recorded_digest: Callable[[str], str | None] = lambda key: None
+    rows: dict[str, TierRow] = field(default_factory=dict)
+
+    def _row(self, task_name: str) -> tuple[str, TierRow] | None:
+        stage, _, key = task_name.partition(":")
+        if stage not in STAGES or not key:
+            return None  # a tier's own task (`doit <tier>`), or not ours
+        return stage, self.rows.setdefault(key, TierRow())
+
+    def ran(self, task_name: str, seconds: float, facts: object) -> None:
+        if (found := self._row(task_name)) is not None:
+            stage, row = found
+            row.ran[stage] = seconds
+            if isinstance(facts, dict):
+                row.facts.update({str(k): str(v) for k, v in facts.items()})
+
+    def up_to_date(self, task_name: str) -> None:
+        if (found := self._row(task_name)) is not None:
+            found[1].up_to_date.append(found[0])
+
+    def failed(self, task_name: str, message: str, seconds: float | None) -> None:
+        if (found := self._row(task_name)) is None:
+            return
+        stage, row = found
+        if seconds is None:  # never started: a stage before it failed
+            row.not_run.append(stage)
+        else:
+            row.ran[stage] = seconds
+            row.failed[stage] = (message.strip().splitlines() or [""])[0]
+
+    def markdown(self) -> str:
+        counts = {name: sum(1 for r in self.rows.values() if r.outcome == name)
+                  for name in ("rebuilt", "up to date", "failed", "not run")}
+        total = sum(sum(r.ran.values()) for r in self.rows.values())
+        lines = [f"### build-graph: {cell(self.title)}", "",
+                 f"{len(self.rows)} tiers: " + ", ".join(f"{n} {name}" for name, n
+                                                        in counts.items() if n)
+                 + f"; {total:.1f} s in stages", "",
+                 "| tier | ran | time | compiler cache | verify | digest | tags moved |",
+                 "|---|---|---|---|---|---|---|"]
+        for key, row in self.rows.items():
+            lines.append("| " + " | ".join(cell(c) for c in self._cells(key, row)) + " |")
+        return "\n".join(lines) + "\n"
+
+    def _cells(self, key: str, row: TierRow) -> list[str]:
+        ran = ", ".join(f"{s} FAILED" if s in row.failed else s for s in row.ran)
+        if row.not_run:
+            ran += ("; " if ran else "") + "not run: " + ", ".join(row.not_run)
+        time_s = f"{sum(row.ran.values()):.1f} s" if row.ran else "-"
+        digest = row.facts.get("digest") or self.recorded_digest(key) or "-"
+        return [key, ran or "nothing (up to date)", time_s,
+                row.facts.get("ccache", "-"), self._verify(row), digest,
+                row.facts.get("tags_moved", "-")]
+
+    @staticmethod
+    def _verify(row: TierRow) -> str:
+        if "verify" in row.failed:
+            return f"failed: {row.failed['verify']}"
+        gpu = row.facts.get("gpu", "")
+        if gpu.startswith(("passed", "not applicable")):
+            gpu = gpu.split(":", 1)[0]  # the why matters only when it was not checked
+        gpu = f"; GPU {gpu}" if gpu else ""
+        if "verify" in row.facts:
+            return f"{row.facts['verify']}{gpu}"
+        if "verify" in row.up_to_date:
+            return f"passed (a report in the registry){gpu}"
+        return "not run" if "verify" in row.not_run else "-"
+
+    def write(self, path: Path) -> list[str]:
+        """Write the summary to `path` and append it to $GITHUB_STEP_SUMMARY when set.
+        Returns the problems met (a summary never fails a run)."""
+        text, problems = self.markdown(), []
+        try:
+            write_if_changed(path, text)
+        except OSError as exc:
+            problems.append(f"run summary not written to {path}: {exc}")
+        step = os.environ.get(STEP_SUMMARY)
+        if step:
+            try:
+                with open(step, "a", encoding="utf-8") as out:
+                    out.write(text + "\n")
+            except OSError as exc:
+                problems.append(f"run summary not appended to ${STEP_SUMMARY} ({step}): {exc}")
+        return problems
+
+
+def cell(value: str) -> str:
+    """One table cell: no markup, no line breaks, no column breaks, bounded."""
+    text = " ".join(str(value).split())
+    if len(text) > _CELL_LIMIT:
+        text = text[:_CELL_LIMIT - 3] + "..."
+    return html.escape(_MARKUP.sub(r"\\\g<0>", text), quote=False)
