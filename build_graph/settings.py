@@ -83,6 +83,22 @@ def credential() -> str | None:
     return None
 
 
+def warnings() -> list[str]:
+    """Settings that weaken a build without failing it: said before a run, never silent."""
+    trusted = os.environ.get("BUILD_GRAPH_PIP_TRUSTED_HOST", "")
+    if not trusted:
+        return []
+    return [f"warning: BUILD_GRAPH_PIP_TRUSTED_HOST={trusted} turns off TLS verification "
+            "for pip's downloads from those hosts; the build host's CA bundle reaches builds "
+            f"by itself (a proxy's CA included: {CA_SETTING}), so unset it unless that index "
+            "really serves plain HTTP or a certificate no CA vouches for"]
+
+
+def named_ca() -> bool:
+    """Whether BUILD_GRAPH_CA_BUNDLE names a bundle (not unset, not `none`)."""
+    return os.environ.get(CA_SETTING, "").lower() not in ("", "none")
+
+
 def check(buildkit: bool) -> None:
     """Fail before any build when a credential could only travel as a build arg."""
     found = credential()

@@ -15,15 +15,49 @@ import json
 import re
 import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import metadata
 
 from build_graph.log import shown
 from build_graph.manifest.expectation import expectation_for
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier
 
-SETUP = "scripts/bootstrap.sh"  # the virtualenv with build-graph, on a fresh runner
+_SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # GitHub's rule for secret names
+_LOGIN_USER = re.compile(r"[A-Za-z0-9_.@+-]+")
 # Pinned to a commit, not a tag: a tag can be moved to other code (zizmor: unpinned-uses).
 CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683"  # v4.2.2
+
+
+def setup_command() -> str:
+    """A fresh runner's set-up: a virtualenv with this very version of build-graph, from
+    the runner's package index (a team's repository has no bootstrap script of ours; this
+    repository's own CI passes `--setup scripts/bootstrap.sh`). Debian's python3 may lack
+    venv: the step installs python3-venv then, where apt-get is there."""
+    try:
+        version = metadata.version("build-graph")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        version = None
+    pin = f"build-graph=={version}" if version else "build-graph"
+    return ("(python3 -m venv .venv || { apt-get update -q && apt-get install -y -q "
+            f"python3-venv && python3 -m venv .venv; }}) && .venv/bin/pip install -q '{pin}'")
+
+
+@dataclass(frozen=True)
+class Login:
+    """`docker login` to the stack's registry with a GitHub secret: the secret reaches the
+    step as an environment variable, never as text in `run:` (zizmor: template-injection)."""
+
+    secret: str
+    user: str
+
+    def __post_init__(self) -> None:
+        if not _SECRET_NAME.fullmatch(self.secret):
+            raise ValueError(f"--login-secret {self.secret!r}: a GitHub secret name is "
+                             "letters, digits and '_', not starting with a digit")
+        if not _LOGIN_USER.fullmatch(self.user):
+            raise ValueError(f"--login-user {self.user!r}: letters, digits and _ . @ + - only "
+                             "(e.g. _json_key_base64 for an Artifact Registry key)")
 
 
 def job_id(key: str) -> str:
@@ -42,8 +76,19 @@ def needs_gpu(stack: Stack, tier: PlannedTier) -> bool:
 
 
 def github_workflow(stack: Stack, planned: Sequence[PlannedTier], manifest: str,
-                    runs_on: Sequence[str], gpu_runs_on: Sequence[str]) -> str:
+                    runs_on: Sequence[str], gpu_runs_on: Sequence[str], *,
+                    setup: str | None = None, login: Login | None = None) -> str:
     q = json.dumps
+    host = stack.registry.split("/", 1)[0]
+    login_steps = [] if login is None else [
+        f"      - name: {q('log in to ' + host)}",
+        "        env:",
+        f"          REGISTRY_USER: {q(login.user)}",
+        f"          REGISTRY_TOKEN: {q('${{ secrets.' + login.secret + ' }}')}",
+        "        run: " + q("printf '%s' \"$REGISTRY_TOKEN\" | docker login "
+                           f"{shlex.quote(host)} --username \"$REGISTRY_USER\" "
+                           "--password-stdin"),
+    ]
     target = shlex.quote(f"manifest={manifest}")  # a path is shell text in `run:`
     lines = [
         f"# Written by `python -m build_graph ci --github` from {shown(manifest)}; "
@@ -55,9 +100,9 @@ def github_workflow(stack: Stack, planned: Sequence[PlannedTier], manifest: str,
         "  push:",
         f"    branches: [{q('main')}]",
         "  workflow_dispatch: {}",
-        "# Jobs read the repository and nothing else: registry and bucket credentials are",
-        "# the runner's own (docker login, Application Default Credentials), never a token",
-        "# of this workflow.",
+        "# Jobs read the repository and nothing else. Registry credentials: the runner's own",
+        "# (docker login) or the secret named by --login-secret; the compiler cache bucket:",
+        "# Application Default Credentials.",
         "permissions:",
         f"  contents: {q('read')}",
         "jobs:",
@@ -75,8 +120,9 @@ def github_workflow(stack: Stack, planned: Sequence[PlannedTier], manifest: str,
             "        with:",
             # No token left in .git/config for later steps to find (zizmor: artipacked).
             "          persist-credentials: false",
+            *login_steps,
             f"      - name: {q('set up build-graph')}",
-            f"        run: {q(SETUP)}",
+            f"        run: {q(setup or setup_command())}",
             f"      - name: {q('build, push, verify, promote ' + tier.key)}",
             f"        run: {q(f'.venv/bin/doit {target} promote:{tier.key}')}",
         ]

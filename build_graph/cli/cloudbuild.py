@@ -25,13 +25,19 @@ import re
 import shlex
 from collections.abc import Sequence
 
-from build_graph.cli.ci import SETUP
+from build_graph.cli.ci import setup_command
 from build_graph.log import shown
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier
 
-# gcloud (the Docker credential helper), Python 3 and the docker CLI (BuildKit builds).
-STEP_IMAGE = "gcr.io/google.com/cloudsdktool/cloud-sdk:stable"
+# The step image needs gcloud (Docker's credential helper), python3 and the docker CLI.
+# The full gcloud image has all three (its Dockerfile copies docker's static CLI in,
+# https://github.com/GoogleCloudPlatform/cloud-sdk-docker); `:stable` has no docker CLI.
+# The first step checks the three and names what a --step-image lacks.
+STEP_IMAGE = "gcr.io/google.com/cloudsdktool/google-cloud-cli:latest"
+_TOOLS_CHECK = ("for tool in docker python3 gcloud; do command -v \"$$tool\" >/dev/null || "
+                "{ echo \"the step image has no $$tool: pass ci --step-image IMAGE with "
+                "docker, python3 and gcloud\" >&2; exit 1; }; done")
 DEFAULT_MACHINE = "E2_HIGHCPU_32"  # a cold PyTorch compile is CPU-bound for hours
 DEFAULT_HOURS = 12.0  # a cold multi-arch compile plus the rest; Cloud Build allows 24 h
 
@@ -47,8 +53,10 @@ def registry_host(stack: Stack) -> str:
 
 def cloudbuild_config(stack: Stack, planned: Sequence[PlannedTier], manifest: str, *,
                       machine_type: str = DEFAULT_MACHINE, hours: float = DEFAULT_HOURS,
-                      service_account: str | None = None) -> str:
+                      service_account: str | None = None, setup: str | None = None,
+                      step_image: str = STEP_IMAGE) -> str:
     q = json.dumps
+    install = (setup or setup_command()).replace("$", "$$")  # Cloud Build substitutes $X
     host = registry_host(stack)
     lines = [
         f"# Written by `python -m build_graph ci --cloudbuild` from {shown(manifest)}; "
@@ -57,11 +65,12 @@ def cloudbuild_config(stack: Stack, planned: Sequence[PlannedTier], manifest: st
         "# one machine; every step promotes its tier against the shared registry.",
         "steps:",
         f"  - id: {q('set up build-graph')}",
-        f"    name: {q(STEP_IMAGE)}",
+        f"    name: {q(step_image)}",
         f"    entrypoint: {q('bash')}",
         # The registry's credentials: the build's service account, through gcloud as
         # Docker's credential helper for the registry host (no key, no token in the config).
-        f"    args: [{q('-c')}, {q(f'{SETUP} && gcloud auth configure-docker {host} --quiet')}]",
+        f"    args: [{q('-c')}, "
+        f"{q(f'{_TOOLS_CHECK} && {install} && gcloud auth configure-docker {host} --quiet')}]",
     ]
     previous = "set up build-graph"
     for tier in planned:
@@ -70,7 +79,7 @@ def cloudbuild_config(stack: Stack, planned: Sequence[PlannedTier], manifest: st
         command = f".venv/bin/doit {quoted} promote:{tier.key}"
         lines += [
             f"  - id: {q(step_id(tier.key))}",
-            f"    name: {q(STEP_IMAGE)}",
+            f"    name: {q(step_image)}",
             f"    entrypoint: {q('bash')}",
             f"    args: [{q('-c')}, {q(command)}]",
             f"    waitFor: [{q(previous)}]",  # one doit run per stack at a time

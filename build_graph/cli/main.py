@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from build_graph.cli.cloudbuild import DEFAULT_HOURS, DEFAULT_MACHINE
+from build_graph.cli.cloudbuild import DEFAULT_HOURS, DEFAULT_MACHINE, STEP_IMAGE
 from build_graph.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, DeletesRefused, run_cli
 from build_graph.fs import write_if_changed
 from build_graph.layout import DEFAULT_MANIFEST
@@ -98,19 +98,25 @@ def _lock(args: argparse.Namespace) -> int:
 
 def _ci(args: argparse.Namespace) -> int:
     from build_graph.cli import cloudbuild
-    from build_graph.cli.ci import github_workflow
+    from build_graph.cli.ci import Login, github_workflow
 
     stack = load(args.manifest)
     if args.cloudbuild:
         text = cloudbuild.cloudbuild_config(
             stack, plan(stack), str(args.manifest), machine_type=args.machine_type,
-            hours=args.timeout_hours, service_account=args.service_account)
+            hours=args.timeout_hours, service_account=args.service_account, setup=args.setup,
+            step_image=args.step_image)
         note = cloudbuild.cache_note(stack)
         if note:
             print(note, file=sys.stderr)
     else:
+        try:
+            login = Login(args.login_secret, args.login_user) if args.login_secret else None
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_CONFIG
         text = github_workflow(stack, plan(stack), str(args.manifest), args.runs_on,
-                               args.gpu_runs_on)
+                               args.gpu_runs_on, setup=args.setup, login=login)
     return _emit(text, args.output)
 
 
@@ -210,6 +216,17 @@ def parser() -> argparse.ArgumentParser:
     ci.add_argument("--gpu-runs-on", nargs="+", default=["self-hosted", "gpu"],
                     metavar="LABEL", help="runner labels of tiers whose verify needs a GPU "
                     "(default: self-hosted gpu)")
+    ci.add_argument("--setup", metavar="COMMAND",
+                    help="the set-up command of a fresh runner (default: a .venv with "
+                         "build-graph==<this version> from the runner's package index)")
+    ci.add_argument("--login-secret", metavar="NAME",
+                    help="GitHub: docker login to the stack's registry with this secret "
+                         "(e.g. REGISTRY_KEY); default: the runner's own credentials")
+    ci.add_argument("--login-user", default="_json_key_base64", metavar="USER",
+                    help="GitHub: the user for --login-secret (default: _json_key_base64, "
+                         "an Artifact Registry service account key, base64)")
+    ci.add_argument("--step-image", default=STEP_IMAGE, metavar="IMAGE",
+                    help="Cloud Build: the image of every step (docker, python3, gcloud)")
     ci.set_defaults(run=_ci)
     start = sub.add_parser("init", help="scaffold a stack in a team's repository: images.toml, "
                            "a thin dodo.py, templates/ for overrides, .gitignore")

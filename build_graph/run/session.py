@@ -18,6 +18,7 @@ from build_graph import settings
 from build_graph.docker import buildkit
 from build_graph.errors import BuildGraphError, quiet_interrupts, report
 from build_graph.layout import DEFAULT_MANIFEST
+from build_graph.log import progress
 from build_graph.plan.cache import load_plan
 from build_graph.run import run_lock
 from build_graph.run.tasks import StackTasks
@@ -38,6 +39,8 @@ def open_session(manifest: str | None, verbose: str | None = None,
             settings.check(buildkit=buildkit.cli() is not None)
         settings.host_ca()  # a named CA bundle that is not there: before any build too
         if run_lock.doit_command(argv) not in run_lock.READ_ONLY:
+            for line in settings.warnings():
+                progress(line)
             run_lock.acquire(tasks.stack.build_folder.run_lock, argv)
             if pin.record_missing(tasks.stack):  # images.lock changed: plan with it
                 tasks = StackTasks(*load_plan(path))

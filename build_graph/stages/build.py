@@ -58,7 +58,7 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> None:
     command = buildkit.cli()
     buildargs, secrets = settings.for_build(buildkit=command is not None)
     if command is None:
-        _warn_classic()
+        _warn_classic(settings.named_ca())
     # The labels go only into the Dockerfile sent to the builder, not into the rendered one
     # that is hashed: they describe the build (time, revision), not the image's inputs.
     dockerfile = tier.dockerfile.rstrip("\n") + "\n" + label_instruction(labels(stack, tier))
@@ -73,10 +73,12 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> None:
 
 
 @cache
-def _warn_classic() -> None:
+def _warn_classic(named_ca: bool) -> None:
+    ca = (f"; {settings.CA_SETTING} does not reach its pip steps either (they verify TLS "
+          "with the image's own CAs)" if named_ca else "")
     progress("warning: no BuildKit here (no docker buildx, no docker CLI with "
              "DOCKER_BUILDKIT support): building with the classic builder, without cache "
-             "mounts or secrets")
+             f"mounts or secrets{ca}")
 
 
 def label_instruction(labels: dict[str, str]) -> str:

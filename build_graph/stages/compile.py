@@ -75,12 +75,10 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
         Mount(str(tier.folder.compile_script), COMPILE_SCRIPT, read_only=True),
         Mount(str(src), SRC_DIR), Mount(str(cache), CCACHE_DIR),
         Mount(str(staging), OUT_DIR), Mount(str(stack.build_folder.sources), SOURCES_DIR))
-    env = {**settings.pip_settings(), "CCACHE_MAXSIZE": f"{stack.cache.max_size_bytes >> 20}M",
-           **dict(tier.spec.compile.env)}
     bundle = settings.host_ca()
     if bundle is not None:  # the compile script's downloads verify TLS behind a proxy too
         mounts += (Mount(str(bundle.resolve()), HOST_CA, read_only=True),)
-        env |= dict.fromkeys(settings.CA_ENV, HOST_CA)
+    env = compile_env(stack, tier, with_ca=bundle is not None)
     log(f"[{tier.key}] compiling in {builder.image}")
     started = time.monotonic()
     try:
@@ -106,6 +104,17 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
     if stats is None:
         return {"ccache": "no statistics"}
     return {"ccache": f"{stats.hits} hits / {stats.misses} misses ({stats.hit_rate:.0%})"}
+
+
+def compile_env(stack: Stack, tier: PlannedTier, with_ca: bool) -> dict[str, str]:
+    """The compile container's environment: the host's pip settings, the CA variables
+    (when a bundle is mounted), the cache size, then the manifest's compile.env, which
+    wins: a team that points SSL_CERT_FILE elsewhere on purpose keeps it."""
+    assert tier.spec.compile is not None
+    ca = dict.fromkeys(settings.CA_ENV, HOST_CA) if with_ca else {}
+    return {**settings.pip_settings(), **ca,
+            "CCACHE_MAXSIZE": f"{stack.cache.max_size_bytes >> 20}M",
+            **dict(tier.spec.compile.env)}
 
 
 class Progress:

@@ -57,8 +57,9 @@ def test_the_workflow_is_valid_for_github_and_clean_under_zizmor(manifest: Path,
                                                                  tmp_path: Path) -> None:
     workflow = tmp_path / ".github" / "workflows" / "images.yml"
     workflow.parent.mkdir(parents=True)
+    # With the login step: its secret reaches the step as an environment variable only.
     assert cli.main(["ci", "--github", "--manifest", str(manifest), "--output",
-                     str(workflow)]) == 0
+                     str(workflow), "--login-secret", "REGISTRY_KEY"]) == 0
     schema = subprocess.run([_tool("check-jsonschema"), "--builtin-schema",
                              "vendor.github-workflows", str(workflow)],
                             capture_output=True, text=True, check=False)
@@ -67,3 +68,44 @@ def test_the_workflow_is_valid_for_github_and_clean_under_zizmor(manifest: Path,
                           capture_output=True, text=True, check=False)
     assert lint.returncode == 0, lint.stdout + lint.stderr
     assert "No findings to report" in lint.stdout + lint.stderr
+
+
+def test_a_registry_login_uses_the_secret_through_the_environment(tmp_path: Path) -> None:
+    out = tmp_path / "images.yml"
+    assert cli.main(["ci", "--github", "--manifest", str(REPO / "images.toml"), "--output",
+                     str(out), "--login-secret", "AR_KEY", "--login-user", "_json_key"]) == 0
+    host = load(REPO / "images.toml").registry.split("/")[0]
+    for job in yaml.safe_load(out.read_text())["jobs"].values():
+        login, setup = job["steps"][1], job["steps"][2]
+        assert login["name"] == f"log in to {host}"
+        assert login["env"] == {"REGISTRY_USER": "_json_key",
+                                "REGISTRY_TOKEN": "${{ secrets.AR_KEY }}"}
+        assert "${{" not in login["run"] and f"docker login {host} " in login["run"]
+        assert "--password-stdin" in login["run"]
+        assert setup["name"] == "set up build-graph"
+
+
+@pytest.mark.parametrize("option", [["--login-secret", "1BAD"],
+                                    ["--login-secret", "X }} ${{ github.token"],
+                                    ["--login-secret", "OK", "--login-user", "a b"]])
+def test_a_login_option_that_could_change_the_workflow_is_refused(
+        option: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "images.yml"
+    assert cli.main(["ci", "--github", "--manifest", str(REPO / "images.toml"),
+                     "--output", str(out), *option]) == 2
+    assert not out.exists() and "error: --login-" in capsys.readouterr().err
+
+
+def test_a_fresh_runner_installs_this_version_unless_told_otherwise(tmp_path: Path) -> None:
+    from importlib import metadata
+
+    out = tmp_path / "images.yml"
+    manifest = str(REPO / "examples" / "quickstart" / "images.toml")
+    assert cli.main(["ci", "--github", "--manifest", manifest, "--output", str(out)]) == 0
+    [setup] = {job["steps"][1]["run"] for job in yaml.safe_load(out.read_text())["jobs"].values()}
+    assert f"pip install -q 'build-graph=={metadata.version('build-graph')}'" in setup
+    assert "scripts/" not in setup  # a team's repository has none of ours
+    assert cli.main(["ci", "--github", "--manifest", manifest, "--output", str(out),
+                     "--setup", "scripts/bootstrap.sh"]) == 0
+    jobs = yaml.safe_load(out.read_text())["jobs"].values()
+    assert {job["steps"][1]["run"] for job in jobs} == {"scripts/bootstrap.sh"}

@@ -3,6 +3,7 @@ strictly, for every shipped stack, and its steps are the plan in order (issue 20
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +100,18 @@ def test_a_manifest_path_reaches_the_shell_as_one_quoted_word(tmp_path: Path) ->
     assert "'manifest=we$ird;x y/images.toml'" in workflow
     build = cloudbuild_config(stack, planned, hostile)
     assert "'manifest=we$$ird;x y/images.toml'" in build
+
+
+def test_the_first_step_names_a_tool_the_step_image_lacks(tmp_path: Path) -> None:
+    """The set-up step's shell, as Cloud Build runs it ($$ substituted to $), on a PATH
+    without docker: it stops at once and says which tool and which option."""
+    _, build = config(tmp_path, REPO / "examples" / "quickstart" / "images.toml",
+                      "--step-image", "example.com/tools:1")
+    assert {step.name for step in build.steps} == {"example.com/tools:1"}
+    script = build.steps[0].args[-1].replace("$$", "$")
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    result = subprocess.run(["/bin/bash", "-c", script], env={"PATH": str(empty)},
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 1
+    assert "the step image has no docker: pass ci --step-image IMAGE" in result.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from build_graph import settings
 from build_graph.layout import HOST_CA
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
+from tests.helpers import REPO
 from tests.unit.test_pip_secret import _RUNS_PIP, MANIFESTS, instructions
 
 MOUNT = f"--mount=type=secret,id=hostca,target={HOST_CA}"
@@ -71,3 +73,34 @@ def test_the_bundle_changes_no_hash(tmp_path: Path, monkeypatch: pytest.MonkeyPa
         monkeypatch.setenv(settings.CA_SETTING, value)
         hashes.append({t.key: t.content_hash for t in plan(load(MANIFESTS[0]))})
     assert hashes[0] == hashes[1]
+
+
+def test_the_manifests_compile_env_wins_over_the_ca_variables() -> None:
+    from build_graph.stages.compile import compile_env
+
+    stack = load(REPO / "examples" / "quickstart" / "images.toml")
+    [tier] = [t for t in plan(stack) if t.spec.compile is not None]
+    assert compile_env(stack, tier, with_ca=True)["SSL_CERT_FILE"] == HOST_CA
+    assert "SSL_CERT_FILE" not in compile_env(stack, tier, with_ca=False)
+    spec = replace(tier.spec, compile=replace(tier.spec.compile,  # type: ignore[type-var]
+                                              env={"SSL_CERT_FILE": "/etc/team-ca.pem"}))
+    env = compile_env(stack, replace(tier, spec=spec), with_ca=True)
+    assert env["SSL_CERT_FILE"] == "/etc/team-ca.pem" and env["PIP_CERT"] == HOST_CA
+
+
+def test_a_leftover_trusted_host_setting_is_said_before_a_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BUILD_GRAPH_PIP_TRUSTED_HOST", raising=False)
+    assert settings.warnings() == []
+    monkeypatch.setenv("BUILD_GRAPH_PIP_TRUSTED_HOST", "pypi.org files.pythonhosted.org")
+    [line] = settings.warnings()
+    assert line.startswith("warning: BUILD_GRAPH_PIP_TRUSTED_HOST=pypi.org "
+                           "files.pythonhosted.org turns off TLS verification")
+
+
+@pytest.mark.parametrize(("value", "named"), [("", False), ("none", False), ("NONE", False),
+                                              ("/etc/ssl/x.pem", True)])
+def test_a_named_bundle_is_told_apart_from_the_default(
+        monkeypatch: pytest.MonkeyPatch, value: str, named: bool) -> None:
+    monkeypatch.setenv(settings.CA_SETTING, value)
+    assert settings.named_ca() is named
