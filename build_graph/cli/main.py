@@ -8,10 +8,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from build_graph import settings
 from build_graph.cli.cloudbuild import DEFAULT_HOURS, DEFAULT_MACHINE
 from build_graph.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, DeletesRefused, run_cli
 from build_graph.fs import write_if_changed
-from build_graph.layout import DEFAULT_MANIFEST
+from build_graph.gpu import releases
+from build_graph.layout import DEFAULT_MANIFEST, BuildFolder
 from build_graph.manifest.load import load
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import plan
@@ -38,11 +40,21 @@ def summary(stack: Stack) -> str:
 
 
 def _check(args: argparse.Namespace) -> int:
-    stack = load(args.manifest)
+    stack = load(args.manifest, releases.offline if args.offline else _index(args.manifest))
     plan(stack)  # renders every template, so template errors surface here too
     print(summary(stack))
     print("ok")
     return 0
+
+
+def _index(manifest: Path) -> releases.Lookup:
+    """Torch pairings the shipped data lacks, asked of the index builds use
+    (BUILD_GRAPH_PIP_INDEX_URL, default pypi.org); answers cached in the build folder."""
+    from build_graph.pypi.lookup import IndexLookup
+    from build_graph.pypi.simple import DEFAULT_INDEX
+
+    index = settings.pip_settings().get("PIP_INDEX_URL") or DEFAULT_INDEX
+    return IndexLookup(index, BuildFolder.of(manifest).index_cache(index))
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -170,6 +182,9 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m build_graph", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="validate images.toml and print the resolved stack")
+    check.add_argument("--offline", action="store_true",
+                       help="do not ask the package index about torch pairings the shipped "
+                            "data lacks (they stay notes)")
     check.set_defaults(run=_check)
     show = sub.add_parser("plan", help="print each tier's hash tag and where it exists")
     show.add_argument("--json", action="store_true", help="machine-readable output")

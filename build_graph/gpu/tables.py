@@ -1,7 +1,9 @@
-"""Compatibility tables (GPUs, CUDA archs, torch pairs), kept as data with their sources.
+"""Compatibility tables (GPUs, CUDA archs, torch's CUDA lines), kept as data with sources.
 
 To extend: add a row. The rules that read these tables live in `gpu.archs` (which GPU
-runs which code) and `manifest.rules` (what a manifest may combine).
+runs which code) and `manifest.rules` (what a manifest may combine). Which torchvision and
+torchaudio go with a torch release is not typed here: it is read from the wheels' own
+METADATA into torch_releases.json (gpu/releases.py, `python -m build_graph.pypi.refresh`).
 """
 
 from __future__ import annotations
@@ -64,31 +66,6 @@ CUDA_ARCHS: dict[tuple[int, int], frozenset[str]] = {
          "10.3", "10.3a", "10.3f", "11.0", "11.0a", "11.0f", "12.0", "12.0a", "12.0f",
          "12.1", "12.1a", "12.1f"]
     ),
-}
-
-# torch release (major.minor.patch) -> (torchvision, torchaudio) released with it.
-# Source: https://github.com/pytorch/vision#installation (version table) and
-# https://pytorch.org/get-started/previous-versions/
-TORCH_PARTNERS: dict[str, tuple[str, str]] = {
-    "2.0.0": ("0.15.1", "2.0.1"),
-    "2.0.1": ("0.15.2", "2.0.2"),
-    "2.1.0": ("0.16.0", "2.1.0"),
-    "2.1.1": ("0.16.1", "2.1.1"),
-    "2.1.2": ("0.16.2", "2.1.2"),
-    "2.2.0": ("0.17.0", "2.2.0"),
-    "2.2.1": ("0.17.1", "2.2.1"),
-    "2.2.2": ("0.17.2", "2.2.2"),
-    "2.3.0": ("0.18.0", "2.3.0"),
-    "2.3.1": ("0.18.1", "2.3.1"),
-    "2.4.0": ("0.19.0", "2.4.0"),
-    "2.4.1": ("0.19.1", "2.4.1"),
-    "2.5.0": ("0.20.0", "2.5.0"),
-    "2.5.1": ("0.20.1", "2.5.1"),
-    "2.6.0": ("0.21.0", "2.6.0"),
-    "2.7.0": ("0.22.0", "2.7.0"),
-    "2.7.1": ("0.22.1", "2.7.1"),
-    "2.8.0": ("0.23.0", "2.8.0"),
-    "2.9.0": ("0.24.0", "2.9.0"),
 }
 
 # torch minor -> CUDA (major, minor) versions of its official binaries.

@@ -1,4 +1,4 @@
-"""Semantic rules over one resolved variant: GPU coverage, CUDA archs, torch pairs.
+"""Semantic rules over one resolved variant: GPU coverage, CUDA archs, torch partners.
 
 Each rule is a function `(versions, gpu, where, report)`; add a rule by writing one and
 listing it in RULES. `where(section, key)` gives the key path the user should edit.
@@ -21,6 +21,7 @@ from build_graph.gpu.archs import (
     parse_target,
     split_arch_list,
 )
+from build_graph.gpu.releases import PARTNERS, Facts, Lookup, shipped_only
 from build_graph.manifest.model import GpuSpec, major_minor
 
 
@@ -29,6 +30,7 @@ class Report:
     """Collects every issue and note of one manifest."""
 
     file: Path
+    lookup: Lookup = shipped_only  # where torch pairings come from (gpu/releases.py)
     issues: list[ConfigIssue] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -122,32 +124,71 @@ def check_torch_cuda(versions: Mapping[str, str], gpu: GpuSpec, where: Where,
 
 def check_torch_partners(versions: Mapping[str, str], gpu: GpuSpec, where: Where,
                          report: Report) -> None:
-    """torchvision and torchaudio must be the releases made with this torch."""
+    """torchvision and torchaudio must be releases whose wheels accept this torch, as their
+    METADATA says (gpu/releases.py: shipped, or asked of the index by `check`)."""
     torch = versions.get("torch")
-    if torch is None:
+    if torch is None or not _final(torch):
+        return  # a pre-release or a from-source build's own version: nothing to look up
+    given: dict[str, str] = {n: versions[n] for n in PARTNERS if versions.get(n)}
+    facts, unasked = report.lookup(torch, given)
+    suffix = f" ({unasked})" if unasked else ""
+    if facts.is_published("torch", torch) is False:
+        newest = max(facts.published["torch"]) if facts.published else None
+        report.error(where("versions", "torch"), f"torch {torch} is not published on "
+                     f"{facts.index}" + (f"; the newest release there is {newest}"
+                                         if newest else ""))
         return
-    partners = tables.TORCH_PARTNERS.get(_release(torch))
-    if partners is None:
-        if versions.get("torchvision") or versions.get("torchaudio"):
-            report.note(where("versions", "torch"), f"torch {torch} is not in the "
-                        "compatibility table; torchvision/torchaudio pairing not checked")
-        return
-    for key, expected in zip(("torchvision", "torchaudio"), partners, strict=True):
-        given = versions.get(key)
-        if given is not None and not _same_release(given, expected):
-            report.error(where("versions", key),
-                         f"{key} {given} does not go with torch {torch}; use {expected} "
-                         "(the release made with it)")
+    if facts.torch_row(torch) is None and facts.published is None:
+        report.note(where("versions", "torch"), f"torch {torch} is not in the shipped "
+                    f"compatibility data{suffix}; its partners are checked as far as it goes")
+    for name, version in given.items():
+        problem = _partner_problem(facts, name, version, torch)
+        if problem is None:
+            continue
+        if problem:
+            report.error(where("versions", name), f"{name} {version} does not go with torch "
+                         f"{torch}: {problem}; use {_suggestion(facts, name, torch)}")
+        else:
+            report.note(where("versions", name), f"{name} {version} is not in the shipped "
+                        f"compatibility data{suffix}; its pairing with torch {torch} is not "
+                        "checked")
 
 
-def _release(version: str) -> str:
-    """'2.6.0+cu124' -> '2.6.0'."""
-    return version.split("+", 1)[0]
+def _partner_problem(facts: Facts, name: str, version: str, torch: str) -> str | None:
+    """Why `name` `version` cannot go with `torch`; None if it can; "" if unknown."""
+    if not _final(version):
+        return ""
+    row, right = facts.partner(name, version), facts.partner_for(name, torch)
+    if row is not None:
+        return None if row.admits(torch) else f"its wheels require {row.describe()}"
+    if facts.is_published(name, version) is False:
+        return f"it is not published on {facts.index}"
+    newest = facts.newest(name)
+    if facts.published is None and newest and Version(version) < Version(newest.version):
+        return (f"it is not published on {facts.index} (the shipped data, read "
+                f"{newest.read}, holds every release up to {newest.version})")
+    if right is not None and right.pins() is not None:
+        return "it is not known to accept it"
+    return ""
 
 
-def _same_release(a: str, b: str) -> bool:
+def _suggestion(facts: Facts, name: str, torch: str) -> str:
+    right = facts.partner_for(name, torch)
+    if right is not None and right.pins() is not None:
+        return f"{right.version} (the release made with it: its wheels require torch=={torch})"
+    newest = facts.newest(name)
+    if right is not None:
+        return (f"{right.version} (its wheels require {right.describe()}; no {name} release "
+                f"pins torch {torch})")
+    return (f"another torch: no {name} release on {facts.index} accepts torch {torch}"
+            + (f" (the newest, {newest.version}, requires {newest.describe()})"
+               if newest else "") + f", or drop versions.{name}")
+
+
+def _final(version: str) -> bool:
+    """A final release ('2.6.0', '2.6.0+cu124'): the only kind the index data holds."""
     try:
-        return Version(_release(a)) == Version(_release(b))
+        return not Version(version).is_prerelease
     except InvalidVersion:
         return False
 

@@ -165,8 +165,9 @@ def test_torchvision_that_does_not_belong_names_the_right_partner(tmp_path: Path
     text = gpu_stack().replace('torch = "2.6.0"',
                                'torch = "2.6.0"\ntorchvision = "0.20.1"\ntorchaudio = "2.6"')
     errors = config_errors(tmp_path, text)
-    assert errors == ["versions.torchvision: torchvision 0.20.1 does not go with torch 2.6.0; "
-                      "use 0.21.0 (the release made with it)"]
+    assert errors == ["versions.torchvision: torchvision 0.20.1 does not go with torch 2.6.0: "
+                      "its wheels require torch==2.5.1; use 0.21.0 (the release made with it: "
+                      "its wheels require torch==2.6.0)"]
 
 
 def test_torchaudio_that_does_not_belong(tmp_path: Path) -> None:
