@@ -71,6 +71,7 @@ class Index:
     html: bool = False
     ranges: bool = True
     requests: list[tuple[str, str]] = field(default_factory=list)
+    auth: list[str] = field(default_factory=list)  # each request's Authorization header
     url: str = ""
     _built: dict[str, bytes] = field(default_factory=dict)
 
@@ -108,6 +109,7 @@ def _handler(index: Index) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             index.requests.append(("GET", self.path))
+            index.auth.append(self.headers.get("Authorization", ""))
             found = re.fullmatch(r"/simple/([a-z0-9-]+)/", self.path)
             if found:
                 body, kind = index.page(found[1])

@@ -54,7 +54,8 @@ def _index(manifest: Path) -> releases.Lookup:
     from build_graph.pypi.simple import DEFAULT_INDEX
 
     index = settings.pip_settings().get("PIP_INDEX_URL") or DEFAULT_INDEX
-    return IndexLookup(index, BuildFolder.of(manifest).index_cache(index))
+    cache = BuildFolder.of(manifest).index_cache(settings.without_userinfo(index))
+    return IndexLookup(index, cache)
 
 
 def _plan(args: argparse.Namespace) -> int:

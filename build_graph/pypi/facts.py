@@ -27,6 +27,7 @@ from build_graph.gpu.releases import Partner, PartnerRow, TorchRow
 from build_graph.pypi.fetch import IndexAnswerRefused
 from build_graph.pypi.simple import IndexFile, Project
 from build_graph.pypi.wheel_metadata import read_metadata
+from build_graph.settings import redact, without_userinfo
 
 _CUDA_RUNTIME = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")
 _PYTHON = re.compile(r"^(?:cp|py)(\d)(\d*)-")
@@ -63,7 +64,8 @@ def torch_row(project: Project, version: Version, day: str) -> TorchRow | None:
                        or (req.name == "cuda-toolkit" and "cudart" in req.extras)):
             cuda_requirement = f"{req.name}=={pinned}"
             cuda = ".".join(pinned.split(".")[:2])
-    return TorchRow(str(version), triton, cuda, cuda_requirement, wheel.url, day)
+    return TorchRow(str(version), triton, cuda, cuda_requirement,
+                    without_userinfo(wheel.url), day)
 
 
 def partner_row(name: Partner, project: Project, version: Version,
@@ -76,7 +78,7 @@ def partner_row(name: Partner, project: Project, version: Version,
     for req in requirements(wheel, read_metadata(wheel.url), name, version):
         if req.name == "torch":
             torch = str(req.specifier) or None
-    return PartnerRow(name, str(version), torch, wheel.url, day)
+    return PartnerRow(name, str(version), torch, without_userinfo(wheel.url), day)
 
 
 def requirements(wheel: IndexFile, metadata: Message, name: str,
@@ -85,8 +87,8 @@ def requirements(wheel: IndexFile, metadata: Message, name: str,
     door: the METADATA must be this project's and this release's."""
     said = (canonicalize_name(str(metadata.get("Name", ""))), str(metadata.get("Version", "")))
     if said[0] != canonicalize_name(name) or not _is(said[1], version):
-        raise IndexAnswerRefused(f"{wheel.url}: its METADATA names {said[0]} {said[1]!r:.40},"
-                                 f" not {name} {version}; refused")
+        raise IndexAnswerRefused(f"{redact(wheel.url)}: its METADATA names {said[0]} "
+                                 f"{said[1]!r:.40}, not {name} {version}; refused")
     major, minor = min((m[1], m[2]) for t in wheel.tags if (m := _PYTHON.match(t)))
     python = f"{major}.{minor or DEFAULT_MINOR}"  # a py3 wheel: as the newest Python sees it
     env = {**_LINUX_X86_64, "python_version": python, "python_full_version": f"{python}.0"}
@@ -95,7 +97,7 @@ def requirements(wheel: IndexFile, metadata: Message, name: str,
         try:
             req = Requirement(str(line))
         except InvalidRequirement as exc:
-            raise IndexAnswerRefused(f"{wheel.url}: Requires-Dist {str(line)[:80]!r} does "
+            raise IndexAnswerRefused(f"{redact(wheel.url)}: Requires-Dist {str(line)[:80]!r} does "
                                      f"not parse ({exc})") from None
         if req.marker is None or req.marker.evaluate(env):
             req.name = canonicalize_name(req.name)

@@ -8,14 +8,17 @@ fails its check), never an empty result.
 
 from __future__ import annotations
 
+import base64
 import http.client
 import io
 import re
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
+from urllib.parse import unquote, urlsplit
 
 from build_graph.errors import EXIT_ENVIRONMENT, BuildGraphError
+from build_graph.settings import redact, without_userinfo
 
 TIMEOUT_S = 20
 MAX_PAGE = 16 << 20  # torch's JSON page is ~0.4 MiB; an index page past 16 MiB is refused
@@ -46,7 +49,8 @@ def get(url: str, headers: Mapping[str, str], limit: int = MAX_PAGE) -> tuple[by
         body = response.read(limit + 1)
         kind = response.headers.get("Content-Type", "")
     if len(body) > limit:
-        raise IndexAnswerRefused(f"{url}: the answer is larger than {limit} bytes; refused")
+        raise IndexAnswerRefused(f"{redact(url)}: the answer is larger than {limit} bytes; "
+                                 "refused")
     return body, kind
 
 
@@ -58,26 +62,35 @@ def get_range(url: str, start: int, length: int) -> tuple[bytes, int]:
     wanted = f"bytes={start}" if start < 0 else f"bytes={start}-{start + length - 1}"
     with _open(url, {"Range": wanted}) as response:
         if response.status != 206:
-            raise IndexAnswerRefused(f"{url}: asked for {wanted}, got HTTP {response.status} "
-                                     "(the file host does not answer range requests)")
+            raise IndexAnswerRefused(f"{redact(url)}: asked for {wanted}, got HTTP "
+                                     f"{response.status} (the file host does not answer "
+                                     "range requests)")
         found = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
         if found is None:
-            raise IndexAnswerRefused(f"{url}: a range answer without a valid Content-Range")
+            raise IndexAnswerRefused(f"{redact(url)}: a range answer without a valid Content-Range")
         first, last, total = (int(g) for g in found.groups())
         size = -start if start < 0 else length
         body = response.read(size + 1)
     expected_first = max(total + start, 0) if start < 0 else start
     if first != expected_first or last - first + 1 != len(body) or len(body) > size \
             or last >= total:
-        raise IndexAnswerRefused(f"{url}: asked for {wanted}, got bytes {first}-{last}/"
+        raise IndexAnswerRefused(f"{redact(url)}: asked for {wanted}, got bytes {first}-{last}/"
                                  f"{total} and {len(body)} bytes; refused")
     return body, total
 
 
 def _open(url: str, headers: dict[str, str]) -> http.client.HTTPResponse:
+    """The answer to a GET; a user:password in the URL (a private index's, as pip takes it)
+    goes as Basic auth to that URL only, and never into a message."""
+    shown = redact(url)
     if not url.startswith(("https://", "http://")):
-        raise IndexAnswerRefused(f"{url[:200]!r}: only http(s) URLs are read")
-    request = urllib.request.Request(url, headers={"User-Agent": "build-graph", **headers})
+        raise IndexAnswerRefused(f"{shown[:200]!r}: only http(s) URLs are read")
+    parts = urlsplit(url)
+    if parts.username is not None:
+        user = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+        headers["Authorization"] = f"Basic {base64.b64encode(user.encode()).decode()}"
+    request = urllib.request.Request(without_userinfo(url),
+                                     headers={"User-Agent": "build-graph", **headers})
     try:
         response: http.client.HTTPResponse = urllib.request.urlopen(request,
                                                                     timeout=TIMEOUT_S)
@@ -85,13 +98,13 @@ def _open(url: str, headers: dict[str, str]) -> http.client.HTTPResponse:
     except urllib.error.HTTPError as exc:
         exc.close()
         if exc.code == 404:
-            raise NotOnIndex(f"{url}: not found (HTTP 404)") from None
+            raise NotOnIndex(f"{shown}: not found (HTTP 404)") from None
         if exc.code == 416:
-            raise IndexAnswerRefused(f"{url}: range not satisfiable (HTTP 416)") from None
-        raise IndexUnreachable(f"{url}: HTTP {exc.code} {exc.reason}") from None
-    except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+            raise IndexAnswerRefused(f"{shown}: range not satisfiable (HTTP 416)") from None
+        raise IndexUnreachable(f"{shown}: HTTP {exc.code} {exc.reason}") from None
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise IndexUnreachable(f"{url}: {reason}") from None
+        raise IndexUnreachable(f"{shown}: {redact(str(reason))}") from None
 
 
 class RangeFile(io.RawIOBase):
@@ -111,8 +124,8 @@ class RangeFile(io.RawIOBase):
     def _fetch(self, start: int, length: int) -> tuple[bytes, int]:
         self.budget -= length
         if self.budget < 0:
-            raise IndexAnswerRefused(f"{self.url}: reading its METADATA needs more than the "
-                                     "bytes allowed; refused")
+            raise IndexAnswerRefused(f"{redact(self.url)}: reading its METADATA needs more "
+                                     "than the bytes allowed; refused")
         return get_range(self.url, start, length)
 
     def readable(self) -> bool:

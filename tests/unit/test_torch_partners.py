@@ -147,3 +147,19 @@ def test_plans_and_doit_runs_keep_to_the_shipped_data(tmp_path: Path) -> None:
     notes = load_text(tmp_path, STACK.format(versions=GOOD.replace("0.29.2", "0.31.0"))).notes
     assert any("torchvision 0.31.0 is not in the shipped compatibility data (only "
                "`python -m build_graph check` asks the index)" in n for n in notes), notes
+
+
+def test_a_private_index_gets_its_credential_and_no_message_shows_it(
+        tmp_path: Path, index: Index, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    host = index.url.removeprefix("http://")
+    monkeypatch.setenv("BUILD_GRAPH_PIP_INDEX_URL", f"http://ci:s3cret@{host}/simple")
+    monkeypatch.setattr(releases, "shipped", lambda: Facts("https://pypi.org/simple"))
+    code, said = check(stack(tmp_path, BUMP), capsys)
+    assert code == 2 and "use 0.29.2" in said, said
+    assert "Basic Y2k6czNjcmV0" in index.auth  # base64 of ci:s3cret, on the index's pages
+    assert "s3cret" not in said and f"http://***@{host}/simple" in said
+    assert not any("s3cret" in p.read_text() for p in (tmp_path / "build").rglob("*.json"))
+    monkeypatch.setenv("BUILD_GRAPH_PIP_INDEX_URL", "http://ci:s3cret@127.0.0.1:9/simple")
+    code, said = check(stack(tmp_path, 'torch = "2.16.0"\ntorchvision = "0.31.0"'), capsys)
+    assert code == 0 and "could not be reached" in said and "s3cret" not in said, said
