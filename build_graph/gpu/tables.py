@@ -68,9 +68,13 @@ CUDA_ARCHS: dict[tuple[int, int], frozenset[str]] = {
     ),
 }
 
-# torch minor -> CUDA (major, minor) versions of its official binaries.
+# torch minor -> CUDA (major, minor) versions of its official binaries (stable and
+# experimental columns together). The index does not say this (PyPI carries one CUDA build
+# per release: torch_releases.json's `cuda`), so it stays a table.
 # Source: PyTorch RELEASE.md, "Release Compatibility Matrix"
-# (https://github.com/pytorch/pytorch/blob/main/RELEASE.md#release-compatibility-matrix).
+# (https://github.com/pytorch/pytorch/blob/main/RELEASE.md#release-compatibility-matrix);
+# rows 2.10-2.14 read 2026-11-23 from the matrix as it stood then (2.14 was its newest
+# row: 2.15 is left out until the matrix lists it).
 TORCH_CUDA: dict[str, tuple[tuple[int, int], ...]] = {
     "2.0": ((11, 7), (11, 8)),
     "2.1": ((11, 8), (12, 1)),
@@ -82,6 +86,11 @@ TORCH_CUDA: dict[str, tuple[tuple[int, int], ...]] = {
     "2.7": ((11, 8), (12, 6), (12, 8)),
     "2.8": ((12, 6), (12, 8), (12, 9)),
     "2.9": ((12, 6), (12, 8), (13, 0)),
+    "2.10": ((12, 6), (12, 8), (13, 0)),
+    "2.11": ((12, 6), (12, 8), (13, 0)),
+    "2.12": ((12, 6), (13, 0), (13, 2)),
+    "2.13": ((12, 6), (13, 0), (13, 2)),
+    "2.14": ((12, 6), (13, 0), (13, 2)),
 }
 
 

@@ -21,7 +21,7 @@ from build_graph.gpu.archs import (
     parse_target,
     split_arch_list,
 )
-from build_graph.gpu.releases import PARTNERS, Facts, Lookup, shipped_only
+from build_graph.gpu.releases import PARTNERS, Facts, Lookup, shipped, shipped_only
 from build_graph.manifest.model import GpuSpec, major_minor
 
 
@@ -108,8 +108,10 @@ def check_torch_cuda(versions: Mapping[str, str], gpu: GpuSpec, where: Where,
         return
     supported = tables.TORCH_CUDA.get(_fmt(torch_mm))
     if supported is None:
-        report.note(where("versions", "torch"),
-                    f"torch {torch} is not in the compatibility table; CUDA pairing not checked")
+        row = shipped().torch_row(torch) if _final(torch) else None
+        pypi = f" (its PyPI wheel is built for CUDA {row.cuda})" if row and row.cuda else ""
+        report.note(where("versions", "torch"), f"torch {torch} is not in the release matrix "
+                    f"(gpu/tables.py TORCH_CUDA){pypi}; CUDA pairing not checked")
         return
     listed = ", ".join(_fmt(c) for c in supported)
     if cuda < min(supported) or cuda[0] > max(supported)[0]:
