@@ -37,6 +37,11 @@ class IndexAnswerRefused(BuildGraphError):
     exit_code = EXIT_ENVIRONMENT
 
 
+class RangesUnsupported(IndexUnreachable):
+    """The file host answers a Range request with the whole file: METADATA cannot be read
+    without downloading every wheel, so the index cannot be asked (not a lie about it)."""
+
+
 class NotOnIndex(BuildGraphError):
     """The index answered 404: no such project or file."""
 
@@ -62,7 +67,7 @@ def get_range(url: str, start: int, length: int) -> tuple[bytes, int]:
     wanted = f"bytes={start}" if start < 0 else f"bytes={start}-{start + length - 1}"
     with _open(url, {"Range": wanted}) as response:
         if response.status != 206:
-            raise IndexAnswerRefused(f"{redact(url)}: asked for {wanted}, got HTTP "
+            raise RangesUnsupported(f"{redact(url)}: asked for {wanted}, got HTTP "
                                      f"{response.status} (the file host does not answer "
                                      "range requests)")
         found = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))

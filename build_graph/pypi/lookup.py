@@ -8,8 +8,9 @@ the METADATA of the partner releases newer than the data's newest plus the one a
 (at most MAX_READS per project). A partner row is cached under the stack's build folder
 (BuildFolder.index_cache), since a published wheel never changes.
 
-An index that cannot be reached leaves the pairing a note ("not checked"); an answer that
-fails its check is an error (exit 3), never read as "not published".
+An index that cannot be reached, or whose file host does not answer Range requests, leaves
+the pairing a note ("not checked"); an answer that fails its check is an error (exit 3),
+never read as "not published".
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class IndexLookup:
             rows = [row for name in PARTNERS if name in asking
                     for row in self._partner_rows(known, name, given[name])]
         except IndexUnreachable as exc:
-            return known, f"the index could not be reached: {exc}"
+            return known, f"the index could not be asked: {exc}"
         return replace(known.adding(partners=tuple(rows)), published=published), None
 
     def _page(self, name: str) -> Project:

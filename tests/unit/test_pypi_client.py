@@ -15,7 +15,13 @@ from build_graph.gpu import releases
 from build_graph.gpu.releases import Facts
 from build_graph.pypi import refresh
 from build_graph.pypi.facts import partner_row
-from build_graph.pypi.fetch import IndexAnswerRefused, IndexUnreachable, NotOnIndex, get
+from build_graph.pypi.fetch import (
+    IndexAnswerRefused,
+    IndexUnreachable,
+    NotOnIndex,
+    RangesUnsupported,
+    get,
+)
 from build_graph.pypi.simple import project
 from build_graph.pypi.wheel_metadata import read_metadata
 from tests.pypi_index import Index, allow_loopback, recorded, serving
@@ -68,7 +74,7 @@ def test_a_range_reader_reads_only_the_tail_of_a_wheel(index: Index) -> None:
 def test_a_file_host_that_ignores_ranges_is_refused_not_read_whole(index: Index) -> None:
     index.ranges = False
     answer = recorded()["projects"]["torch"]["2.6.0"]
-    with pytest.raises(IndexAnswerRefused, match="does not answer range requests"):
+    with pytest.raises(RangesUnsupported, match="does not answer range requests"):
         read_metadata(f"{index.url}{answer['path']}")
 
 

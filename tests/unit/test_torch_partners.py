@@ -122,7 +122,7 @@ def test_an_unreachable_index_leaves_a_note(
     monkeypatch.setenv("BUILD_GRAPH_PIP_INDEX_URL", "http://127.0.0.1:9/simple")  # discard
     code, said = check(stack(tmp_path, 'torch = "2.16.0"\ntorchvision = "0.31.0"'), capsys)
     assert code == 0, said
-    assert "the index could not be reached" in said and "is not checked" in said
+    assert "the index could not be asked" in said and "is not checked" in said
 
 
 def test_a_torch_release_the_index_does_not_have_is_an_error(
@@ -162,4 +162,14 @@ def test_a_private_index_gets_its_credential_and_no_message_shows_it(
     assert not any("s3cret" in p.read_text() for p in (tmp_path / "build").rglob("*.json"))
     monkeypatch.setenv("BUILD_GRAPH_PIP_INDEX_URL", "http://ci:s3cret@127.0.0.1:9/simple")
     code, said = check(stack(tmp_path, 'torch = "2.16.0"\ntorchvision = "0.31.0"'), capsys)
-    assert code == 0 and "could not be reached" in said and "s3cret" not in said, said
+    assert code == 0 and "could not be asked" in said and "s3cret" not in said, said
+
+
+def test_a_file_host_without_range_requests_leaves_a_note(
+        tmp_path: Path, index: Index, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    index.ranges = False
+    monkeypatch.setattr(releases, "shipped", lambda: Facts("https://pypi.org/simple"))
+    code, said = check(stack(tmp_path, 'torch = "2.14.0"\ntorchvision = "0.29.0"'), capsys)
+    assert code == 0, said
+    assert "does not answer range requests" in said and "is not checked" in said
