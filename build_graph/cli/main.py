@@ -1,4 +1,5 @@
-"""`python -m build_graph check|plan|doctor|lock|ci|init|prune|sbom`: commands outside doit."""
+"""`python -m build_graph check|plan|doctor|lock|ci|init|prune|outdated|sbom`: commands outside
+doit."""
 
 from __future__ import annotations
 
@@ -47,15 +48,28 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _index(manifest: Path) -> releases.Lookup:
+def _index(manifest: Path, fresh: bool = False) -> releases.Lookup:
     """Torch pairings the shipped data lacks, asked of the index builds use
     (BUILD_GRAPH_PIP_INDEX_URL, default pypi.org); answers cached in the build folder."""
     from build_graph.pypi.lookup import IndexLookup
+
+    cache = BuildFolder.of(manifest).index_cache(settings.without_userinfo(_index_url()))
+    return IndexLookup(_index_url(), cache, fresh=fresh)
+
+
+def _index_url() -> str:
     from build_graph.pypi.simple import DEFAULT_INDEX
 
-    index = settings.pip_settings().get("PIP_INDEX_URL") or DEFAULT_INDEX
-    cache = BuildFolder.of(manifest).index_cache(settings.without_userinfo(index))
-    return IndexLookup(index, cache)
+    return settings.pip_settings().get("PIP_INDEX_URL") or DEFAULT_INDEX
+
+
+def _outdated(args: argparse.Namespace) -> int:
+    from build_graph.cli.outdated import manifest_of, outdated
+
+    stack = load(args.manifest, releases.offline)  # a manifest with errors stops here
+    lines = outdated(stack, manifest_of(stack), _index_url(), _index(args.manifest, True))
+    print("\n".join(lines))
+    return 0
 
 
 def _plan(args: argparse.Namespace) -> int:
@@ -246,12 +260,16 @@ def parser() -> argparse.ArgumentParser:
                             "e.g. 12h, 0s)")
     prune.add_argument("--yes", action="store_true", help="delete (default: only print)")
     prune.set_defaults(run=_prune)
+    newer = sub.add_parser("outdated", help="newer torch (with its partners), pip and "
+                           "setuptools on the package index, and the images.toml edit for "
+                           "each (exit 0)")
+    newer.set_defaults(run=_outdated)
     bom = sub.add_parser("sbom", help="print (or save) a tier's SBOM, CycloneDX JSON, as "
                          "stored beside its hash tag's digest")
     bom.add_argument("tier", help="tier, or tier@variant (default: the stack's default)")
     bom.add_argument("--output", type=Path, help="write here instead of stdout")
     bom.set_defaults(run=_sbom)
-    for command in (check, show, doc, lock, ci, prune, bom):
+    for command in (check, show, doc, lock, ci, prune, newer, bom):
         command.add_argument("--manifest", type=Path, default=Path(DEFAULT_MANIFEST),
                              help="the stack's images.toml (default: ./images.toml)")
     return top

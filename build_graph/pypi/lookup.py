@@ -36,8 +36,11 @@ MAX_READS = 8
 class IndexLookup:
     """A `releases.Lookup` that asks `index` for what `known` lacks (see the module)."""
 
-    def __init__(self, index: str, cache: Path, known: Facts | None = None) -> None:
-        self.index, self.cache = index, cache
+    def __init__(self, index: str, cache: Path, known: Facts | None = None,
+                 fresh: bool = False) -> None:
+        """`fresh`: ask about every partner named, known or not (`outdated` wants the
+        releases made since the data was read)."""
+        self.index, self.cache, self.fresh = index, cache, fresh
         self.known = known if known is not None else releases.shipped()
         self._pages: dict[str, Project] = {}
         self._answers: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[Facts, str | None]]
@@ -52,7 +55,8 @@ class IndexLookup:
     def _answer(self, torch: str, given: Mapping[str, str]) -> tuple[Facts, str | None]:
         known = replace(self.known, index=redact(self.index))
         asking: list[str] = [n for n in PARTNERS if n in given
-                  and (known.partner(n, given[n]) is None or known.torch_row(torch) is None)]
+                  and (self.fresh or known.partner(n, given[n]) is None
+                       or known.torch_row(torch) is None)]
         if known.torch_row(torch) is None:
             asking.insert(0, "torch")
         if not asking:

@@ -14,22 +14,10 @@ import pytest
 from build_graph.cli.main import main
 from build_graph.gpu import releases
 from build_graph.gpu.releases import Facts
-from tests.helpers import load_text, write_manifest
+from tests.helpers import MINIMAL, load_text, write_manifest
 from tests.pypi_index import Index, allow_loopback, recorded, serving
 
-STACK = """
-[stack]
-name = "demo"
-registry = "127.0.0.1:5000/demo"
-
-[versions]
-python = "3.11"
-{versions}
-
-[tiers.base]
-from = "debian:bookworm-slim"
-template = "python-runtime.Dockerfile.j2"
-"""
+STACK = MINIMAL.replace('python = "3.11"\n', 'python = "3.11"\n{versions}\n')
 BUMP = 'torch = "2.15.0"\ntorchvision = "0.30.0"\ntorchaudio = "2.6.0"'
 GOOD = 'torch = "2.14.1"\ntorchvision = "0.29.2"\ntorchaudio = "2.11.0"'
 
