@@ -142,7 +142,8 @@ def check_torch_partners(versions: Mapping[str, str], gpu: GpuSpec, where: Where
         return
     if facts.torch_row(torch) is None and facts.published is None:
         report.note(where("versions", "torch"), f"torch {torch} is not in the shipped "
-                    f"compatibility data{suffix}; its partners are checked as far as it goes")
+                    f"compatibility data{suffix}; its partners are checked only as far as "
+                    "that data goes")
     for name, version in given.items():
         problem = _partner_problem(facts, name, version, torch)
         if problem is None:
@@ -165,10 +166,13 @@ def _partner_problem(facts: Facts, name: str, version: str, torch: str) -> str |
         return None if row.admits(torch) else f"its wheels require {row.describe()}"
     if facts.is_published(name, version) is False:
         return f"it is not published on {facts.index}"
-    newest = facts.newest(name)
-    if facts.published is None and newest and Version(version) < Version(newest.version):
+    known = sorted((r for r in facts.partners if r.name == name),
+                   key=lambda r: Version(r.version))
+    if facts.published is None and known \
+            and Version(known[0].version) < Version(version) < Version(known[-1].version):
         return (f"it is not published on {facts.index} (the shipped data, read "
-                f"{newest.read}, holds every release up to {newest.version})")
+                f"{known[-1].read}, holds every release from {known[0].version} to "
+                f"{known[-1].version})")
     if right is not None and right.pins() is not None:
         return "it is not known to accept it"
     return ""

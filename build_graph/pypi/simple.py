@@ -76,7 +76,7 @@ def _json_links(page: str, body: bytes) -> list[tuple[str, bool]]:
         data = json.loads(body)
         entries = data["files"]
         links = [(str(e["url"]), bool(e.get("yanked", False))) for e in entries]
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise IndexAnswerRefused(f"{page}: not a PEP 691 project page ({exc!r:.120})") from None
     return links
 

@@ -103,6 +103,20 @@ def test_offline_an_unknown_pairing_is_a_note(
             "torch 2.16.0 is not checked") in said
 
 
+def test_offline_the_data_names_what_is_not_published_only_within_its_range(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, said = check(stack(tmp_path, 'torch = "2.14.0"\ntorchvision = "0.25.5"'), capsys,
+                       "--offline")
+    assert code == 2, said
+    assert ("torchvision 0.25.5 does not go with torch 2.14.0: it is not published on "
+            "https://pypi.org/simple (the shipped data, read 2026-11-23, holds every release "
+            "from 0.15.1 to 0.29.2); use 0.29.0") in said
+    # torch 1.13.1 and torchvision 0.14.1 are older than the data: not checked, not refused
+    code, said = check(stack(tmp_path, 'torch = "1.13.1"\ntorchvision = "0.14.1"'), capsys,
+                       "--offline")
+    assert code == 0 and "torchvision 0.14.1 is not in the shipped compatibility data" in said
+
+
 def test_an_unreachable_index_leaves_a_note(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
