@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from build_graph.errors import ConfigIssue
@@ -157,6 +158,26 @@ def check_torch_partners(versions: Mapping[str, str], gpu: GpuSpec, where: Where
                         "checked")
 
 
+def check_torch_triton(versions: Mapping[str, str], gpu: GpuSpec, where: Where,
+                       report: Report) -> None:
+    """triton (torch.compile's GPU backend) must be one torch's own wheels accept."""
+    torch, triton = versions.get("torch"), versions.get("triton")
+    if torch is None or triton is None or not _final(torch):
+        return
+    row = report.lookup(torch, {})[0].torch_row(torch)
+    if row is None or row.triton is None:
+        return
+    try:
+        accepted = SpecifierSet(row.triton).contains(triton, prereleases=True)
+    except InvalidVersion:
+        accepted = False
+    if not accepted:
+        use = (row.triton.removeprefix("==") if row.triton.startswith("==")
+               else f"a release in {row.triton}")
+        report.error(where("versions", "triton"), f"torch {torch}'s wheels require triton"
+                     f"{row.triton}, not {triton}; use {use} ({row.source})")
+
+
 def _partner_problem(facts: Facts, name: str, version: str, torch: str) -> str | None:
     """Why `name` `version` cannot go with `torch`; None if it can; "" if unknown."""
     if not _final(version):
@@ -200,4 +221,4 @@ def _final(version: str) -> bool:
 
 
 RULES: tuple[Rule, ...] = (check_arch_list, check_targets, check_torch_cuda,
-                           check_torch_partners)
+                           check_torch_partners, check_torch_triton)

@@ -39,6 +39,7 @@ VARIANTS = """
 torch = "2.15.0"
 torchvision = "0.29.2"
 torchaudio = "2.11.0"
+triton = "3.9.0"
 """
 STACK = MINIMAL.replace('python = "3.11"\n', VERSIONS) + VARIANTS
 
@@ -73,7 +74,8 @@ def test_outdated_names_each_newer_release_and_the_edit_that_takes_it(
     ]
     # the proposed edit passes check (on the same index)
     edited = STACK.replace('torch = "2.13.0"\ntorchvision = "0.28.0"',
-                           'torch = "2.15.0"\ntorchvision = "0.29.2"')
+                           'torch = "2.15.0"\ntorchvision = "0.29.2"').replace(
+                               'triton = "3.7.1"', 'triton = "3.9.0"')
     assert main(["check", "--manifest", str(write_manifest(tmp_path, edited))]) == 0
 
 

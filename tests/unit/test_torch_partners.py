@@ -172,3 +172,20 @@ def test_a_file_host_without_range_requests_leaves_a_note(
     code, said = check(stack(tmp_path, 'torch = "2.14.0"\ntorchvision = "0.29.0"'), capsys)
     assert code == 0, said
     assert "does not answer range requests" in said and "is not checked" in said
+
+
+@pytest.mark.parametrize(("triton", "says"), [
+    ("3.2.0", None),
+    ("3.3.0", "versions.triton: torch 2.6.0's wheels require triton==3.2.0, not 3.3.0; use "
+              "3.2.0 (https://files.pythonhosted.org/packages/"),
+    ("main", "versions.triton: torch 2.6.0's wheels require triton==3.2.0, not main"),
+    ("3.8.0", "versions.triton: torch 2.15.0's wheels require triton~=3.9.0, not 3.8.0; use a "
+              "release in ~=3.9.0"),
+])
+def test_triton_must_be_what_torch_requires(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], triton: str,
+        says: str | None) -> None:
+    torch = "2.15.0" if triton == "3.8.0" else "2.6.0"
+    code, said = check(stack(tmp_path, f'torch = "{torch}"\ntriton = "{triton}"'), capsys)
+    assert (code, said.splitlines()[-1]) == (0, "ok") if says is None else (
+        code == 2 and says in said), said
