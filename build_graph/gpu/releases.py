@@ -101,7 +101,7 @@ class Facts:
         """Whether the index has this release; None when it was not asked."""
         if self.published is None or name not in self.published:
             return None
-        return Version(parse(version).public) in self.published[name]
+        return Version(Version(version).public) in self.published[name]
 
     def adding(self, torch: tuple[TorchRow, ...] = (),
                partners: tuple[PartnerRow, ...] = ()) -> Facts:
@@ -115,11 +115,6 @@ class Facts:
         data = {"index": self.index, "torch": [asdict(r) for r in self.torch],
                 "partners": [asdict(r) for r in self.partners]}
         return json.dumps(data, indent=1) + "\n"
-
-
-def parse(version: str) -> Version:
-    """A version as packaging reads it; '2.6.0+cu124' keeps its local part."""
-    return Version(version)
 
 
 def same(a: str, b: str) -> bool:
@@ -149,7 +144,7 @@ def _row(kind: type[Any], data: object) -> Any:
         raise ValueError(f"{kind.__name__}: expected keys {names}, got {data!r:.200}")
     if not all(v is None or isinstance(v, str) for v in data.values()):
         raise ValueError(f"{kind.__name__}: values must be strings: {data!r:.200}")
-    parse(data["version"])  # InvalidVersion and InvalidSpecifier are ValueErrors
+    Version(data["version"])  # InvalidVersion and InvalidSpecifier are ValueErrors
     if kind is PartnerRow and data["torch"] is not None:
         SpecifierSet(data["torch"])
     return kind(**data)

@@ -53,12 +53,11 @@ class IndexLookup:
         return self._answers[key]
 
     def _answer(self, torch: str, given: Mapping[str, str]) -> tuple[Facts, str | None]:
-        known = replace(self.known, index=redact(self.index))
-        asking: list[str] = [n for n in PARTNERS if n in given
-                  and (self.fresh or known.partner(n, given[n]) is None
-                       or known.torch_row(torch) is None)]
-        if known.torch_row(torch) is None:
-            asking.insert(0, "torch")
+        known = self.known  # as read from its own index (pypi.org), until this one answers
+        new_torch = known.torch_row(torch) is None
+        asking: list[str] = ["torch"] if new_torch else []
+        asking += [n for n in PARTNERS if n in given
+                   and (self.fresh or new_torch or known.partner(n, given[n]) is None)]
         if not asking:
             return known, None
         try:
@@ -67,7 +66,8 @@ class IndexLookup:
                     for row in self._partner_rows(known, name, given[name])]
         except IndexUnreachable as exc:
             return known, f"the index could not be asked: {exc}"
-        return replace(known.adding(partners=tuple(rows)), published=published), None
+        answered = replace(known, index=redact(self.index), published=published)
+        return answered.adding(partners=tuple(rows)), None
 
     def _page(self, name: str) -> Project:
         if name not in self._pages:
