@@ -71,7 +71,7 @@ def resolve_stack(path: Path, manifest: schema.Manifest,
     variants = tuple(_resolve_variant(manifest, name, order, report) for name in names)
     _check_tags(variants, report)
     if report.issues:
-        raise ConfigError(report.issues)
+        raise ConfigError(report.issues, report.notes)
     return Stack(manifest=path, name=manifest.stack.name, registry=manifest.stack.registry,
                  description=manifest.stack.description, cache=cache, variants=variants,
                  default_variant=default, template_dirs=template_dirs,

@@ -73,6 +73,17 @@ def test_the_bump_fails_from_the_index_alone_when_the_data_is_removed(
     assert list((tmp_path / "build" / "pypi").glob("*/torchaudio-2.6.0.json"))
 
 
+def test_offline_the_bump_fails_on_torchaudio_and_says_torchvision_was_not_checked(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, said = check(stack(tmp_path, BUMP), capsys, "--offline")
+    assert code == 2, said
+    assert "error: " in said and "versions.torchaudio: torchaudio 2.6.0 does not go with " \
+        "torch 2.15.0: its wheels require torch==2.6.0; use 2.11.0" in said
+    assert ("note: versions.torchvision: torchvision 0.30.0 is not in the shipped "
+            "compatibility data (--offline: the index was not asked); its pairing with torch "
+            "2.15.0 is not checked") in said
+
+
 def test_the_shipped_data_decides_without_the_index(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Every release here has a row: no connection at all (the unit guard would fail it)."""
