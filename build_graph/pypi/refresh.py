@@ -61,15 +61,16 @@ def refresh(index: str, known: Facts, day: str, reread: bool = False,
 
 
 def differences(shipped: Facts, now: Facts) -> list[str]:
-    """The shipped rows the index no longer says the same way (the read day aside)."""
+    """The shipped rows the index no longer says the same way (where and when they were
+    read aside: a mirror serves the same wheels from other URLs)."""
     lines = []
     for row in shipped.torch:
         other = now.torch_row(row.version)
-        if other is None or replace(other, read=row.read) != row:
+        if other is None or replace(other, source=row.source, read=row.read) != row:
             lines.append(f"torch {row.version}: shipped {row}, index says {other}")
     for partner in shipped.partners:
         found = now.partner(partner.name, partner.version)
-        if found is None or replace(found, read=partner.read) != partner:
+        if found is None or replace(found, source=partner.source, read=partner.read) != partner:
             lines.append(f"{partner.name} {partner.version}: shipped {partner}, index says "
                          f"{found}")
     return lines

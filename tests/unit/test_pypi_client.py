@@ -64,6 +64,20 @@ def test_a_refresh_only_adds_rows(index: Index, tmp_path: Path) -> None:
     assert index.wheel_reads() == 2  # the one torch wheel: its tail, then its METADATA
 
 
+def test_refresh_check_fails_on_a_row_the_index_does_not_say(
+        index: Index, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    output = tmp_path / "torch_releases.json"
+    output.write_text(releases.shipped().to_json())
+    options = ["--index", f"{index.url}/simple", "--output", str(output), "--check"]
+    assert refresh.main(options) == 0
+    assert "every row is what the index says" in capsys.readouterr().out
+    output.write_text(output.read_text().replace('"torch": "==2.6.0"', '"torch": "==2.5.1"'))
+    assert refresh.main(options) == 1
+    said = capsys.readouterr().out.splitlines()
+    assert len(said) == 2 and said[0].startswith("torchaudio 2.6.0: shipped") \
+        and said[1].startswith("torchvision 0.21.0: shipped"), said
+
+
 def test_a_range_reader_reads_only_the_tail_of_a_wheel(index: Index) -> None:
     answer = recorded()["projects"]["torchaudio"]["2.6.0"]
     metadata = read_metadata(f"{index.url}{answer['path']}")
