@@ -43,8 +43,9 @@ class ConfigError(BuildGraphError):
 
     exit_code = EXIT_CONFIG
 
-    def __init__(self, issues: Iterable[ConfigIssue]) -> None:
+    def __init__(self, issues: Iterable[ConfigIssue], notes: Iterable[str] = ()) -> None:
         self.issues = tuple(issues)
+        self.notes = tuple(notes)  # what was not checked is said beside what failed
         super().__init__("\n".join(str(i) for i in self.issues))
 
 
@@ -136,4 +137,6 @@ def report(exc: BuildGraphError) -> int:
         traceback.print_exception(exc)
     for line in str(exc).splitlines() or [type(exc).__name__]:
         print(f"error: {line}", file=sys.stderr)
+    for note in getattr(exc, "notes", ()):
+        print(f"note: {note}", file=sys.stderr)
     return exc.exit_code

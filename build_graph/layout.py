@@ -14,6 +14,9 @@ side never share a plan cache, a doit database, a run lock or records. Its conte
     ccache-store/              the default compiler-cache store (`file://`)
     sources/                   fetched compile sources: git-<commit>/, sha256-<hex>/
                                (.downloading/ holds a download until it is checked)
+    pypi/<index>/              `check`'s package-index answers that never change: one
+                               torchvision/torchaudio release's torch requirement per file,
+                               per index (<index>: a digest of its URL; pypi/lookup.py)
     <variant>/<tier>/          one tier (TierFolder): rendered files, staged sources, wheels,
                                logs/<stage>.log, records, report copies
 
@@ -23,6 +26,7 @@ nothing else. It is never part of a build context (plan/context.py asks OWN_FOLD
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +36,7 @@ PLAN_CACHE = ".plan-cache.pickle"
 DOIT_DB = ".build-graph-doit.json"
 RUN_LOCK = ".doit.lock"
 # Names a variant may not take: its tier folders would land among the tool's own.
-TOOL_NAMES = frozenset({"ccache", "ccache-store", "sources"})
+TOOL_NAMES = frozenset({"ccache", "ccache-store", "sources", "pypi"})
 
 # Fixed paths inside the builder container, so compiler-cache keys match on every machine.
 SRC_DIR = "/src"
@@ -143,6 +147,10 @@ class BuildFolder:
     def cache_store(self) -> Path:
         """The default compiler-cache store when `[cache] url` is not set."""
         return self.root / "ccache-store"
+
+    def index_cache(self, index: str) -> Path:
+        """`check`'s cached answers of the package index at `index` (a URL)."""
+        return self.root / "pypi" / hashlib.sha256(index.encode()).hexdigest()[:16]
 
     def ccache(self, variant: str, tier: str) -> Path:
         return self.root / "ccache" / variant / tier

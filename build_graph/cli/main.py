@@ -1,4 +1,5 @@
-"""`python -m build_graph check|plan|doctor|lock|ci|init|prune|sbom`: commands outside doit."""
+"""`python -m build_graph check|plan|doctor|lock|ci|init|prune|outdated|sbom`: commands outside
+doit."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from build_graph import settings
 from build_graph.cli.cloudbuild import DEFAULT_HOURS, DEFAULT_MACHINE, STEP_IMAGE
 from build_graph.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, DeletesRefused, run_cli
 from build_graph.fs import write_if_changed
-from build_graph.layout import DEFAULT_MANIFEST
+from build_graph.gpu import releases
+from build_graph.layout import DEFAULT_MANIFEST, BuildFolder
 from build_graph.manifest.load import load
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import plan
@@ -38,10 +41,34 @@ def summary(stack: Stack) -> str:
 
 
 def _check(args: argparse.Namespace) -> int:
-    stack = load(args.manifest)
+    stack = load(args.manifest, releases.offline if args.offline else _index(args.manifest))
     plan(stack)  # renders every template, so template errors surface here too
     print(summary(stack))
     print("ok")
+    return 0
+
+
+def _index(manifest: Path, fresh: bool = False) -> releases.Lookup:
+    """Torch pairings the shipped data lacks, asked of the index builds use
+    (BUILD_GRAPH_PIP_INDEX_URL, default pypi.org); answers cached in the build folder."""
+    from build_graph.pypi.lookup import IndexLookup
+
+    cache = BuildFolder.of(manifest).index_cache(settings.without_userinfo(_index_url()))
+    return IndexLookup(_index_url(), cache, fresh=fresh)
+
+
+def _index_url() -> str:
+    from build_graph.pypi.simple import DEFAULT_INDEX
+
+    return settings.pip_settings().get("PIP_INDEX_URL") or DEFAULT_INDEX
+
+
+def _outdated(args: argparse.Namespace) -> int:
+    from build_graph.cli.outdated import manifest_of, outdated
+
+    stack = load(args.manifest, releases.offline)  # a manifest with errors stops here
+    lines = outdated(stack, manifest_of(stack), _index_url(), _index(args.manifest, True))
+    print("\n".join(lines))
     return 0
 
 
@@ -176,6 +203,9 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m build_graph", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="validate images.toml and print the resolved stack")
+    check.add_argument("--offline", action="store_true",
+                       help="do not ask the package index about torch pairings the shipped "
+                            "data lacks (they stay notes)")
     check.set_defaults(run=_check)
     show = sub.add_parser("plan", help="print each tier's hash tag and where it exists")
     show.add_argument("--json", action="store_true", help="machine-readable output")
@@ -247,12 +277,16 @@ def parser() -> argparse.ArgumentParser:
                             "e.g. 12h, 0s)")
     prune.add_argument("--yes", action="store_true", help="delete (default: only print)")
     prune.set_defaults(run=_prune)
+    newer = sub.add_parser("outdated", help="newer torch (with its partners), pip and "
+                           "setuptools on the package index, and the images.toml edit for "
+                           "each (exit 0)")
+    newer.set_defaults(run=_outdated)
     bom = sub.add_parser("sbom", help="print (or save) a tier's SBOM, CycloneDX JSON, as "
                          "stored beside its hash tag's digest")
     bom.add_argument("tier", help="tier, or tier@variant (default: the stack's default)")
     bom.add_argument("--output", type=Path, help="write here instead of stdout")
     bom.set_defaults(run=_sbom)
-    for command in (check, show, doc, lock, ci, prune, bom):
+    for command in (check, show, doc, lock, ci, prune, newer, bom):
         command.add_argument("--manifest", type=Path, default=Path(DEFAULT_MANIFEST),
                              help="the stack's images.toml (default: ./images.toml)")
     return top

@@ -1,7 +1,9 @@
-"""Compatibility tables (GPUs, CUDA archs, torch pairs), kept as data with their sources.
+"""Compatibility tables (GPUs, CUDA archs, torch's CUDA lines), kept as data with sources.
 
 To extend: add a row. The rules that read these tables live in `gpu.archs` (which GPU
-runs which code) and `manifest.rules` (what a manifest may combine).
+runs which code) and `manifest.rules` (what a manifest may combine). Which torchvision and
+torchaudio go with a torch release is not typed here: it is read from the wheels' own
+METADATA into torch_releases.json (gpu/releases.py, `python -m build_graph.pypi.refresh`).
 """
 
 from __future__ import annotations
@@ -66,34 +68,13 @@ CUDA_ARCHS: dict[tuple[int, int], frozenset[str]] = {
     ),
 }
 
-# torch release (major.minor.patch) -> (torchvision, torchaudio) released with it.
-# Source: https://github.com/pytorch/vision#installation (version table) and
-# https://pytorch.org/get-started/previous-versions/
-TORCH_PARTNERS: dict[str, tuple[str, str]] = {
-    "2.0.0": ("0.15.1", "2.0.1"),
-    "2.0.1": ("0.15.2", "2.0.2"),
-    "2.1.0": ("0.16.0", "2.1.0"),
-    "2.1.1": ("0.16.1", "2.1.1"),
-    "2.1.2": ("0.16.2", "2.1.2"),
-    "2.2.0": ("0.17.0", "2.2.0"),
-    "2.2.1": ("0.17.1", "2.2.1"),
-    "2.2.2": ("0.17.2", "2.2.2"),
-    "2.3.0": ("0.18.0", "2.3.0"),
-    "2.3.1": ("0.18.1", "2.3.1"),
-    "2.4.0": ("0.19.0", "2.4.0"),
-    "2.4.1": ("0.19.1", "2.4.1"),
-    "2.5.0": ("0.20.0", "2.5.0"),
-    "2.5.1": ("0.20.1", "2.5.1"),
-    "2.6.0": ("0.21.0", "2.6.0"),
-    "2.7.0": ("0.22.0", "2.7.0"),
-    "2.7.1": ("0.22.1", "2.7.1"),
-    "2.8.0": ("0.23.0", "2.8.0"),
-    "2.9.0": ("0.24.0", "2.9.0"),
-}
-
-# torch minor -> CUDA (major, minor) versions of its official binaries.
+# torch minor -> CUDA (major, minor) versions of its official binaries (stable and
+# experimental columns together). The index does not say this (PyPI carries one CUDA build
+# per release: torch_releases.json's `cuda`), so it stays a table.
 # Source: PyTorch RELEASE.md, "Release Compatibility Matrix"
-# (https://github.com/pytorch/pytorch/blob/main/RELEASE.md#release-compatibility-matrix).
+# (https://github.com/pytorch/pytorch/blob/main/RELEASE.md#release-compatibility-matrix);
+# rows 2.10-2.14 read 2026-11-23 from the matrix as it stood then (2.14 was its newest
+# row: 2.15 is left out until the matrix lists it).
 TORCH_CUDA: dict[str, tuple[tuple[int, int], ...]] = {
     "2.0": ((11, 7), (11, 8)),
     "2.1": ((11, 8), (12, 1)),
@@ -105,6 +86,11 @@ TORCH_CUDA: dict[str, tuple[tuple[int, int], ...]] = {
     "2.7": ((11, 8), (12, 6), (12, 8)),
     "2.8": ((12, 6), (12, 8), (12, 9)),
     "2.9": ((12, 6), (12, 8), (13, 0)),
+    "2.10": ((12, 6), (12, 8), (13, 0)),
+    "2.11": ((12, 6), (12, 8), (13, 0)),
+    "2.12": ((12, 6), (13, 0), (13, 2)),
+    "2.13": ((12, 6), (13, 0), (13, 2)),
+    "2.14": ((12, 6), (13, 0), (13, 2)),
 }
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from build_graph.errors import ConfigError, ConfigIssue, did_you_mean
+from build_graph.gpu.releases import Lookup, shipped_only
 from build_graph.manifest import schema
 from build_graph.manifest.model import Stack
 from build_graph.manifest.resolve import resolve_stack
@@ -35,15 +36,16 @@ def read_manifest(path: Path) -> schema.Manifest:
         raise ConfigError(_issues_from(path, exc)) from None
 
 
-def load(path: Path | str) -> Stack:
+def load(path: Path | str, lookup: Lookup = shipped_only) -> Stack:
     """Read, validate and resolve a manifest into a frozen Stack.
 
     Raises ConfigError with every problem of the file (structure first; the semantic
-    rules run only on a structurally valid file).
+    rules run only on a structurally valid file). `lookup`: where torch pairings come
+    from (the shipped data unless `check` passes the index's).
     """
     manifest_path = Path(path).resolve()
     manifest = read_manifest(manifest_path)
-    return resolve_stack(manifest_path, manifest)
+    return resolve_stack(manifest_path, manifest, lookup)
 
 
 def _issues_from(path: Path, exc: ValidationError) -> list[ConfigIssue]:

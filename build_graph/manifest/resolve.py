@@ -8,6 +8,7 @@ from functools import cache
 from pathlib import Path
 
 from build_graph.errors import ConfigError, did_you_mean
+from build_graph.gpu.releases import Lookup, shipped_only
 from build_graph.layout import TOOL_NAMES, BuildFolder
 from build_graph.manifest import schema
 from build_graph.manifest.files import check_files, check_source
@@ -48,9 +49,12 @@ def shipped_templates() -> Path:
     raise FileNotFoundError(f"no templates/ beside {package}: reinstall build-graph")
 
 
-def resolve_stack(path: Path, manifest: schema.Manifest) -> Stack:
-    """Resolve every variant and apply every rule; raise ConfigError listing all problems."""
-    report = Report(path)
+def resolve_stack(path: Path, manifest: schema.Manifest,
+                  lookup: Lookup = shipped_only) -> Stack:
+    """Resolve every variant and apply every rule; raise ConfigError listing all problems.
+    `lookup` says where torch pairings come from (only `check` passes one that asks the
+    package index)."""
+    report = Report(path, lookup)
     root = path.parent
     template_dirs = tuple(dict.fromkeys([root / "templates", shipped_templates()]))
     order = _check_graph(manifest, report)
@@ -67,7 +71,7 @@ def resolve_stack(path: Path, manifest: schema.Manifest) -> Stack:
     variants = tuple(_resolve_variant(manifest, name, order, report) for name in names)
     _check_tags(variants, report)
     if report.issues:
-        raise ConfigError(report.issues)
+        raise ConfigError(report.issues, report.notes)
     return Stack(manifest=path, name=manifest.stack.name, registry=manifest.stack.registry,
                  description=manifest.stack.description, cache=cache, variants=variants,
                  default_variant=default, template_dirs=template_dirs,

@@ -1,4 +1,4 @@
-"""Semantic rules over one resolved variant: GPU coverage, CUDA archs, torch pairs.
+"""Semantic rules over one resolved variant: GPU coverage, CUDA archs, torch partners.
 
 Each rule is a function `(versions, gpu, where, report)`; add a rule by writing one and
 listing it in RULES. `where(section, key)` gives the key path the user should edit.
@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from build_graph.errors import ConfigIssue
@@ -21,6 +22,7 @@ from build_graph.gpu.archs import (
     parse_target,
     split_arch_list,
 )
+from build_graph.gpu.releases import PARTNERS, Facts, Lookup, shipped, shipped_only
 from build_graph.manifest.model import GpuSpec, major_minor
 
 
@@ -29,6 +31,7 @@ class Report:
     """Collects every issue and note of one manifest."""
 
     file: Path
+    lookup: Lookup = shipped_only  # where torch pairings come from (gpu/releases.py)
     issues: list[ConfigIssue] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -106,8 +109,10 @@ def check_torch_cuda(versions: Mapping[str, str], gpu: GpuSpec, where: Where,
         return
     supported = tables.TORCH_CUDA.get(_fmt(torch_mm))
     if supported is None:
-        report.note(where("versions", "torch"),
-                    f"torch {torch} is not in the compatibility table; CUDA pairing not checked")
+        row = shipped().torch_row(torch) if _final(torch) else None
+        pypi = f" (its PyPI wheel is built for CUDA {row.cuda})" if row and row.cuda else ""
+        report.note(where("versions", "torch"), f"torch {torch} is not in the release matrix "
+                    f"(gpu/tables.py TORCH_CUDA){pypi}; CUDA pairing not checked")
         return
     listed = ", ".join(_fmt(c) for c in supported)
     if cuda < min(supported) or cuda[0] > max(supported)[0]:
@@ -122,35 +127,98 @@ def check_torch_cuda(versions: Mapping[str, str], gpu: GpuSpec, where: Where,
 
 def check_torch_partners(versions: Mapping[str, str], gpu: GpuSpec, where: Where,
                          report: Report) -> None:
-    """torchvision and torchaudio must be the releases made with this torch."""
+    """torchvision and torchaudio must be releases whose wheels accept this torch, as their
+    METADATA says (gpu/releases.py: shipped, or asked of the index by `check`)."""
     torch = versions.get("torch")
-    if torch is None:
+    if torch is None or not _final(torch):
+        return  # a pre-release or a from-source build's own version: nothing to look up
+    given: dict[str, str] = {n: versions[n] for n in PARTNERS if versions.get(n)}
+    facts, unasked = report.lookup(torch, given)
+    suffix = f" ({unasked})" if unasked else ""
+    if facts.is_published("torch", torch) is False:
+        newest = max(facts.published["torch"]) if facts.published else None
+        report.error(where("versions", "torch"), f"torch {torch} is not published on "
+                     f"{facts.index}" + (f"; the newest release there is {newest}"
+                                         if newest else ""))
         return
-    partners = tables.TORCH_PARTNERS.get(_release(torch))
-    if partners is None:
-        if versions.get("torchvision") or versions.get("torchaudio"):
-            report.note(where("versions", "torch"), f"torch {torch} is not in the "
-                        "compatibility table; torchvision/torchaudio pairing not checked")
+    if facts.torch_row(torch) is None and facts.published is None:
+        report.note(where("versions", "torch"), f"torch {torch} is not in the shipped "
+                    f"compatibility data{suffix}; its partners are checked only as far as "
+                    "that data goes")
+    for name, version in given.items():
+        problem = _partner_problem(facts, name, version, torch)
+        if problem is None:
+            continue
+        if problem:
+            report.error(where("versions", name), f"{name} {version} does not go with torch "
+                         f"{torch}: {problem}; use {_suggestion(facts, name, torch)}")
+        else:
+            report.note(where("versions", name), f"{name} {version} is not in the shipped "
+                        f"compatibility data{suffix}; its pairing with torch {torch} is not "
+                        "checked")
+
+
+def check_torch_triton(versions: Mapping[str, str], gpu: GpuSpec, where: Where,
+                       report: Report) -> None:
+    """triton (torch.compile's GPU backend) must be one torch's own wheels accept."""
+    torch, triton = versions.get("torch"), versions.get("triton")
+    if torch is None or triton is None or not _final(torch):
         return
-    for key, expected in zip(("torchvision", "torchaudio"), partners, strict=True):
-        given = versions.get(key)
-        if given is not None and not _same_release(given, expected):
-            report.error(where("versions", key),
-                         f"{key} {given} does not go with torch {torch}; use {expected} "
-                         "(the release made with it)")
-
-
-def _release(version: str) -> str:
-    """'2.6.0+cu124' -> '2.6.0'."""
-    return version.split("+", 1)[0]
-
-
-def _same_release(a: str, b: str) -> bool:
+    row = report.lookup(torch, {})[0].torch_row(torch)
+    if row is None or row.triton is None:
+        return
     try:
-        return Version(_release(a)) == Version(_release(b))
+        accepted = SpecifierSet(row.triton).contains(triton, prereleases=True)
+    except InvalidVersion:
+        accepted = False
+    if not accepted:
+        use = (row.triton.removeprefix("==") if row.triton.startswith("==")
+               else f"a release in {row.triton}")
+        report.error(where("versions", "triton"), f"torch {torch}'s wheels require triton"
+                     f"{row.triton}, not {triton}; use {use} ({row.source})")
+
+
+def _partner_problem(facts: Facts, name: str, version: str, torch: str) -> str | None:
+    """Why `name` `version` cannot go with `torch`; None if it can; "" if unknown."""
+    if not _final(version):
+        return ""
+    row, right = facts.partner(name, version), facts.partner_for(name, torch)
+    if row is not None:
+        return None if row.admits(torch) else f"its wheels require {row.describe()}"
+    if facts.is_published(name, version) is False:
+        return f"it is not published on {facts.index}"
+    known = sorted((r for r in facts.partners if r.name == name),
+                   key=lambda r: Version(r.version))
+    if facts.published is None and known \
+            and Version(known[0].version) < Version(version) < Version(known[-1].version):
+        return (f"it is not published on {facts.index} (the shipped data, read "
+                f"{known[-1].read}, holds every release from {known[0].version} to "
+                f"{known[-1].version})")
+    if right is not None and right.pins() is not None:
+        return "it is not known to accept it"
+    return ""
+
+
+def _suggestion(facts: Facts, name: str, torch: str) -> str:
+    right = facts.partner_for(name, torch)
+    if right is not None and right.pins() is not None:
+        return f"{right.version} (the release made with it: its wheels require torch=={torch})"
+    newest = facts.newest(name)
+    if right is not None:
+        return (f"{right.version} (its wheels require {right.describe()}; no {name} release "
+                f"pins torch {torch})")
+    return (f"another torch: no {name} release on {facts.index} accepts torch {torch}"
+            + (f" (the newest, {newest.version}, requires {newest.describe()})"
+               if newest else "") + f", or drop versions.{name}")
+
+
+def _final(version: str) -> bool:
+    """A final release ('2.6.0', '2.6.0+cu124'): the only kind the index data holds."""
+    try:
+        return not Version(version).is_prerelease
     except InvalidVersion:
         return False
 
 
 RULES: tuple[Rule, ...] = (check_arch_list, check_targets, check_torch_cuda,
-                           check_torch_partners)
+                           check_torch_partners, check_torch_triton)

@@ -165,8 +165,9 @@ def test_torchvision_that_does_not_belong_names_the_right_partner(tmp_path: Path
     text = gpu_stack().replace('torch = "2.6.0"',
                                'torch = "2.6.0"\ntorchvision = "0.20.1"\ntorchaudio = "2.6"')
     errors = config_errors(tmp_path, text)
-    assert errors == ["versions.torchvision: torchvision 0.20.1 does not go with torch 2.6.0; "
-                      "use 0.21.0 (the release made with it)"]
+    assert errors == ["versions.torchvision: torchvision 0.20.1 does not go with torch 2.6.0: "
+                      "its wheels require torch==2.5.1; use 0.21.0 (the release made with it: "
+                      "its wheels require torch==2.6.0)"]
 
 
 def test_torchaudio_that_does_not_belong(tmp_path: Path) -> None:
@@ -178,3 +179,19 @@ def test_partner_with_local_version_suffix_matches(tmp_path: Path) -> None:
     text = gpu_stack().replace('torch = "2.6.0"',
                                'torch = "2.6.0+cu124"\ntorchvision = "0.21.0+cu124"')
     load_text(tmp_path, text)
+
+
+def test_a_torch_release_newer_than_the_release_matrix_is_a_note_with_its_pypi_cuda(
+        tmp_path: Path) -> None:
+    stack = load_text(tmp_path, gpu_stack(cuda="13.2.1", torch="2.15.0", archs='["8.0"]'))
+    assert any("torch 2.15.0 is not in the release matrix (gpu/tables.py TORCH_CUDA) (its "
+               "PyPI wheel is built for CUDA 13.2); CUDA pairing not checked" in n
+               for n in stack.notes), stack.notes
+
+
+def test_the_release_matrix_reaches_torch_2_14(tmp_path: Path) -> None:
+    stack = load_text(tmp_path, gpu_stack(cuda="12.8.1", torch="2.14.0", archs='["8.0"]'))
+    assert any("torch 2.14.0 has no official CUDA 12.8 build" in n for n in stack.notes)
+    message = one_error(tmp_path, gpu_stack(cuda="11.8.0", torch="2.12.0", archs='["8.0"]'),
+                        "versions.cuda")
+    assert "torch 2.12.0 does not support CUDA 11.8.0 (it supports 12.6, 13.0, 13.2)" in message

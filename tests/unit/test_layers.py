@@ -20,7 +20,7 @@ LAYERS: dict[str, int] = {
     "manifest": 2,
     "plan": 3,
     "docker": 4,
-    "registry": 5,
+    "registry": 5, "pypi": 5,
     "ccache": 6, "verify": 6,
     "stages": 7,
     "run": 8,
@@ -29,7 +29,8 @@ LAYERS: dict[str, int] = {
 }
 # The adapters take plain values: they never see a manifest, a plan or a stage.
 PLAIN = {"docker": {"manifest", "plan", "stages", "verify", "ccache"},
-         "registry": {"manifest", "plan", "stages", "verify", "ccache"}}
+         "registry": {"manifest", "plan", "stages", "verify", "ccache"},
+         "pypi": {"manifest", "plan", "stages", "verify", "ccache", "docker", "registry"}}
 IN_IMAGE = ("verify/in_image/probe.py", "verify/in_image/fatbin.py",
             "verify/in_image/finder.py", "verify/in_image/inventory.py")
 SIBLINGS = {"fatbin", "finder", "inventory"}  # mounted beside probe.py in the image

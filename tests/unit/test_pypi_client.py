@@ -1,0 +1,124 @@
+"""The index client at its door, and the generator of torch_releases.json, on loopback."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from packaging.version import Version
+
+from build_graph.gpu import releases
+from build_graph.gpu.releases import Facts
+from build_graph.pypi import refresh
+from build_graph.pypi.facts import partner_row
+from build_graph.pypi.fetch import (
+    IndexAnswerRefused,
+    IndexUnreachable,
+    NotOnIndex,
+    RangesUnsupported,
+    get,
+)
+from build_graph.pypi.simple import project
+from build_graph.pypi.wheel_metadata import read_metadata
+from tests.pypi_index import Index, allow_loopback, recorded, serving
+
+
+@pytest.fixture
+def index(monkeypatch: pytest.MonkeyPatch) -> Iterator[Index]:
+    allow_loopback(monkeypatch)
+    with serving(Index(recorded()["projects"])) as served:
+        yield served
+
+
+def test_the_generator_reproduces_the_shipped_rows(index: Index, tmp_path: Path) -> None:
+    shipped = releases.shipped()
+    made = refresh.refresh(f"{index.url}/simple", Facts(shipped.index), "2026-11-23",
+                           say=lambda line: None)
+    assert len(made.torch) == len(shipped.torch) >= 28  # torch 2.0.0 .. 2.15.0
+    assert len(made.partners) == len(shipped.partners)
+
+    def on_pypi(url: str) -> str:  # the same file, where pypi.org serves it
+        return f"https://files.pythonhosted.org{urlsplit(url).path}"
+
+    as_read = replace(made, torch=tuple(replace(r, source=on_pypi(r.source)) for r in made.torch),
+                      partners=tuple(replace(r, source=on_pypi(r.source))
+                                     for r in made.partners))
+    assert refresh.differences(shipped, as_read) == []  # every field but the day read
+    assert refresh.differences(as_read, shipped) == []
+
+
+def test_a_refresh_only_adds_rows(index: Index, tmp_path: Path) -> None:
+    """Rows already known are kept as they are; only the missing ones are read."""
+    shipped = releases.shipped()
+    older = replace(shipped, torch=shipped.torch[:-1])
+    output = tmp_path / "torch_releases.json"
+    output.write_text(older.to_json())
+    assert refresh.main(["--index", f"{index.url}/simple", "--output", str(output)]) == 0
+    again = releases.from_json(output.read_text())
+    assert again.torch[:-1] == shipped.torch[:-1]
+    assert again.torch[-1].version == shipped.torch[-1].version
+    assert index.wheel_reads() == 2  # the one torch wheel: its tail, then its METADATA
+
+
+def test_refresh_check_fails_on_a_row_the_index_does_not_say(
+        index: Index, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    output = tmp_path / "torch_releases.json"
+    output.write_text(releases.shipped().to_json())
+    options = ["--index", f"{index.url}/simple", "--output", str(output), "--check"]
+    assert refresh.main(options) == 0
+    assert "every row is what the index says" in capsys.readouterr().out
+    output.write_text(output.read_text().replace('"torch": "==2.6.0"', '"torch": "==2.5.1"'))
+    assert refresh.main(options) == 1
+    said = capsys.readouterr().out.splitlines()
+    assert len(said) == 2 and said[0].startswith("torchaudio 2.6.0: shipped") \
+        and said[1].startswith("torchvision 0.21.0: shipped"), said
+
+
+def test_a_range_reader_reads_only_the_tail_of_a_wheel(index: Index) -> None:
+    answer = recorded()["projects"]["torchaudio"]["2.6.0"]
+    metadata = read_metadata(f"{index.url}{answer['path']}")
+    assert metadata["Name"] == "torchaudio" and "torch==2.6.0" in str(
+        metadata.get_all("Requires-Dist")).replace(" ", "")
+
+
+def test_a_file_host_that_ignores_ranges_is_refused_not_read_whole(index: Index) -> None:
+    index.ranges = False
+    answer = recorded()["projects"]["torch"]["2.6.0"]
+    with pytest.raises(RangesUnsupported, match="does not answer range requests"):
+        read_metadata(f"{index.url}{answer['path']}")
+
+
+def test_metadata_of_another_release_is_refused(index: Index) -> None:
+    index.projects["torchaudio"]["2.6.0"]["metadata"] = (
+        index.projects["torchaudio"]["2.5.0"]["metadata"])
+    with serving(index) as lying:
+        page = project(f"{lying.url}/simple", "torchaudio")
+        with pytest.raises(IndexAnswerRefused, match=r"names torchaudio '2\.5\.0'"):
+            partner_row("torchaudio", page, Version("2.6.0"), "today")
+
+
+def test_a_page_too_large_is_refused(index: Index) -> None:
+    with pytest.raises(IndexAnswerRefused, match="larger than 100 bytes"):
+        get(f"{index.url}/simple/torch/", {}, limit=100)
+
+
+def test_not_found_and_unreachable_are_told_apart(index: Index) -> None:
+    with pytest.raises(NotOnIndex):
+        project(f"{index.url}/simple", "no-such-project")
+    with pytest.raises(IndexUnreachable):
+        project("http://127.0.0.1:9/simple", "torch")
+
+
+def test_hostile_rows_in_the_data_file_are_refused() -> None:
+    good = json.loads(releases.shipped().to_json())
+    good["partners"][0]["torch"] = "==2.0.0; rm -rf /"
+    with pytest.raises(ValueError):
+        releases.from_json(json.dumps(good))
+    good = json.loads(releases.shipped().to_json())
+    good["torch"][0]["version"] = "../../etc"
+    with pytest.raises(ValueError):
+        releases.from_json(json.dumps(good))
