@@ -15,39 +15,42 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from build_graph.gpu import tables
-from build_graph.gpu.releases import PARTNERS, Lookup
+from build_graph.gpu.releases import PARTNERS, Lookup, TorchRow
 from build_graph.manifest import schema
 from build_graph.manifest.model import Stack, major_minor
 from build_graph.pypi.fetch import NotOnIndex
 from build_graph.pypi.simple import project
 
 TOOLS = ("pip", "setuptools")
+_CANDIDATES = 4  # newer torch releases tried, newest first, for one whose partners exist
 
 
 def outdated(stack: Stack, manifest: schema.Manifest, index: str,
              lookup: Lookup) -> list[str]:
     """One block of lines per variant: each version, and what to edit where."""
     lines = []
-    newest = {name: _newest(index, name) for name in ("torch", *TOOLS)
-              if any(name in v.versions for v in stack.variants)}
+    wanted = [n for n in ("torch", *TOOLS) if any(n in v.versions for v in stack.variants)]
+    found = {name: _releases(index, name) for name in wanted}
     for variant in stack.variants:
         label = f"variant {variant.name}" if stack.has_variants else "versions"
         lines.append(f"{label}:")
         keys = _keys(manifest, variant.name, stack.has_variants)
-        lines.extend(f"  {line}" for line in _torch(variant.versions, newest.get("torch"),
+        lines.extend(f"  {line}" for line in _torch(variant.versions, found.get("torch", []),
                                                     keys, lookup))
         for name in TOOLS:
             if name in variant.versions:
-                lines.append(f"  {_tool(name, variant.versions[name], newest[name], keys)}")
+                newest = found[name][0] if found[name] else None
+                lines.append(f"  {_tool(name, variant.versions[name], newest, keys)}")
     return lines
 
 
-def _newest(index: str, name: str) -> Version | None:
+def _releases(index: str, name: str) -> list[Version]:
+    """The project's final releases on the index, newest first ([] when it is not there)."""
     try:
         finals = [v for v in project(index, name).versions() if not v.is_prerelease]
     except NotOnIndex:
-        return None
-    return max(finals, default=None)
+        return []
+    return sorted(finals, reverse=True)
 
 
 def _keys(manifest: schema.Manifest, variant: str, has_variants: bool) -> dict[str, str]:
@@ -65,39 +68,55 @@ def _tool(name: str, current: str, newest: Version | None, keys: Mapping[str, st
     return f"{name} {current}: up to date"
 
 
-def _torch(versions: Mapping[str, str], newest: Version | None, keys: Mapping[str, str],
+def _torch(versions: Mapping[str, str], releases: list[Version], keys: Mapping[str, str],
            lookup: Lookup) -> Iterator[str]:
+    """The newest torch whose partners (those the variant names) are published, and the
+    edits that take it; a newer torch still waiting for a partner is said, not proposed."""
     current = versions.get("torch")
-    if current is None or newest is None:
+    if current is None or not releases:
         return
-    if not _older(current, newest):
+    newer = [v for v in releases if _older(current, v)]
+    if not newer:
         yield f"torch {current}: up to date"
         return
-    yield f"torch {current} -> {newest}: edit {keys['torch']} = \"{newest}\""
     given: dict[str, str] = {n: versions[n] for n in PARTNERS if n in versions}
-    facts, unasked = lookup(str(newest), given)
+    for candidate in newer[:_CANDIDATES]:
+        facts, unasked = lookup(str(candidate), given)
+        missing = [n for n in given if facts.partner_for(n, str(candidate)) is None]
+        if not missing:
+            break
+        why = f" ({unasked})" if unasked else ""
+        yield (f"torch {candidate}: not yet, no {' or '.join(missing)} release that goes "
+               f"with it is published{why}")
+    else:
+        yield f"torch {current}: up to date (the newest whose {' and '.join(given)} exist)"
+        return
+    yield f"torch {current} -> {candidate}: edit {keys['torch']} = \"{candidate}\""
     for name, version in given.items():
-        right = facts.partner_for(name, str(newest))
-        if right is None:
-            why = f" ({unasked})" if unasked else ""
-            yield f"  {name} {version}: no release accepts torch {newest} yet{why}"
-        elif right.version == version:
+        right = facts.partner_for(name, str(candidate))
+        assert right is not None
+        if right.version == version:
             yield f"  {name} {version}: keep (it requires {right.describe()})"
         else:
             yield (f"  {name} {version} -> {right.version}: edit {keys[name]} = "
                    f"\"{right.version}\" (it requires {right.describe()})")
-    row = facts.torch_row(str(newest))
+    yield from _torch_needs(versions, candidate, facts.torch_row(str(candidate)), keys)
+
+
+def _torch_needs(versions: Mapping[str, str], torch: Version, row: TorchRow | None,
+                 keys: Mapping[str, str]) -> Iterator[str]:
+    """The triton and CUDA that torch release needs, where the variant names them."""
     if "triton" in versions and row is not None and row.triton:
-        yield (f"  triton {versions['triton']}: torch {newest}'s wheels require "
+        yield (f"  triton {versions['triton']}: torch {torch}'s wheels require "
                f"triton{row.triton} (edit {keys['triton']})")
     cuda = versions.get("cuda")
-    lines = tables.TORCH_CUDA.get(f"{newest.major}.{newest.minor}")
+    lines = tables.TORCH_CUDA.get(f"{torch.major}.{torch.minor}")
     if cuda is not None and lines is not None:
         if major_minor(cuda) not in lines:
             listed = ", ".join(f"{a}.{b}" for a, b in lines)
-            yield f"  cuda {cuda}: torch {newest} is built for CUDA {listed} (edit {keys['cuda']})"
+            yield f"  cuda {cuda}: torch {torch} is built for CUDA {listed} (edit {keys['cuda']})"
     elif cuda is not None and row is not None and row.cuda:
-        yield (f"  cuda {cuda}: torch {newest}'s PyPI wheel is built for CUDA {row.cuda} "
+        yield (f"  cuda {cuda}: torch {torch}'s PyPI wheel is built for CUDA {row.cuda} "
                f"(edit {keys['cuda']}; the release matrix, gpu/tables.py, has no row for it yet)")
 
 

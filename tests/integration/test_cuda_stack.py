@@ -29,7 +29,9 @@ from tests.integration.conftest import (
 pytestmark = [pytest.mark.integration, pytest.mark.cuda]
 BUCKET = "team-ccache"
 SASS = ["10.0", "12.0", "7.5", "8.0", "8.6", "8.9", "9.0"]
-LIBRARIES = ("_C.abi3.so", "_scatter_cuda.so", "_segment_csr_cuda.so", "_segment_coo_cuda.so")
+# teamkernels' extension, torch-scatter's CUDA ops, and teamcuda's CMake-built library.
+LIBRARIES = ("_C.abi3.so", "_scatter_cuda.so", "_segment_csr_cuda.so", "_segment_coo_cuda.so",
+             "libteamcuda.so")
 HOST_ONLY = ("_version_cuda.so",)  # torch-scatter's version query: no device code
 
 
@@ -87,7 +89,7 @@ def test_the_cuda_stack_builds_verifies_and_promotes(ws: Workspace, gcs: GcsEmul
         assert check["actual"] == f"SASS {', '.join(SASS)}; PTX 12.0", check
     for gpu in ("T4", "A100", "L4", "H100", "B200", "RTX 5090"):
         assert checks[f"runs on {gpu}"]["status"] == "pass"
-    for module in ("torch", "teamkernels", "torch_scatter"):
+    for module in ("torch", "teamcuda", "teamkernels", "torch_scatter"):
         assert checks[f"import {module}"]["status"] == "pass"
     assert checks["torch CUDA"]["actual"] == "13.0"
     assert checks["GPU kernel launch"]["status"] == "not checked"
