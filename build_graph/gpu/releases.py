@@ -61,19 +61,8 @@ class PartnerRow:
         return specs[0].version if exact else None
 
     def admits(self, torch: str) -> bool:
-        """Whether it goes with that torch release: pip would install it beside it, and a
-        lone lower bound (`>=2.14.0`, torchvision 0.29.1 on) names the torch its compiled
-        ops were built against, so only that minor line: torchvision pairs each release
-        with one torch minor (https://github.com/pytorch/vision#installation, its table),
-        and its C++ ops do not load into another torch's ABI."""
-        specs = SpecifierSet(self.torch or "")
-        if not specs.contains(Version(torch).public, prereleases=True):
-            return False
-        bounds = list(specs)
-        if len(bounds) == 1 and bounds[0].operator == ">=":
-            built = Version(bounds[0].version)
-            return Version(torch).release[:2] == built.release[:2]
-        return True
+        """Whether pip would install it beside that torch release."""
+        return SpecifierSet(self.torch or "").contains(Version(torch).public, prereleases=True)
 
     def describe(self) -> str:
         return f"torch{self.torch}" if self.torch else "no particular torch"

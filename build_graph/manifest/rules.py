@@ -207,10 +207,9 @@ def _suggestion(facts: Facts, name: str, torch: str) -> str:
     if right is not None:
         return (f"{right.version} (its wheels require {right.describe()}; no {name} release "
                 f"pins torch {torch})")
-    return (f"another torch: no {name} release on {facts.index} goes with torch {torch} yet"
-            + (f" (the newest, {newest.version}, requires {newest.describe()}: its compiled "
-               "ops are built for that torch line)" if newest else "")
-            + f", or drop versions.{name}")
+    return (f"another torch: no {name} release on {facts.index} accepts torch {torch}"
+            + (f" (the newest, {newest.version}, requires {newest.describe()})"
+               if newest else "") + f", or drop versions.{name}")
 
 
 def _final(version: str) -> bool:

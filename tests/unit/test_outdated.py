@@ -36,10 +36,10 @@ VARIANTS = """
 [variants.cu130]
 
 [variants.newest.versions]
-torch = "2.14.1"
+torch = "2.15.0"
 torchvision = "0.29.2"
 torchaudio = "2.11.0"
-triton = "3.8.0"
+triton = "3.9.0"
 """
 STACK = MINIMAL.replace('python = "3.11"\n', VERSIONS) + VARIANTS
 
@@ -58,25 +58,24 @@ def test_outdated_names_each_newer_release_and_the_edit_that_takes_it(
     assert main(["outdated", "--manifest", str(path)]) == 0
     assert capsys.readouterr().out.splitlines() == [
         "variant cu130:",
-        # No torchvision for torch 2.15 yet: the newest torch whose partners exist is 2.14.1.
-        "  torch 2.15.0: not yet, no torchvision release that goes with it is published",
-        '  torch 2.13.0 -> 2.14.1: edit versions.torch = "2.14.1"',
+        '  torch 2.13.0 -> 2.15.0: edit versions.torch = "2.15.0"',
         '    torchvision 0.28.0 -> 0.29.2: edit versions.torchvision = "0.29.2" (it requires '
         "torch>=2.14.0)",
         "    torchaudio 2.11.0: keep (it requires no particular torch)",
-        "    triton 3.7.1: torch 2.14.1's wheels require triton~=3.8.0 (edit versions.triton)",
+        "    triton 3.7.1: torch 2.15.0's wheels require triton~=3.9.0 (edit versions.triton)",
+        "    cuda 13.0.2: torch 2.15.0's PyPI wheel is built for CUDA 13.2 (edit versions.cuda;"
+        " the release matrix, gpu/tables.py, has no row for it yet)",
         '  pip 26.2 -> 26.3: edit versions.pip = "26.3"',
         "  setuptools 84.2.1: up to date",
         "variant newest:",
-        "  torch 2.15.0: not yet, no torchvision release that goes with it is published",
-        "  torch 2.14.1: up to date (the newest whose torchvision and torchaudio exist)",
+        "  torch 2.15.0: up to date",
         '  pip 26.2 -> 26.3: edit versions.pip = "26.3"',
         "  setuptools 84.2.1: up to date",
     ]
     # the proposed edit passes check (on the same index)
     edited = STACK.replace('torch = "2.13.0"\ntorchvision = "0.28.0"',
-                           'torch = "2.14.1"\ntorchvision = "0.29.2"').replace(
-                               'triton = "3.7.1"', 'triton = "3.8.0"')
+                           'torch = "2.15.0"\ntorchvision = "0.29.2"').replace(
+                               'triton = "3.7.1"', 'triton = "3.9.0"')
     assert main(["check", "--manifest", str(write_manifest(tmp_path, edited))]) == 0
 
 

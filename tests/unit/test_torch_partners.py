@@ -46,13 +46,9 @@ def test_the_bump_fails_naming_both_partners_and_their_right_releases(
     code, said = check(stack(tmp_path, BUMP), capsys)
     assert code == 2, said
     # torch 2.15.0 is in the shipped data; torchvision 0.30.0 is not, so the index is asked
-    # torchvision 0.29.2 says torch>=2.14.0, but its compiled ops are built for torch 2.14:
-    # no torchvision for torch 2.15 is published yet, so the right edit is another torch.
     assert ("versions.torchvision: torchvision 0.30.0 does not go with torch 2.15.0: it is "
-            f"not published on {index.url}/simple; use another torch: no torchvision release "
-            f"on {index.url}/simple goes with torch 2.15.0 yet (the newest, 0.29.2, requires "
-            "torch>=2.14.0: its compiled ops are built for that torch line), or drop "
-            "versions.torchvision") in said
+            f"not published on {index.url}/simple; use 0.29.2 (its wheels require "
+            "torch>=2.14.0; no torchvision release pins torch 2.15.0)") in said
     assert ("versions.torchaudio: torchaudio 2.6.0 does not go with torch 2.15.0: its wheels "
             "require torch==2.6.0; use 2.11.0 (its wheels require no particular torch; no "
             "torchaudio release pins torch 2.15.0)") in said
@@ -66,7 +62,7 @@ def test_the_bump_fails_from_the_index_alone_when_the_data_is_removed(
     code, said = check(stack(tmp_path, BUMP), capsys)
     assert code == 2, said
     assert "versions.torchvision: torchvision 0.30.0 does not go with torch 2.15.0" in said
-    assert "no torchvision release" in said and "goes with torch 2.15.0 yet" in said
+    assert "use 0.29.2" in said
     assert "versions.torchaudio: torchaudio 2.6.0 does not go with torch 2.15.0: its wheels " \
            "require torch==2.6.0; use 2.11.0" in said
     read = index.wheel_reads()
@@ -153,7 +149,7 @@ def test_an_html_index_answers_too(
     index.html = True
     monkeypatch.setattr(releases, "shipped", lambda: Facts("https://pypi.org/simple"))
     code, said = check(stack(tmp_path, BUMP), capsys)
-    assert code == 2 and "goes with torch 2.15.0 yet" in said and "use 2.11.0" in said, said
+    assert code == 2 and "use 0.29.2" in said and "use 2.11.0" in said, said
 
 
 def test_plans_and_doit_runs_keep_to_the_shipped_data(tmp_path: Path) -> None:
@@ -170,7 +166,7 @@ def test_a_private_index_gets_its_credential_and_no_message_shows_it(
     monkeypatch.setenv("BUILD_GRAPH_PIP_INDEX_URL", f"http://ci:s3cret@{host}/simple")
     monkeypatch.setattr(releases, "shipped", lambda: Facts("https://pypi.org/simple"))
     code, said = check(stack(tmp_path, BUMP), capsys)
-    assert code == 2 and "goes with torch 2.15.0 yet" in said, said
+    assert code == 2 and "use 0.29.2" in said, said
     assert "Basic Y2k6czNjcmV0" in index.auth  # base64 of ci:s3cret, on the index's pages
     assert "s3cret" not in said and f"http://***@{host}/simple" in said
     assert not any("s3cret" in p.read_text() for p in (tmp_path / "build").rglob("*.json"))
