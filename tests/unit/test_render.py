@@ -55,6 +55,14 @@ def test_golden_stack_has_the_promised_shape() -> None:
                    "pip wheel -v", "USE_SYSTEM_NCCL=1", "avail_kib / (4 * 1024 * 1024)",
                    "local cached=/sources/git-$commit", "while sleep 60"):
         assert needle in script
+    current = files["cu130/pytorch-clean.compile.sh"]  # the current release line
+    for needle in ("export TORCH_CUDA_ARCH_LIST='7.5;8.0;8.6;8.9;9.0;10.0;12.0+PTX'",
+                   "fetch_git pytorch https://github.com/pytorch/pytorch v2.14.1",
+                   "fetch_git vision https://github.com/pytorch/vision v0.29.2",
+                   "fetch_git audio https://github.com/pytorch/audio v2.11.0"):
+        assert needle in current
+    assert "FROM nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04" in files["cu130/builder.Dockerfile"]
+    assert "triton==3.8.0" in files["cu130/pytorch-clean.Dockerfile"]
     builder = files["cu124/builder.Dockerfile"]
     assert "'cmake>=3.27,<4'" in builder and "libjpeg-dev" in builder and "libpng-dev" in builder
     runtime = files["cu124/pytorch-clean.Dockerfile"]
