@@ -117,6 +117,19 @@ class Facts:
         return json.dumps(data, indent=1) + "\n"
 
 
+def named_version(specifier: str) -> str | None:
+    """The one release a single-clause requirement names: '==3.2.0', '~=3.8.0' or '>=3.8.0'
+    -> its version (the oldest it accepts, a published one); None for anything else."""
+    try:
+        clauses = list(SpecifierSet(specifier))
+    except ValueError:
+        return None
+    if len(clauses) != 1 or clauses[0].operator not in ("==", "~=", ">=") \
+            or "*" in clauses[0].version:
+        return None
+    return clauses[0].version
+
+
 def same(a: str, b: str) -> bool:
     """Whether two versions name one release ('2.6.0+cu124' is '2.6.0')."""
     try:

@@ -8,6 +8,7 @@ from functools import cache
 from pathlib import Path
 
 from build_graph.errors import ConfigError, did_you_mean
+from build_graph.gpu import releases
 from build_graph.gpu.releases import Lookup, shipped_only
 from build_graph.layout import TOOL_NAMES, BuildFolder
 from build_graph.manifest import schema
@@ -27,7 +28,7 @@ from build_graph.manifest.model import (
     VerifySpec,
     format_fields,
 )
-from build_graph.manifest.rules import RULES, Report
+from build_graph.manifest.rules import RULES, Report, Where
 from build_graph.manifest.values import IMAGE_RE, TAG_RE, conforms, fill_fields, parse_source
 
 # `doit <tier>` builds a tier: its name may not be a stage or a doit command.
@@ -162,7 +163,7 @@ def _resolve_variant(manifest: schema.Manifest, name: str, order: list[str],
         return f"{section}.{key}" + (f" (variant {name})" if manifest.variants else "")
 
     base_versions = {k: v for k, v in manifest.versions.model_dump().items() if v is not None}
-    versions = {**base_versions, **variant.versions}
+    versions = follow_torch({**base_versions, **variant.versions}, where, report)
     gpu_data = manifest.gpu.model_dump()
     if variant.gpu:
         gpu_data.update({k: getattr(variant.gpu, k) for k in variant.gpu.model_fields_set})
@@ -175,6 +176,28 @@ def _resolve_variant(manifest: schema.Manifest, name: str, order: list[str],
     return VariantSpec(name=name, description=variant.description,
                        versions=FrozenDict(versions), gpu=gpu, tiers=tiers,
                        fields=FrozenDict(fields))
+
+
+def follow_torch(versions: dict[str, str], where: Where, report: Report) -> dict[str, str]:
+    """triton and the CUDA line follow from torch when the manifest leaves them out: what
+    torch's own Linux wheel requires (the shipped index facts, gpu/torch_releases.json),
+    each said in a note naming the key to set instead."""
+    row = releases.shipped().torch_row(versions["torch"]) if "torch" in versions else None
+    if row is None:
+        return versions
+    if "triton" not in versions and row.triton:
+        named = releases.named_version(row.triton)
+        if named is not None:
+            versions["triton"] = named
+            report.note(where("versions", "triton"), f"triton {named}: what torch "
+                        f"{versions['torch']}'s wheel requires (triton{row.triton}); set "
+                        "versions.triton to choose")
+    if "cuda" not in versions and row.cuda:
+        versions["cuda"] = row.cuda
+        report.note(where("versions", "cuda"), f"cuda {row.cuda}: the CUDA line torch "
+                    f"{versions['torch']}'s wheel is built for; set versions.cuda to a full "
+                    "release (e.g. for an nvidia/cuda image tag)")
+    return versions
 
 
 def _resolve_tier(name: str, tier: schema.Tier, variant: str, versions: Mapping[str, str],
