@@ -152,7 +152,7 @@ def bring_back(box: Container, mount: Mount) -> int:
     assert mount.back_limit is not None
     try:
         stream, _ = box.get_archive(f"{mount.container.rstrip('/')}/.", chunk_size=_CHUNK)
-        reader = _Reader(iter(stream))
+        reader = ChunkReader(iter(stream))
         replace_folder_from(reader, Path(mount.host), mount.back_limit)
     except (docker.errors.DockerException, ArchiveError, OSError) as exc:
         raise BuildFailed(f"could not copy {mount.container} back from the container to "
@@ -161,7 +161,7 @@ def bring_back(box: Container, mount: Mount) -> int:
     return reader.total
 
 
-class _Reader:
+class ChunkReader:
     """docker-py's chunk iterator as a file for tarfile (which reads 512 bytes at a time)."""
 
     def __init__(self, chunks: Iterator[bytes]) -> None:
