@@ -104,8 +104,10 @@ def _add_small(tar: tarfile.TarFile, mount: Mount) -> None:
     if not host.is_dir():
         tar.add(host, arcname=name)
         return
-    tar.add(host, arcname=name, recursive=False)
-    for folder, _, files in os.walk(host) if mount.only else ():
+    tar.add(host, arcname=name, recursive=False)  # the folder itself; its files below
+    if not mount.only:
+        return
+    for folder, _, files in os.walk(host):
         inner = Path(folder).relative_to(host)
         if inner.parts:
             tar.add(folder, arcname=f"{name}/{inner.as_posix()}", recursive=False)

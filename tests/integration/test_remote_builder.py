@@ -137,3 +137,36 @@ def test_the_quickstart_runs_through_a_remote_daemon(
     assert stats["stats"]["hit_rate"] >= 0.9, stats
     assert local_traces(registry) == ([], [])
     print(f"remote compile, warm: {time.monotonic() - started:.0f} s")
+
+
+def test_a_failed_remote_compile_never_loses_the_cache(
+        tmp_path: Path, registry: Registry, remote: Daemon) -> None:
+    """A compile that fails after compiling brings its cache back (not its wheels); one
+    whose cache holds a link out of it is refused whole: the local cache stays as it was."""
+    ws = make_workspace(tmp_path, registry)
+    env = {"DOCKER_HOST": remote.tcp}
+    script = ws.root / "templates" / "fastext-compile.sh.j2"
+    script.write_text(script.read_text() + "exit 3\n")
+    failed = ws.doit("compile:fastext", env=env)
+    output = failed.stdout + failed.stderr
+    assert failed.returncode != 0 and "failed (exit 3)" in output
+    assert "copied back /ccache -> " in output and "copied back /out -> " not in output
+    assert not (ws.root / "build" / "default" / "fastext" / "wheels").exists()
+    cache = ws.root / "build" / "ccache" / "default" / "fastext"
+    kept = entries(cache)
+    assert len(kept) > 10 and local_traces(registry) == ([], [])
+
+    script.write_text(script.read_text().replace(
+        "exit 3\n", 'ln -s /etc/passwd "$CCACHE_DIR/evil"\nexit 4\n'))
+    hostile = ws.doit("compile:fastext", env=env)
+    output = hostile.stdout + hostile.stderr
+    assert hostile.returncode != 0 and "failed (exit 4)" in output
+    assert "the compiler cache stays as it was before this compile" in output
+    assert "symlink to '/etc/passwd'" in output
+    assert entries(cache) == kept
+
+
+def entries(folder: Path) -> dict[str, int]:
+    """Each cache entry and its size (ccache's counters left out: they change on every hit)."""
+    return {str(p.relative_to(folder)): p.stat().st_size for p in folder.rglob("*")
+            if p.is_file() and p.name != "stats"}
