@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,23 @@ def write_bytes_if_changed(path: Path, data: bytes, mode: int | None = None) -> 
         Path(tmp).unlink(missing_ok=True)
         raise
     return True
+
+
+def replace_folder(staging: Path, folder: Path) -> None:
+    """Put the complete folder `staging` where `folder` is (a sibling: one rename); the
+    previous folder is set aside first and deleted only afterwards, and put back when the
+    rename fails: at every moment `folder` is the old one or the new one, never half."""
+    aside = folder.with_name(f".{folder.name}.old-{os.getpid()}-{staging.name[-8:]}")
+    had = folder.exists()
+    if had:
+        folder.rename(aside)
+    try:
+        staging.rename(folder)
+    except OSError:
+        if had:
+            aside.rename(folder)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def write_record(path: Path, data: dict[str, Any]) -> None:

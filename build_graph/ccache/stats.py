@@ -46,7 +46,8 @@ def read_stats(image: str, cache_dir: Path) -> CcacheStats | None:
 
     None when they cannot be read: statistics never decide a compile's outcome.
     """
-    mount = Mount(str(cache_dir), CCACHE_DIR)
+    # A daemon elsewhere is sent only the counters (files named stats), not the cache.
+    mount = Mount(str(cache_dir), CCACHE_DIR, only=("stats", "ccache.conf"))
     try:
         with containers.container(image, ["--print-stats"], entrypoint=["ccache"],
                                   mounts=(mount,), env={"CCACHE_DIR": CCACHE_DIR}) as box:

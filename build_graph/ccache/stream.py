@@ -1,25 +1,23 @@
-"""The archive's bytes: zstd framing checked whole before use, then a counted tar stream.
+"""The archive's bytes: zstd framing checked whole before use.
 
 zstandard's stream readers end quietly where a truncated frame ends (they return what they
-have), and tarfile in stream mode ends quietly at a header it cannot read. Neither may pass
-for a complete archive: `check_frames` walks the zstd frame and block headers (seeking over
-the block contents, so it costs milliseconds for gigabytes) and `TarStream` checks, once
-tarfile is done, that only tar's zero end blocks followed the last member.
+have), which may not pass for a complete archive: `check_frames` walks the zstd frame and
+block headers (seeking over the block contents, so it costs milliseconds for gigabytes).
+The tar stream inside is checked to its end by untar.TarStream.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import BinaryIO
 
-from build_graph.ccache.members import ArchiveError
+from build_graph.untar import ArchiveError
 
 _ZSTD_MAGIC = 0xFD2FB528
 _SKIPPABLE = 0x184D2A50  # ..5F: skippable frames (metadata), 4-byte size then data
 _FCS_SIZES = (0, 2, 4, 8)  # by Frame_Content_Size_flag (0 means 1 byte when single-segment)
 _DICT_SIZES = (0, 1, 2, 4)
-_TAR_END = 2 * 512  # two zero blocks close every tar archive
 
 
 def check_frames(path: Path) -> None:
@@ -67,33 +65,3 @@ def _take(raw: BinaryIO, count: int) -> bytes:
 def _skip(raw: BinaryIO, count: int, size: int) -> None:
     if raw.seek(count, os.SEEK_CUR) > size:
         raise ArchiveError("zstd frame incomplete: the file ends inside a frame (truncated)")
-
-
-class Readable(Protocol):
-    def read(self, size: int = -1, /) -> bytes: ...
-
-
-class TarStream:
-    """The decompressed bytes for tarfile, counted, with where the last non-zero byte was."""
-
-    def __init__(self, source: Readable) -> None:
-        self._source = source
-        self.total = 0
-        self.last_nonzero = 0  # offset just past the last non-zero byte read so far
-
-    def read(self, size: int = -1, /) -> bytes:
-        data = self._source.read(size)
-        kept = len(data.rstrip(b"\0"))
-        if kept:
-            self.last_nonzero = self.total + kept
-        self.total += len(data)
-        return data
-
-    def check_end(self, end: int) -> None:
-        """Raise ArchiveError unless everything from `end` (where tarfile stopped reading
-        members) to the end of the stream is tar's zero end blocks and padding."""
-        while self.read(1 << 20):
-            pass
-        if self.last_nonzero > end or self.total < end + _TAR_END:
-            raise ArchiveError(f"the tar stream ends early or breaks off at byte {end} "
-                               "(no end-of-archive blocks after it): truncated or corrupt")

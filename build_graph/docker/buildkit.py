@@ -24,6 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import IO
 
+from build_graph.docker.connection import check_context, endpoint
 from build_graph.errors import BuildFailed
 from build_graph.log import last_output, log
 
@@ -49,9 +50,17 @@ def cli() -> tuple[str, ...] | None:
 def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
     try:
         return subprocess.run(command, capture_output=True, text=True, timeout=30,
-                              check=False, env={**os.environ, "DOCKER_BUILDKIT": "1"})
+                              check=False, env=cli_env())
     except (OSError, subprocess.TimeoutExpired) as exc:
         return subprocess.CompletedProcess(command, 1, "", str(exc))
+
+
+def cli_env() -> dict[str, str]:
+    """The CLI's environment: BuildKit on, and the daemon docker-py talks to named as
+    DOCKER_HOST (which the CLI follows over any context), so both reach the same one."""
+    check_context()
+    env = {k: v for k, v in os.environ.items() if k != "DOCKER_CONTEXT"}
+    return {**env, "DOCKER_BUILDKIT": "1", "DOCKER_HOST": endpoint()}
 
 
 def build(command: tuple[str, ...], context: IO[bytes], tag: str, *, name: str,
@@ -91,7 +100,7 @@ def _stream(command: list[str], tar: Path, name: str) -> list[str]:
     tail: list[str] = []
     with tar.open("rb") as stdin, subprocess.Popen(
             command, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, env={**os.environ, "DOCKER_BUILDKIT": "1"}) as proc:
+            text=True, env=cli_env()) as proc:
         assert proc.stdout is not None
         try:
             for line in proc.stdout:

@@ -4,6 +4,13 @@
 can be given GPUs. 'No daemon here' (no socket, nothing listening) is DaemonUnreachable,
 which planning gets by without; a daemon that answers with an error, or refuses us, is
 another EnvironmentProblem, said as such: a sick daemon is never read as an absent one.
+
+The daemon is the one DOCKER_HOST names (with DOCKER_TLS_VERIFY / DOCKER_CERT_PATH, or
+ssh://), as docker-py's from_env reads it; `endpoint()` is that address, which the docker
+CLI for BuildKit is handed too, so both always talk to the same daemon. A docker context
+(DOCKER_CONTEXT, or `docker context use`) is not followed by docker-py: with DOCKER_HOST
+unset, a context other than 'default' is refused with the fix rather than builds and
+containers going to two daemons.
 """
 
 from __future__ import annotations
@@ -21,6 +28,39 @@ if TYPE_CHECKING:
     import docker
 
 _client: docker.DockerClient | None = None
+DEFAULT_HOST = "unix:///var/run/docker.sock"
+
+
+def endpoint() -> str:
+    """The daemon's address as docker-py and the CLI are given it."""
+    return os.environ.get("DOCKER_HOST") or DEFAULT_HOST
+
+
+def check_context() -> None:
+    """Refuse a docker context that would send the CLI elsewhere than docker-py goes."""
+    if os.environ.get("DOCKER_HOST"):
+        return  # the CLI, too, follows DOCKER_HOST over any context
+    name = os.environ.get("DOCKER_CONTEXT") or _configured_context()
+    if name and name != "default":
+        raise EnvironmentProblem(
+            f"the docker context {name!r} is selected (DOCKER_CONTEXT or `docker context "
+            "use`), and build-graph follows DOCKER_HOST only; set DOCKER_HOST to that "
+            f"context's endpoint (docker context inspect {name} --format "
+            "'{{.Endpoints.docker.Host}}', with DOCKER_TLS_VERIFY/DOCKER_CERT_PATH if it "
+            "uses TLS) or `docker context use default`")
+
+
+def _configured_context() -> str | None:
+    import json
+
+    folder = os.environ.get("DOCKER_CONFIG") or os.path.expanduser("~/.docker")
+    try:
+        with open(os.path.join(folder, "config.json"), encoding="utf-8") as handle:
+            config = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    name = config.get("currentContext") if isinstance(config, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def client() -> docker.DockerClient:
@@ -30,8 +70,10 @@ def client() -> docker.DockerClient:
     import docker.errors
 
     if _client is None:
+        check_context()
         try:
-            _client = docker.from_env(timeout=24 * 3600)
+            # ssh:// through the ssh command, as the docker CLI does (its config, its agent).
+            _client = docker.from_env(timeout=24 * 3600, use_ssh_client=True)
             _client.ping()
         except docker.errors.DockerException as exc:
             _client = None
@@ -46,7 +88,7 @@ def gpu_runtime() -> bool:
     Asked once per process. Over the Unix socket itself when DOCKER_HOST names one (or is
     unset): every no-op run asks this, and docker-py's import alone costs more than the call.
     """
-    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    host = endpoint()
     if host.startswith("unix://"):
         info = _get_over_socket(host.removeprefix("unix://"), "/info")
     else:
@@ -104,7 +146,7 @@ def _not_answering(exc: BaseException) -> EnvironmentProblem:
     any other failure (permission denied, TLS, an HTTP error) is a problem said as such:
     a sick daemon is never read as an absent one."""
     cause = _innermost_os_error(exc)
-    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    host = endpoint()
     if cause is not None and cause.errno in _ABSENT:
         return unreachable(cause.strerror or str(cause))
     why = (cause.strerror if cause is not None and cause.strerror else None) or short_error(exc)
@@ -114,9 +156,8 @@ def _not_answering(exc: BaseException) -> EnvironmentProblem:
 
 def unreachable(why: str) -> DaemonUnreachable:
     """The one wording of 'no daemon answers': where it was looked for, and the fix."""
-    host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     return DaemonUnreachable(
-        f"cannot reach the Docker daemon at {host} ({why}); start it (systemctl start "
+        f"cannot reach the Docker daemon at {endpoint()} ({why}); start it (systemctl start "
         "docker; in build-graph's own checkout scripts/services.sh up) or point DOCKER_HOST "
         "at one")
 

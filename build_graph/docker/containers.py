@@ -1,16 +1,19 @@
 """Containers through docker-py: started, followed, exec'd into, and always removed.
 
-With daemon.py (images and the daemon itself), the only code that talks to Docker.
+With daemon.py (images and the daemon itself), the only code that talks to Docker. A
+container's files come from this host by bind mounts, or, when the daemon is elsewhere,
+through the API (files.py chooses and copies).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from build_graph.docker import files
 from build_graph.docker.connection import client, short_error
+from build_graph.docker.files import Mount as Mount
 from build_graph.errors import BuildFailed
 from build_graph.log import log
 
@@ -18,37 +21,47 @@ if TYPE_CHECKING:
     from docker.models.containers import Container
 
 
-@dataclass(frozen=True)
-class Mount:
-    host: str
-    container: str
-    read_only: bool = False
-
-
 @contextmanager
 def container(image: str, command: list[str], *, mounts: tuple[Mount, ...] = (),
               env: Mapping[str, str] | None = None, entrypoint: list[str] | None = None,
               gpus: bool = False) -> Iterator[Container]:
-    """A started container (host network) that is always removed afterwards."""
+    """A started container (host network) that is always removed afterwards. In copy mode
+    (files.py) the mounts' files are put into it before it starts; `bring_back` then
+    fetches the outputs once it stopped."""
     import docker.errors
     from docker.types import DeviceRequest
 
     device_requests = [DeviceRequest(count=-1, capabilities=[["gpu"]])] if gpus else None
-
-    volumes = {m.host: {"bind": m.container, "mode": "ro" if m.read_only else "rw"}
-               for m in mounts}
+    copy = files.mode() == "copy"
+    volumes = {} if copy else {m.host: {"bind": m.container,
+                                        "mode": "ro" if m.read_only else "rw"} for m in mounts}
     log(f"+ docker run --network=host {image} {' '.join(command)}")
     try:
-        box = client().containers.run(image, command, detach=True, network_mode="host",
-                                      volumes=volumes, environment=dict(env or {}),
-                                      entrypoint=entrypoint, device_requests=device_requests)
+        box = client().containers.create(image, command, network_mode="host",
+                                         volumes=volumes, environment=dict(env or {}),
+                                         entrypoint=entrypoint,
+                                         device_requests=device_requests)
     except docker.errors.APIError as exc:
         raise BuildFailed(f"could not start {image}: {short_error(exc)}") from None
     try:
+        if copy and mounts:
+            sent = files.send(box, mounts)
+            log(f"  copied {len(mounts)} mount(s) into the container ({sent / 2**20:.1f} MiB)")
+        try:
+            box.start()
+        except docker.errors.APIError as exc:
+            raise BuildFailed(f"could not start {image}: {short_error(exc)}") from None
         yield box
     finally:
         with suppress(docker.errors.DockerException):
             box.remove(force=True)
+
+
+def bring_back(box: Container, mount: Mount) -> int | None:
+    """After the container stopped: in copy mode, replace the output `mount.host` with what
+    the container holds at `mount.container` (the bytes read); in bind mode it is there
+    already (None). BuildFailed leaves `mount.host` as it was."""
+    return files.bring_back(box, mount) if files.mode() == "copy" else None
 
 
 def exec_in(box: Container, command: list[str], env: Mapping[str, str]) -> tuple[int, str]:

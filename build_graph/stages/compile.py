@@ -4,6 +4,10 @@ Done when the tier's image already exists, or its wheels match the compile input
 
 Fixed container paths (/src, /ccache, /out) keep compiler-cache keys identical on every
 machine. Wheels appear in the tier's wheels/ folder only when the whole compile succeeded.
+On a daemon elsewhere (docker/files.py: copy mode) the mounts' files travel through the API:
+the compiler cache and the wheels come back after the compile (the cache even when it
+failed; a cache that cannot come back leaves the local one as it was), the source cache
+does not (sources fetched there are fetched again next time).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
 PROGRESS_S = float(os.environ.get("BUILD_GRAPH_PROGRESS_S", "15"))
 _NINJA_RE = re.compile(r"^\[(\d+)/(\d+)\] ")
 STAMP = ".compile-hash"
+OUTPUT_LIMIT = 64 << 30  # bytes of wheels a compile may hand back through the API
 
 
 def ccache_dir(stack: Stack, tier: PlannedTier) -> Path:
@@ -71,10 +76,13 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
     daemon.ensure_local(builder.image)
     sync = CacheSync(stack, tier, builder, cache)
     sync.restore()
+    # ccache overshoots its max_size between cleanups; twice that is far from a sane cache.
+    cache_mount = Mount(str(cache), CCACHE_DIR, back_limit=2 * stack.cache.max_size_bytes)
+    out_mount = Mount(str(staging), OUT_DIR, back_limit=OUTPUT_LIMIT)
     mounts: tuple[Mount, ...] = (
         Mount(str(tier.folder.compile_script), COMPILE_SCRIPT, read_only=True),
-        Mount(str(src), SRC_DIR), Mount(str(cache), CCACHE_DIR),
-        Mount(str(staging), OUT_DIR), Mount(str(stack.build_folder.sources), SOURCES_DIR))
+        Mount(str(src), SRC_DIR), cache_mount, out_mount,
+        Mount(str(stack.build_folder.sources), SOURCES_DIR))
     bundle = settings.host_ca()
     if bundle is not None:  # the compile script's downloads verify TLS behind a proxy too
         mounts += (Mount(str(bundle.resolve()), HOST_CA, read_only=True),)
@@ -85,6 +93,7 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
         with containers.container(builder.image, [COMPILE_SCRIPT], entrypoint=["bash"],
                                   mounts=mounts, env=env) as box:
             code, output = containers.run_to_end(box, Progress(tier.key, box).line)
+            _bring_back(tier, box, cache_mount, out_mount if code == 0 else None)
     finally:  # a failed compile's partial cache is worth keeping too
         elapsed = time.monotonic() - started
         stats = read_stats(builder.image, cache)
@@ -115,6 +124,18 @@ def compile_env(stack: Stack, tier: PlannedTier, with_ca: bool) -> dict[str, str
     return {**settings.pip_settings(), **ca,
             "CCACHE_MAXSIZE": f"{stack.cache.max_size_bytes >> 20}M",
             **dict(tier.spec.compile.env)}
+
+
+def _bring_back(tier: PlannedTier, box: Container, cache: Mount, out: Mount | None) -> None:
+    """Copy mode: the compiler cache (a failure warns: the local cache stays as it was),
+    then the wheels (a failure fails the compile)."""
+    try:
+        containers.bring_back(box, cache)
+    except BuildFailed as exc:
+        progress(f"[{tier.key}] warning: the compiler cache stays as it was before this "
+                 f"compile: {exc}")
+    if out is not None:
+        containers.bring_back(box, out)
 
 
 class Progress:

@@ -15,7 +15,7 @@ from tests.helpers import REPO
 PACKAGE = REPO / "build_graph"
 # Lowest first. A module may import its own layer and any lower one, never a higher one.
 LAYERS: dict[str, int] = {
-    "errors": 0, "fs": 0, "log": 0, "settings": 0, "layout": 0,
+    "errors": 0, "fs": 0, "log": 0, "settings": 0, "layout": 0, "untar": 0,
     "gpu": 1, "oci": 1,
     "manifest": 2,
     "plan": 3,

@@ -1,8 +1,14 @@
-"""The door for archive members: each tar header from the bucket is checked before it is written.
+"""Untrusted tar streams, unpacked safely: each member is checked before it is written.
 
-An archive comes from a store that anyone with write access to the bucket controls, and the
-restore runs as whoever runs the build (often root). A member is admitted only as one of four
-kinds, with a path that stays inside the destination folder however it is resolved:
+Two doors use it: compiler-cache archives from a bucket (ccache/archive.py: anyone with
+write access to the bucket controls them) and the files a container on a remote Docker
+daemon hands back (docker/containers.py: a compile script's output). Either may run as
+whoever runs the build (often root). `replace_folder_from` writes a fresh sibling folder and
+puts it in the destination's place only once the whole stream was read and admitted, so a
+truncated, corrupt, oversized or hostile stream never leaves a half-written folder behind.
+
+A member is admitted only as one of four kinds, with a path that stays inside the
+destination folder however it is resolved:
 
 - names are relative, printable (no NUL, control, format or separator characters), and never
   contain '..'; no member is written through a symlink, and no path appears twice, so a later
@@ -21,11 +27,16 @@ as a second line after these checks.
 
 from __future__ import annotations
 
+import os
+import shutil
 import tarfile
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
+
+from build_graph.fs import replace_folder
 
 Kind = Literal["file", "dir", "symlink", "hardlink"]
 _KINDS: dict[bytes, Kind] = {tarfile.REGTYPE: "file", tarfile.AREGTYPE: "file",
@@ -37,6 +48,8 @@ _DATA_FILTER: Callable[[tarfile.TarInfo, str], tarfile.TarInfo] | None = getattr
 
 MAX_NAME = 255  # bytes of one path component (NAME_MAX on Linux)
 MAX_PATH = 1024  # bytes of a member's whole name: ccache's own are under 100
+_CHUNK = 1 << 20
+_TAR_END = 2 * 512  # two zero blocks close every tar archive
 
 
 class ArchiveError(Exception):
@@ -159,3 +172,86 @@ def _type_name(info: tarfile.TarInfo) -> str:
     if info.isfifo():
         return "FIFO"
     return f"member of tar type {info.type!r}"
+
+
+class Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def replace_folder_from(source: Readable, folder: Path, limit: int | None = None) -> None:
+    """Replace `folder` with the tar stream's contents, or raise ArchiveError (or OSError:
+    local disk trouble) leaving it as it was. Files belong to the user running this, with
+    at most 0o755 of their mode. `limit`: the most bytes the tar stream may hold."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}.restoring-"))
+    staging.chmod(0o755)  # as a folder made by mkdir: a container may not be root
+    try:
+        _extract(TarStream(source, limit), staging)
+        replace_folder(staging, folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # gone already unless something failed
+
+
+def _extract(stream: TarStream, staging: Path) -> None:
+    guard = Guard(staging)
+    try:
+        with tarfile.open(fileobj=stream, mode="r|") as tar:  # type: ignore[call-overload]
+            while (info := tar.next()) is not None:
+                tar.members.clear()  # tarfile keeps every header; a cache has 100k+
+                member = guard.admit(info)
+                if member is not None:
+                    _write(tar, info, member, staging)
+            stream.check_end(tar.offset)
+    except (tarfile.TarError, EOFError) as exc:
+        raise ArchiveError(f"{type(exc).__name__}: {exc}") from None
+
+
+def _write(tar: tarfile.TarFile, info: tarfile.TarInfo, member: Member, staging: Path) -> None:
+    """Write one admitted member; never follows or replaces anything already there."""
+    for folder in member.new_folders:
+        (staging / folder).mkdir()
+    target = staging / member.path
+    if member.kind == "dir":
+        target.mkdir(exist_ok=True)  # a folder may come after files that it holds
+    elif member.kind == "symlink":
+        os.symlink(member.link, target)
+    elif member.kind == "hardlink":
+        os.link(staging / member.link, target, follow_symlinks=False)
+    else:
+        source = tar.extractfile(info)
+        assert source is not None  # a regular file always has a reader
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with source, os.fdopen(fd, "wb") as out:
+            shutil.copyfileobj(source, out, _CHUNK)
+            os.fchmod(fd, member.mode)
+            os.utime(fd, (member.mtime, member.mtime))  # ccache evicts the oldest first
+
+
+class TarStream:
+    """The tar bytes for tarfile, counted (at most `limit`), with where the last non-zero
+    byte was: tarfile in stream mode ends quietly at a header it cannot read, which may not
+    pass for a complete archive."""
+
+    def __init__(self, source: Readable, limit: int | None = None) -> None:
+        self._source, self._limit = source, limit
+        self.total = 0
+        self.last_nonzero = 0  # offset just past the last non-zero byte read so far
+
+    def read(self, size: int = -1, /) -> bytes:
+        data = self._source.read(size)
+        kept = len(data.rstrip(b"\0"))
+        if kept:
+            self.last_nonzero = self.total + kept
+        self.total += len(data)
+        if self._limit is not None and self.total > self._limit:
+            raise ArchiveError(f"more than {self._limit} bytes (the limit for this folder)")
+        return data
+
+    def check_end(self, end: int) -> None:
+        """Raise ArchiveError unless everything from `end` (where tarfile stopped reading
+        members) to the end of the stream is tar's zero end blocks and padding."""
+        while self.read(_CHUNK):
+            pass
+        if self.last_nonzero > end or self.total < end + _TAR_END:
+            raise ArchiveError(f"the tar stream ends early or breaks off at byte {end} "
+                               "(no end-of-archive blocks after it): truncated or corrupt")

@@ -1,0 +1,172 @@
+"""A remote builder: the quickstart built, pushed, verified and promoted through a second
+Docker daemon reached over tcp://, with the local daemon untouched.
+
+The second daemon runs on this machine (its own data root, exec root, containerd and
+sockets), but over tcp:// build-graph cannot know that it shares this host's files, so
+every container gets its files through the Docker API (docker/files.py: copy mode): the
+compile's sources and cache go in, the wheels and the cache come back.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.integration.conftest import Registry, free_port, make_workspace
+
+pytestmark = pytest.mark.integration
+TIERS = ("builder", "fastext", "base", "training", "runner")
+
+
+@dataclass
+class Daemon:
+    """A dockerd of the test's own, on a Unix socket and on tcp://127.0.0.1 (no TLS: loopback)."""
+
+    root: Path
+    port: int
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def tcp(self) -> str:
+        return f"tcp://127.0.0.1:{self.port}"
+
+    def docker(self, *args: str, stdin: bytes | None = None) -> str:
+        return subprocess.run(["docker", "-H", self.tcp, *args], check=True, input=stdin,
+                              capture_output=True, timeout=300).stdout.decode()
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            ["dockerd", "--bridge=none", "--iptables=false", "--ip-masq=false",
+             f"--data-root={self.root / 'data'}", f"--exec-root={self.root / 'exec'}",
+             f"--pidfile={self.root / 'docker.pid'}", f"-H=unix://{self.root / 'docker.sock'}",
+             f"-H={self.tcp}"],
+            stdout=(self.root / "dockerd.log").open("wb"), stderr=subprocess.STDOUT,
+            start_new_session=True)
+        deadline = time.monotonic() + 90
+        while subprocess.run(["docker", "-H", self.tcp, "info"], capture_output=True,
+                             check=False).returncode != 0:
+            assert self.process.poll() is None, (self.root / "dockerd.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "the second dockerd did not answer in 90 s"
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=30)
+            self.process = None
+        # Its overlay and shm mounts may outlive it: unmount them, deepest first.
+        mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text()
+                  .splitlines() if line.split()[4].startswith(f"{self.root}/")]
+        for point in sorted(mounts, key=len, reverse=True):
+            subprocess.run(["umount", "-l", point], check=False, capture_output=True)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def remote() -> Iterator[Daemon]:
+    # Under /tmp with a short name: the Unix sockets' paths have a 108-byte limit.
+    daemon = Daemon(Path(tempfile.mkdtemp(prefix="bg-dockerd-", dir="/tmp")), free_port())
+    try:
+        daemon.start()
+        # The quickstart starts from debian:bookworm-slim: seeded from the main daemon.
+        saved = subprocess.run(["docker", "save", "debian:bookworm-slim"], check=True,
+                               capture_output=True, timeout=300).stdout
+        daemon.docker("load", stdin=saved)
+        yield daemon
+    finally:
+        daemon.stop()
+
+
+def local_traces(registry: Registry) -> tuple[list[str], list[str]]:
+    """The main daemon's images and containers (all) of this module's registry."""
+    import docker
+
+    main = docker.DockerClient(base_url="unix:///var/run/docker.sock")
+    images = sorted(t for i in main.images.list() for t in i.tags
+                    if t.startswith(registry.address))
+    boxes = sorted(str(c.id) for c in main.containers.list(all=True)
+                   if str(c.attrs["Config"]["Image"]).startswith(registry.address))
+    return images, boxes
+
+
+def test_the_quickstart_runs_through_a_remote_daemon(
+        tmp_path: Path, registry: Registry, remote: Daemon) -> None:
+    ws = make_workspace(tmp_path, registry)
+    env = {"DOCKER_HOST": remote.tcp}
+    assert local_traces(registry) == ([], [])
+    started = time.monotonic()
+    result = ws.doit(env=env)
+    first_s = time.monotonic() - started
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-5000:]
+    for tier in TIERS:
+        assert "latest" in registry.tags(f"quickstart/{tier}"), tier
+    # The images are the remote daemon's, the local daemon saw nothing of the stack.
+    remote_tags = remote.docker("images", "--format", "{{.Repository}}")
+    for tier in TIERS:
+        assert f"{registry.address}/quickstart/{tier}" in remote_tags.split(), tier
+    assert local_traces(registry) == ([], [])
+    # The compile's files came through the API, and its cache landed on this host.
+    assert "copied back /ccache -> " in output and "copied back /out -> " in output
+    cache = ws.root / "build" / "ccache" / "default" / "fastext"
+    assert sum(p.stat().st_size for p in cache.rglob("*") if p.is_file()) > 10_000
+    stats = json.loads((ws.root / "build" / "default" / "fastext" / "ccache-stats.json")
+                       .read_text())
+    assert stats["stats"]["misses"] > 0
+    print(f"remote quickstart, cold: {first_s:.0f} s")
+
+    # A compile again (forced): the remote container starts empty, so every hit comes
+    # from the cache this host sent.
+    started = time.monotonic()
+    again = ws.doit("--always-execute", "compile:fastext", env=env)
+    assert again.returncode == 0, (again.stdout + again.stderr)[-5000:]
+    stats = json.loads((ws.root / "build" / "default" / "fastext" / "ccache-stats.json")
+                       .read_text())
+    assert stats["stats"]["hit_rate"] >= 0.9, stats
+    assert local_traces(registry) == ([], [])
+    print(f"remote compile, warm: {time.monotonic() - started:.0f} s")
+
+
+def test_a_failed_remote_compile_never_loses_the_cache(
+        tmp_path: Path, registry: Registry, remote: Daemon) -> None:
+    """A compile that fails after compiling brings its cache back (not its wheels); one
+    whose cache holds a link out of it is refused whole: the local cache stays as it was."""
+    ws = make_workspace(tmp_path, registry)
+    env = {"DOCKER_HOST": remote.tcp}
+    script = ws.root / "templates" / "fastext-compile.sh.j2"
+    script.write_text(script.read_text() + "exit 3\n")
+    failed = ws.doit("compile:fastext", env=env)
+    output = failed.stdout + failed.stderr
+    assert failed.returncode != 0 and "failed (exit 3)" in output
+    assert "copied back /ccache -> " in output and "copied back /out -> " not in output
+    assert not (ws.root / "build" / "default" / "fastext" / "wheels").exists()
+    cache = ws.root / "build" / "ccache" / "default" / "fastext"
+    kept = entries(cache)
+    assert len(kept) > 10 and local_traces(registry) == ([], [])
+
+    script.write_text(script.read_text().replace(
+        "exit 3\n", 'ln -s /etc/passwd "$CCACHE_DIR/evil"\nexit 4\n'))
+    hostile = ws.doit("compile:fastext", env=env)
+    output = hostile.stdout + hostile.stderr
+    assert hostile.returncode != 0 and "failed (exit 4)" in output
+    assert "the compiler cache stays as it was before this compile" in output
+    assert "symlink to '/etc/passwd'" in output
+    assert entries(cache) == kept
+
+
+def entries(folder: Path) -> dict[str, int]:
+    """Each cache entry and its size (ccache's counters left out: they change on every hit)."""
+    return {str(p.relative_to(folder)): p.stat().st_size for p in folder.rglob("*")
+            if p.is_file() and p.name != "stats"}
