@@ -1,6 +1,8 @@
 """A registry on 127.0.0.1 that answers `GET /v2/<name>/tags/list` only, as Docker Hub does:
 pages of `page` tags with a `Link: <...>; rel="next"` header, in the order given (not
-sorted). A real HTTP server in a thread; `requests` lists the paths it was asked.
+sorted); with `token` set, only to that bearer token, which its /token realm hands out to
+anyone (Docker Hub's anonymous pull). A real HTTP server in a thread; `requests` lists
+(path, Authorization) of what it was asked.
 """
 
 from __future__ import annotations
@@ -24,12 +26,18 @@ class TagRegistry:
     repositories: dict[str, list[Any]]
     page: int = 4
     status: int = 200  # another status refuses every request
-    requests: list[str] = field(default_factory=list)
+    token: str | None = None
+    requests: list[tuple[str, str]] = field(default_factory=list)
     host: str = ""
 
-    def answer(self, path: str) -> tuple[int, bytes, dict[str, str]]:
+    def answer(self, path: str, auth: str) -> tuple[int, bytes, dict[str, str]]:
         parts = urllib.parse.urlsplit(path)
         found = re.fullmatch(r"/v2/(.+)/tags/list", parts.path)
+        if self.token and parts.path == "/token":
+            return 200, json.dumps({"token": self.token}).encode(), {}
+        if self.token and auth != f"Bearer {self.token}":
+            challenge = f'Bearer realm="http://{self.host}/token",service="loopback"'
+            return 401, b"", {"WWW-Authenticate": challenge}
         if self.status != 200:
             return self.status, b'{"errors": [{"code": "DENIED"}]}', {}
         if found is None or found[1] not in self.repositories:
@@ -47,8 +55,9 @@ class TagRegistry:
 def _handler(registry: TagRegistry) -> type[BaseHTTPRequestHandler]:
     class Handler(Answering):
         def do_GET(self) -> None:
-            registry.requests.append(self.path)
-            self._send(*registry.answer(self.path))
+            auth = self.headers.get("Authorization", "")
+            registry.requests.append((self.path, auth))
+            self._send(*registry.answer(self.path, auth))
 
     return Handler
 
