@@ -32,7 +32,7 @@ from build_graph.pypi.simple import project
 TOOLS = ("pip", "setuptools")
 _CANDIDATES = 4  # newer torch releases tried, newest first, for one whose partners exist
 _SHOWN = 3  # newer tags named for a tag written out in full
-Ask = Callable[[Ref], tuple[str, ...]]  # a repository's tags; raises RegistryError
+Ask = Callable[[Ref], tuple[str, ...]]  # its tags; RegistryError, UntrustedAnswer
 
 
 def outdated(stack: Stack, manifest: schema.Manifest, index: str,
@@ -181,8 +181,9 @@ def _from(image: str, owners: tuple[str | None, ...], versions: Mapping[str, str
         yield f"{head}: its tag has no version number to compare"
         return
     listed = tags(ref)
-    if isinstance(listed, str):
-        yield f"{head}: could not ask: {shown(listed, 400)}"
+    if isinstance(listed, str) or not listed:
+        yield (f"{head}: could not ask: {shown(listed, 400)}" if listed
+               else f"{head}: its registry lists no tags of {ref.repository}")
         return
     if not shape.fields:
         newer = newer_tags(shape, listed)

@@ -110,6 +110,14 @@ def test_a_registry_that_refuses_is_named_with_its_status(
     assert len(out) == 6 and all("could not ask" in line for line in out if "from" in line)
 
 
+def test_a_repository_the_registry_lacks_is_said_not_called_up_to_date(
+        tmp_path: Path, registry: TagRegistry, capsys: pytest.CaptureFixture[str]) -> None:
+    del registry.repositories["library/debian"]
+    out = outdated(tmp_path, registry.host, capsys)
+    assert out[3] == (f"  from {registry.host}/library/debian:12.7-slim: its registry lists "
+                      "no tags of library/debian")
+
+
 def test_no_from_tags_asks_no_registry(
         tmp_path: Path, registry: TagRegistry, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_manifest(tmp_path, STACK.format(host=registry.host))
