@@ -22,8 +22,10 @@ from build_graph.oci.tags import TAG
 from build_graph.registry.transport import client
 
 PAGE = 1000  # tags asked per page (`n`); a registry may send fewer, and a Link for more
-MAX_PAGES = 40  # Docker Hub's nvidia/cuda, the largest `from` we know, has a few thousand
-MAX_PAGE_BYTES = 2 * 2**20  # a page of 1000 tags at the grammar's 128 characters is ~130 KB
+# Docker Hub's nvidia/cuda, the largest `from` we know, has a few thousand tags; a registry
+# that sends 100 a page (the spec's minimum) takes tens of pages for it.
+MAX_PAGES = 200
+MAX_PAGE_BYTES = 512 * 2**10  # a page of 1000 tags at the grammar's 128 characters: ~130 KB
 
 
 @dataclass(frozen=True)
