@@ -102,11 +102,22 @@ class Index:
         return sum(1 for _, path in self.requests if path.endswith(".whl"))
 
 
-def _handler(index: Index) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
+class Answering(BaseHTTPRequestHandler):
+    """A handler that logs nothing and sends each answer whole, with its length."""
 
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _send(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        for key, value in {**headers, "Content-Length": str(len(body))}.items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def _handler(index: Index) -> type[BaseHTTPRequestHandler]:
+    class Handler(Answering):
         def do_GET(self) -> None:
             index.requests.append(("GET", self.path))
             index.auth.append(self.headers.get("Authorization", ""))
@@ -127,26 +138,26 @@ def _handler(index: Index) -> type[BaseHTTPRequestHandler]:
             self._send(206, data[first:last + 1],
                        {"Content-Range": f"bytes {first}-{last}/{len(data)}"})
 
-        def _send(self, status: int, body: bytes, headers: dict[str, str]) -> None:
-            self.send_response(status)
-            for key, value in {**headers, "Content-Length": str(len(body))}.items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(body)
-
     return Handler
+
+
+@contextmanager
+def loopback_server(handler: type[BaseHTTPRequestHandler]) -> Iterator[int]:
+    """A real HTTP server on 127.0.0.1, in a thread, until the block ends; yields its port."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 @contextmanager
 def serving(index: Index) -> Iterator[Index]:
     """The index answering on 127.0.0.1 (index.url is its root) until the block ends."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(index))
-    index.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with loopback_server(_handler(index)) as port:
+        index.url = f"http://127.0.0.1:{port}"
         yield index
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()

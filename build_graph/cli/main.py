@@ -64,10 +64,11 @@ def _index_url() -> str:
 
 
 def _outdated(args: argparse.Namespace) -> int:
-    from build_graph.cli.outdated import manifest_of, outdated
+    from build_graph.cli.outdated import manifest_of, outdated, registry_tags
 
     stack = load(args.manifest, releases.offline)  # a manifest with errors stops here
-    lines = outdated(stack, manifest_of(stack), _index_url(), _index(args.manifest, True))
+    lines = outdated(stack, manifest_of(stack), _index_url(), _index(args.manifest, True),
+                     None if args.no_from_tags else registry_tags)
     print("\n".join(lines))
     return 0
 
@@ -278,8 +279,10 @@ def parser() -> argparse.ArgumentParser:
     prune.add_argument("--yes", action="store_true", help="delete (default: only print)")
     prune.set_defaults(run=_prune)
     newer = sub.add_parser("outdated", help="newer torch (with its partners), pip and "
-                           "setuptools on the package index, and the images.toml edit for "
-                           "each (exit 0)")
+                           "setuptools on the package index, newer tags of the `from` "
+                           "images, and the images.toml edit for each (exit 0)")
+    newer.add_argument("--no-from-tags", action="store_true",
+                       help="ask the package index only, not the `from` images' registries")
     newer.set_defaults(run=_outdated)
     bom = sub.add_parser("sbom", help="print (or save) a tier's SBOM, CycloneDX JSON, as "
                          "stored beside its hash tag's digest")

@@ -1,46 +1,61 @@
 """`python -m build_graph outdated`: what newer torch (with its partners), pip and setuptools
-the index has for the stack's versions, and the images.toml edit that would take each.
+the index has for the stack's versions, what newer tags the `from` images' repositories
+have, and the images.toml edit that would take each.
 
 Read-only and advisory: exit 0 whatever it finds (exit 3 only when the index cannot be
-read at all). torch's partners come from the same facts `check` uses (the shipped
-torch_releases.json, plus what the index says about newer releases), so the edit it
-proposes passes `check`. Image tags of `from` repositories are not looked at.
+read at all; a registry that cannot be asked is one line for its image). torch's partners
+come from the same facts `check` uses (the shipped torch_releases.json, plus what the index
+says about newer releases), so the edit it proposes passes `check`. A `from` tag is compared
+with the registry's tags of the same shape (oci/tags.py): the digits a {field} put there are
+proposed as that version's edit; a tag written out in full is only said to have newer tags.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from build_graph.errors import RegistryError, UntrustedAnswer
 from build_graph.gpu import tables
 from build_graph.gpu.releases import PARTNERS, Lookup, TorchRow
+from build_graph.log import log, shown
 from build_graph.manifest import schema
-from build_graph.manifest.model import Stack, major_minor
+from build_graph.manifest.model import Stack, VariantSpec, major_minor
+from build_graph.oci.digest import maybe_digest
+from build_graph.oci.refs import Ref, parse_ref
+from build_graph.oci.tags import Newer, filled, newer_tags, newer_values, shape_of
 from build_graph.pypi.fetch import NotOnIndex
 from build_graph.pypi.simple import project
 
 TOOLS = ("pip", "setuptools")
 _CANDIDATES = 4  # newer torch releases tried, newest first, for one whose partners exist
+_SHOWN = 3  # newer tags named for a tag written out in full
+Ask = Callable[[Ref], tuple[str, ...]]  # its tags; RegistryError, UntrustedAnswer
 
 
 def outdated(stack: Stack, manifest: schema.Manifest, index: str,
-             lookup: Lookup) -> list[str]:
-    """One block of lines per variant: each version, and what to edit where."""
+             lookup: Lookup, ask: Ask | None = None) -> list[str]:
+    """One block of lines per variant: each version, and what to edit where. With `ask`,
+    each `from` image's repository is asked for its tags (once per repository)."""
     lines = []
+    asked: dict[str, tuple[str, ...] | str] = {}
     wanted = [n for n in ("torch", *TOOLS) if any(n in v.versions for v in stack.variants)]
     found = {name: _releases(index, name) for name in wanted}
     for variant in stack.variants:
         label = f"variant {variant.name}" if stack.has_variants else "versions"
         lines.append(f"{label}:")
-        keys = _keys(manifest, variant.name, stack.has_variants)
+        keys = _keys(manifest, variant, stack.has_variants)
         lines.extend(f"  {line}" for line in _torch(variant.versions, found.get("torch", []),
                                                     keys, lookup))
         for name in TOOLS:
             if name in variant.versions:
                 newest = found[name][0] if found[name] else None
                 lines.append(f"  {_tool(name, variant.versions[name], newest, keys)}")
+        if ask is not None:
+            lines.extend(f"  {line}" for line in _from_lines(manifest, variant, keys,
+                                                             lambda ref: _tags(ask, ref, asked)))
     return lines
 
 
@@ -53,11 +68,13 @@ def _releases(index: str, name: str) -> list[Version]:
     return sorted(finals, reverse=True)
 
 
-def _keys(manifest: schema.Manifest, variant: str, has_variants: bool) -> dict[str, str]:
+def _keys(manifest: schema.Manifest, variant: VariantSpec,
+          has_variants: bool) -> dict[str, str]:
     """version name -> the key to edit for this variant (its own override, or the base)."""
-    own = manifest.variants[variant].versions if has_variants else {}
-    return {name: f"variants.{variant}.versions.{name}" if name in own
-            else f"versions.{name}" for name in ("torch", *PARTNERS, *TOOLS, "triton", "cuda")}
+    own = manifest.variants[variant.name].versions if has_variants else {}
+    names = ("torch", *PARTNERS, *TOOLS, "triton", "cuda", *variant.versions)
+    return {name: f"variants.{variant.name}.versions.{name}" if name in own
+            else f"versions.{name}" for name in names}
 
 
 def _tool(name: str, current: str, newest: Version | None, keys: Mapping[str, str]) -> str:
@@ -125,6 +142,84 @@ def _older(current: str, newest: Version) -> bool:
         return Version(current) < newest
     except InvalidVersion:
         return False
+
+
+def _tags(ask: Ask, ref: Ref, asked: dict[str, tuple[str, ...] | str]) -> tuple[str, ...] | str:
+    """The repository's tags, or why they could not be had (asked once per repository)."""
+    where = f"{ref.host}/{ref.repository}"
+    if where not in asked:
+        try:
+            asked[where] = ask(ref)
+        except (RegistryError, UntrustedAnswer) as exc:
+            asked[where] = str(exc)
+    return asked[where]
+
+
+def _from_lines(manifest: schema.Manifest, variant: VariantSpec, keys: Mapping[str, str],
+                tags: Callable[[Ref], tuple[str, ...] | str]) -> Iterator[str]:
+    """A line (or two) per `from` image of the variant: newer tags of its shape."""
+    seen = set()
+    for tier in manifest.tiers.values():
+        if tier.from_ is None:
+            continue
+        image, owners = filled(tier.from_, variant.fields)
+        if image not in seen:
+            seen.add(image)
+            yield from _from(image, owners, variant.versions, keys, tags)
+
+
+def _from(image: str, owners: tuple[str | None, ...], versions: Mapping[str, str],
+          keys: Mapping[str, str], tags: Callable[[Ref], tuple[str, ...] | str]
+          ) -> Iterator[str]:
+    head = f"from {image}"
+    ref = parse_ref(image)
+    if maybe_digest(ref.reference) or not image.endswith(f":{ref.reference}"):
+        yield f"{head}: names no tag to compare"
+        return
+    shape = shape_of(ref.reference, owners[len(image) - len(ref.reference):], versions)
+    if not shape.runs:
+        yield f"{head}: its tag has no version number to compare"
+        return
+    listed = tags(ref)
+    if isinstance(listed, str) or not listed:
+        yield (f"{head}: could not ask: {shown(listed, 400)}" if listed
+               else f"{head}: its registry lists no tags of {ref.repository}")
+        return
+    if not shape.fields:
+        newer = newer_tags(shape, listed)
+        more = f" and {len(newer) - _SHOWN} more" if len(newer) > _SHOWN else ""
+        yield (f"{head}: newer tags exist: {', '.join(shown(t) for t in newer[:_SHOWN])}{more}"
+               if newer else f"{head}: up to date (no newer tag of its shape)")
+        return
+    proposed = [line for field in shape.fields
+                for line in _edits(head, field, versions[field], keys,
+                                   newer_values(shape, field, versions[field], listed))]
+    yield from proposed or [f"{head}: up to date (no newer tag of its shape)"]
+
+
+def _edits(head: str, field: str, value: str, keys: Mapping[str, str],
+           found: list[Newer]) -> list[str]:
+    """The newest tag's edit of `field`, and the newest of the same major when another."""
+    major = value.split(".")[0]
+    same = next((n for n in found if str(n.value).split(".")[0] == major), None)
+    picks = [(n, note) for n, note in ((found[0] if found else None, ""),
+                                       (same, f" (the newest {major}.x)"))
+             if n is not None]
+    if len(picks) == 2 and picks[0][0] == picks[1][0]:
+        picks.pop()
+    return [f"{head} -> {shown(n.tag)}: edit {keys[field]} = \"{shown(n.value)}\"{note}"
+            for n, note in picks]
+
+
+def registry_tags(ref: Ref) -> tuple[str, ...]:
+    """The tags `ref`'s registry lists for its repository (registry/tags.py's bounds)."""
+    from build_graph.registry.tags import read_tags
+
+    listed = read_tags(ref)
+    if listed.malformed:
+        log(f"{ref.host}/{ref.repository}: {listed.malformed} listed tag(s) that are not "
+            "tags left out")
+    return listed.tags
 
 
 def manifest_of(stack: Stack) -> schema.Manifest:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from build_graph.manifest.model import Source
+from build_graph.oci.tags import TAG  # the registry's tag grammar has one owner
 
 # Unicode categories no value may hold: controls (Cc: newline, tab, NUL, U+0085), format
 # characters (Cf: zero-width and bidi marks, BOM), line and paragraph separators (Zl, Zp:
@@ -26,7 +27,7 @@ DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
 COMMIT_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 VERSION_RE = re.compile(r"^[0-9A-Za-z][0-9A-Za-z.+_~-]*$")
 NAME_RE = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$")
-TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+TAG_RE = re.compile(rf"^{TAG.pattern}$")
 APT_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]+(?:=[A-Za-z0-9.+:~-]+)?$")
 ARG_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A relative path below the manifest: no absolute paths, no '..', nothing a COPY line or a
@@ -46,7 +47,7 @@ _HOST = r"(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?::[0-9]+)?/)?"
 REPO_RE = re.compile(rf"^{_HOST}{_COMPONENT}(?:/{_COMPONENT})*$")
 # Docker's reference grammar (distribution/reference): repository[:tag][@digest].
 IMAGE_RE = re.compile(
-    rf"^{_HOST}{_COMPONENT}(?:/{_COMPONENT})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?"
+    rf"^{_HOST}{_COMPONENT}(?:/{_COMPONENT})*(?::{TAG.pattern})?"
     r"(?:@sha256:[0-9a-f]{64})?$"
 )
 

@@ -51,7 +51,8 @@ def advice(host: str, exc: BaseException) -> str:
         return f"check {host}'s certificate, or the CA bundle this machine trusts"
     if is_loopback(host):
         return START_LOCAL
-    return "check the registry address ([stack] registry in images.toml) and the network"
+    return ("check the registry address (images.toml's [stack] registry, or the tier's "
+            "`from`) and the network")
 
 
 def hint(host: str) -> str:

@@ -10,8 +10,6 @@ manifest's media type must be one of the kinds we asked for. An error is an erro
 
 from __future__ import annotations
 
-import json
-import re
 import urllib.parse
 from dataclasses import dataclass
 
@@ -22,7 +20,6 @@ from build_graph.oci.refs import MANIFEST_TYPES, Answer, Presence, Ref
 from build_graph.registry.transport import Response, blob_response, client
 
 _ACCEPT = {"Accept": ", ".join(MANIFEST_TYPES)}
-_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")  # the distribution spec's tag grammar
 
 
 @dataclass(frozen=True)
@@ -168,54 +165,6 @@ def read_blob(ref: Ref, digest: Digest) -> bytes | None:
         raise UntrustedAnswer(f"the registry {ref.host} served other bytes for blob {digest} "
                               f"of {ref.repository}: they hash to {actual}; refusing them")
     return response.body
-
-
-def list_tags(ref: Ref) -> list[str]:
-    """Every tag of `ref`'s repository, following the registry's pages (`Link: <...>;
-    rel="next"`); [] when the repository does not exist. The body must be the spec's
-    {"tags": [str, ...]}, else UntrustedAnswer."""
-    tags: list[str] = []
-    path: str | None = "tags/list?n=1000"
-    while path is not None:
-        response = client(ref.api_host).request("GET", ref.repository, path)
-        if response.status == 404 and not tags:
-            return []
-        if response.status != 200:
-            raise problems.refused(ref.host, f"listing the tags of {ref.repository}",
-                                   response.status, response.body)
-        tags.extend(_tag_page(ref, response.body))
-        path = _next_page(ref, response.headers.get("link", ""))
-    return tags
-
-
-def _tag_page(ref: Ref, body: bytes) -> list[str]:
-    try:
-        listed = json.loads(body).get("tags") or []
-        if not all(isinstance(t, str) and _TAG.fullmatch(t) for t in listed):
-            raise ValueError
-        return list(listed)
-    except (ValueError, AttributeError, TypeError):
-        raise UntrustedAnswer(f"the registry {ref.host} answered a tag list of "
-                              f"{ref.repository} that is not {{\"tags\": [tag, ...]}}") from None
-
-
-def _next_page(ref: Ref, link: str) -> str | None:
-    """The next page's path relative to /v2/<repository>/, or None on the last page."""
-    # Every link-value, not only the first: a registry may list rel="prev" before "next",
-    # and a page silently skipped would hide tags (human ones sort after the hash tags).
-    match = next((m for m in re.finditer(r'<([^>]*)>\s*;\s*rel="?([^",;]+)"?', link)
-                  if m[2].strip() == "next"), None)
-    if match is None:
-        if link.strip() and "next" in link:
-            raise UntrustedAnswer(f"the registry {ref.host} sent a Link header prune cannot "
-                                  f"read: {link[:120]!r}")
-        return None
-    url = urllib.parse.urlsplit(match[1])
-    prefix = f"/v2/{ref.repository}/"
-    if not url.path.startswith(prefix) or ".." in url.path:
-        raise UntrustedAnswer(f"the registry {ref.host} sent a next page outside {prefix}: "
-                              f"{match[1][:200]!r}")
-    return url.path[len(prefix):] + (f"?{url.query}" if url.query else "")
 
 
 def delete_manifest(ref: Ref, digest: Digest) -> bool:

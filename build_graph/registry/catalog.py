@@ -18,6 +18,7 @@ from build_graph.oci.digest import Digest, parse_digest
 from build_graph.oci.refs import Presence, Ref, parse_ref
 from build_graph.oci.retention import Image, Repository, tag_kind
 from build_graph.registry import api
+from build_graph.registry.tags import list_tags
 
 # The label every build of ours carries (stages/build.py's labels: LABEL_PREFIX + ".stack").
 STACK_LABEL = "io.build-graph.stack"
@@ -29,7 +30,7 @@ def read_repository(repository: str) -> Repository:
     tags are asked only for their digest; hash tags are read whole."""
     ref = parse_ref(f"{repository}:latest")
     tags = {}
-    for tag in api.list_tags(ref):
+    for tag in list_tags(ref):
         tags[tag] = _image(ref.at(tag)) if tag_kind(tag) == "hash" else _digest_only(ref.at(tag))
     return Repository(repository, tags)
 

@@ -19,6 +19,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass, field
 
+from build_graph.errors import UntrustedAnswer
 from build_graph.oci import hosts, problems
 from build_graph.oci.digest import Digest, parse_digest
 from build_graph.registry import auth
@@ -55,22 +56,24 @@ class Client:
         return not hosts.plain_http(self.host)
 
     def request(self, method: str, repository: str, path: str, *,
-                headers: dict[str, str] | None = None, body: bytes | None = None) -> Response:
+                headers: dict[str, str] | None = None, body: bytes | None = None,
+                limit: int | None = None) -> Response:
         """`method` on /v2/<repository>/<path>; on a 401, authenticates (where credentials
         may go) and asks once more. Raises RegistryError, in words, when the host cannot
-        be reached or a login was refused."""
+        be reached or a login was refused; UntrustedAnswer when a body passes `limit`
+        bytes."""
         # The token scope each method needs (distribution asks `delete` for a DELETE).
         action = {"GET": "pull", "HEAD": "pull", "DELETE": "delete"}.get(method, "pull,push")
         url = f"/v2/{repository}/{path}"
         sent = dict(headers or {})
         for attempt in range(1, READ_ATTEMPTS + 1):
-            response = self._send(method, url, sent, body)
+            response = self._send(method, url, sent, body, limit)
             if response.status == 401 and "www-authenticate" in response.headers:
                 auth = self._authorize(response.headers["www-authenticate"], repository,
                                        action)
                 if auth is not None:
                     sent = {**sent, "Authorization": auth}
-                    response = self._send(method, url, sent, body)
+                    response = self._send(method, url, sent, body, limit)
             # A read that met a registry failing for a moment (distribution 2.8 answered 500
             # to a manifest read while a racing runner wrote the same tag) is asked again;
             # writes are not, and the last answer is returned as it is.
@@ -81,15 +84,20 @@ class Client:
         raise AssertionError("unreachable")
 
     def _send(self, method: str, url: str, headers: dict[str, str],
-              body: bytes | None) -> Response:
+              body: bytes | None, limit: int | None = None) -> Response:
         """One request on this thread's connection; a connection the server closed while
-        idle is reopened once."""
+        idle is reopened once. A body over `limit` bytes is not read on (nor kept)."""
         for attempt in (1, 2):
             conn = self._connection(fresh=attempt == 2)
             try:
                 conn.request(method, url, body=body, headers=headers)
                 raw = conn.getresponse()
-                data = raw.read()
+                data = raw.read() if limit is None else raw.read(limit + 1)
+                if limit is not None and len(data) > limit:
+                    conn.close()  # the rest of the body is left unread: not reusable
+                    self._local.conn = None
+                    raise UntrustedAnswer(f"the registry {self.host} answered {url[:120]} "
+                                          f"with more than {limit} bytes; refusing it")
                 return Response(raw.status, {k.lower(): v for k, v in raw.getheaders()}, data)
             except _RETRYABLE as exc:
                 conn.close()

@@ -27,6 +27,7 @@ from build_graph.oci.retention import (
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry import api
 from build_graph.registry.catalog import read_repository
+from build_graph.registry.tags import list_tags
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def delete(pruning: Pruning, say: Callable[[str], None]) -> int:
 
 def _tagged_now(ref: Ref, decision: Decision) -> str | None:
     """A tag, other than the hash tags judged, that names the image now (None if none)."""
-    for tag in api.list_tags(ref):
+    for tag in list_tags(ref):
         if tag in decision.tags or tag_kind(tag) == "artifact":
             continue
         answer = api.head_manifest(ref.at(tag))

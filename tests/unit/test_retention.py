@@ -148,7 +148,7 @@ def test_an_unreadable_build_does_not_take_a_keep_place_from_a_readable_one() ->
 
 def test_the_next_page_is_found_wherever_the_link_header_lists_it() -> None:
     from build_graph.oci.refs import parse_ref
-    from build_graph.registry.api import _next_page
+    from build_graph.registry.tags import _next_page
 
     ref = parse_ref("127.0.0.1:5000/team/app")
     both = ('</v2/team/app/tags/list?n=2&last=a>; rel="prev", '
