@@ -94,6 +94,22 @@ def warnings() -> list[str]:
             "really serves plain HTTP or a certificate no CA vouches for"]
 
 
+def index_url(default: str) -> str:
+    """The package index builds use (BUILD_GRAPH_PIP_INDEX_URL, else `default`), checked to
+    be an http(s) URL with a host, so a typo is one line naming the setting."""
+    url = os.environ.get("BUILD_GRAPH_PIP_INDEX_URL") or default
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise BadSiteSetting(f"BUILD_GRAPH_PIP_INDEX_URL={redact(url)[:200]!r} is not an "
+                             "http(s) URL of a package index; set it like "
+                             "https://pypi.org/simple, or unset it")
+    return url
+
+
 def named_ca() -> bool:
     """Whether BUILD_GRAPH_CA_BUNDLE names a bundle (not unset, not `none`)."""
     return os.environ.get(CA_SETTING, "").lower() not in ("", "none")

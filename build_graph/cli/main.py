@@ -60,7 +60,7 @@ def _index(manifest: Path, fresh: bool = False) -> releases.Lookup:
 def _index_url() -> str:
     from build_graph.pypi.simple import DEFAULT_INDEX
 
-    return settings.pip_settings().get("PIP_INDEX_URL") or DEFAULT_INDEX
+    return settings.index_url(DEFAULT_INDEX)
 
 
 def _outdated(args: argparse.Namespace) -> int:

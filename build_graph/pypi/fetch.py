@@ -90,12 +90,19 @@ def _open(url: str, headers: dict[str, str]) -> http.client.HTTPResponse:
     shown = redact(url)
     if not url.startswith(("https://", "http://")):
         raise IndexAnswerRefused(f"{shown[:200]!r}: only http(s) URLs are read")
-    parts = urlsplit(url)
-    if parts.username is not None:
-        user = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
-        headers["Authorization"] = f"Basic {base64.b64encode(user.encode()).decode()}"
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        raise IndexAnswerRefused(f"{shown[:200]!r}: not a URL ({exc})") from None
     request = urllib.request.Request(without_userinfo(url),
                                      headers={"User-Agent": "build-graph", **headers})
+    if parts.username is not None:
+        # Unredirected: urllib copies ordinary headers onto a redirect, to any host; a
+        # private index that redirects downloads to a blob store must not hand it the
+        # password (and a presigned blob URL refuses a request that carries one).
+        user = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+        request.add_unredirected_header(
+            "Authorization", f"Basic {base64.b64encode(user.encode()).decode()}")
     try:
         response: http.client.HTTPResponse = urllib.request.urlopen(request,
                                                                     timeout=TIMEOUT_S)

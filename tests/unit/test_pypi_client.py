@@ -122,3 +122,62 @@ def test_hostile_rows_in_the_data_file_are_refused() -> None:
     good["torch"][0]["version"] = "../../etc"
     with pytest.raises(ValueError):
         releases.from_json(json.dumps(good))
+
+
+def test_a_redirect_never_carries_the_index_password(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A private index that redirects (to a blob store, here another loopback server) gets
+    the Basic auth; the place it redirects to never does."""
+    import http.server
+    import threading
+
+    from build_graph.pypi.fetch import get
+
+    allow_loopback(monkeypatch)
+    seen: dict[int, str | None] = {}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            port = self.server.server_address[1]
+            seen[port] = self.headers.get("Authorization")
+            if port == index.server_address[1]:
+                self.send_response(302)
+                self.send_header("Location", f"http://127.0.0.1:{blobs.server_address[1]}/x")
+                self.end_headers()
+                return
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    index = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    blobs = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    for server in (index, blobs):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        body, _ = get(f"http://ci:s3cret@127.0.0.1:{index.server_address[1]}/simple/torch/",
+                      {}, limit=1024)
+    finally:
+        for server in (index, blobs):
+            server.shutdown()
+            server.server_close()
+    assert body == b"{}"
+    assert seen[index.server_address[1]] == "Basic Y2k6czNjcmV0"  # ci:s3cret, to the index
+    assert seen[blobs.server_address[1]] is None  # and nothing to where it redirected
+
+
+@pytest.mark.parametrize("value", ["https://[bad/simple", "pypi.org/simple", "ftp://x/simple",
+                                   "https:///simple"])
+def test_a_malformed_index_setting_is_one_line_naming_it(
+        monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    from build_graph import settings
+
+    monkeypatch.setenv("BUILD_GRAPH_PIP_INDEX_URL", value)
+    with pytest.raises(settings.BadSiteSetting) as caught:
+        settings.index_url("https://pypi.org/simple")
+    assert str(caught.value).startswith(f"BUILD_GRAPH_PIP_INDEX_URL={value!r} is not an "
+                                        "http(s) URL") and caught.value.exit_code == 2
+    monkeypatch.setenv("BUILD_GRAPH_PIP_INDEX_URL", "https://u:p@mirror.example/simple")
+    assert settings.index_url("x") == "https://u:p@mirror.example/simple"
