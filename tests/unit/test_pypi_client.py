@@ -136,7 +136,7 @@ def test_a_redirect_never_carries_the_index_password(monkeypatch: pytest.MonkeyP
     seen: dict[int, str | None] = {}
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        def do_GET(self) -> None:
             port = self.server.server_address[1]
             seen[port] = self.headers.get("Authorization")
             if port == index.server_address[1]:
