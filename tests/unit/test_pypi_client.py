@@ -133,11 +133,11 @@ def test_a_redirect_never_carries_the_index_password(monkeypatch: pytest.MonkeyP
     from build_graph.pypi.fetch import get
 
     allow_loopback(monkeypatch)
-    seen: dict[int, str | None] = {}
+    seen: dict[int, str | None] = {}  # port -> the Authorization header it got
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            port = self.server.server_address[1]
+            port = self.connection.getsockname()[1]
             seen[port] = self.headers.get("Authorization")
             if port == index.server_address[1]:
                 self.send_response(302)
