@@ -179,9 +179,11 @@ def _resolve_variant(manifest: schema.Manifest, name: str, order: list[str],
 
 
 def follow_torch(versions: dict[str, str], where: Where, report: Report) -> dict[str, str]:
-    """triton and the CUDA line follow from torch when the manifest leaves them out: what
-    torch's own Linux wheel requires (the shipped index facts, gpu/torch_releases.json),
-    each said in a note naming the key to set instead."""
+    """triton follows from torch when the manifest leaves it out: what torch's own Linux
+    wheel requires (the shipped index facts, gpu/torch_releases.json), said in a note naming
+    the key to set instead. `cuda` is never filled: verify checks a stated `cuda` against
+    torch.version.cuda, and a CPU-only torch (None) must not fail for a line it never had;
+    the CUDA line torch's wheel is built for is said in a note instead."""
     row = releases.shipped().torch_row(versions["torch"]) if "torch" in versions else None
     if row is None:
         return versions
@@ -193,10 +195,9 @@ def follow_torch(versions: dict[str, str], where: Where, report: Report) -> dict
                         f"{versions['torch']}'s wheel requires (triton{row.triton}); set "
                         "versions.triton to choose")
     if "cuda" not in versions and row.cuda:
-        versions["cuda"] = row.cuda
-        report.note(where("versions", "cuda"), f"cuda {row.cuda}: the CUDA line torch "
-                    f"{versions['torch']}'s wheel is built for; set versions.cuda to a full "
-                    "release (e.g. for an nvidia/cuda image tag)")
+        report.note(where("versions", "cuda"), f"not set: torch {versions['torch']}'s PyPI "
+                    f"wheel is built for CUDA {row.cuda}; set versions.cuda (e.g. "
+                    f"\"{row.cuda}\") for verify to check it, or leave it out for a CPU torch")
     return versions
 
 

@@ -202,18 +202,23 @@ def test_triton_must_be_what_torch_requires(
         code == 2 and says in said), said
 
 
-@pytest.mark.parametrize(("given", "triton", "cuda"), [
+@pytest.mark.parametrize(("given", "triton", "line"), [
     ('torch = "2.14.1"', "3.8.0", "13.0"),  # ~=3.8.0 and cuda-toolkit==13.0.3
     ('torch = "2.6.0"', "3.2.0", "12.4"),  # ==3.2.0 and the cu124 runtime
-    ('torch = "2.14.1"\ntriton = "3.8.0"\ncuda = "13.0.2"', "3.8.0", "13.0.2"),  # kept
+    ('torch = "2.14.1"\ntriton = "3.8.0"\ncuda = "13.0.2"', "3.8.0", None),  # kept, no note
     ('torch = "9.9.0"', None, None),  # a torch the data does not know: nothing filled
 ])
-def test_triton_and_the_cuda_line_follow_from_torch_when_left_out(
-        tmp_path: Path, given: str, triton: str | None, cuda: str | None) -> None:
+def test_triton_follows_from_torch_and_the_cuda_line_is_said(
+        tmp_path: Path, given: str, triton: str | None, line: str | None) -> None:
+    """`cuda` is never filled in: verify compares a stated cuda with torch.version.cuda,
+    and a CPU-only torch has none (the quickstart with torch added must still verify)."""
     loaded = load_text(tmp_path, STACK.format(versions=given))
     versions = loaded.variants[0].versions
-    assert versions.get("triton") == triton and versions.get("cuda") == cuda
-    filled = [n for n in loaded.notes if "set versions.triton to choose" in n
-              or "set versions.cuda to a full release" in n]
-    assert len(filled) == ("triton" not in given and triton is not None) + (
-        "cuda" not in given and cuda is not None), loaded.notes
+    assert versions.get("triton") == triton
+    assert versions.get("cuda") == ("13.0.2" if "cuda" in given else None)
+    filled = [n for n in loaded.notes if "set versions.triton to choose" in n]
+    assert len(filled) == ("triton" not in given and triton is not None), loaded.notes
+    said = [n for n in loaded.notes if "set versions.cuda (e.g." in n]
+    assert said == ([f'versions.cuda: not set: torch {given.split(chr(34))[1]}\'s PyPI wheel '
+                     f'is built for CUDA {line}; set versions.cuda (e.g. "{line}") for verify '
+                     "to check it, or leave it out for a CPU torch"] if line else []), said
