@@ -52,14 +52,12 @@ class ExitCodeReporter(ConsoleReporter):  # type: ignore[misc]
     # it reads the digest of a tier that ran nothing. None: no summary (unit tests).
     summary_file: ClassVar[Path | None] = None
     summary_title: ClassVar[str] = ""
-    recorded_digest: ClassVar[Any] = None
 
     def __init__(self, outstream: Any, options: dict[str, Any]) -> None:
         super().__init__(outstream, options)
         self.started: dict[str, float] = {}
         self.live = bool(getattr(outstream, "isatty", lambda: False)()) and not verbose()
-        digest = type(self).recorded_digest
-        self.summary = RunSummary(self.summary_title, *([digest] if digest else []))
+        self.summary = RunSummary(self.summary_title)
 
     def execute_task(self, task: Any) -> None:
         if not task.actions or task.name.startswith("_"):
@@ -83,7 +81,12 @@ class ExitCodeReporter(ConsoleReporter):  # type: ignore[misc]
 
     def skip_uptodate(self, task: Any) -> None:
         super().skip_uptodate(task)
-        self.summary.up_to_date(task.name)
+        facts: dict[str, str] = {}
+        for check, _, _ in task.uptodate:  # what our up-to-date checks found (a digest)
+            found = getattr(check, "facts", None)
+            if callable(found):
+                facts |= found()
+        self.summary.up_to_date(task.name, facts)
 
     def add_failure(self, task: Any, fail: Any) -> None:
         if not fail.report:

@@ -3,8 +3,8 @@
 The reporter feeds it one event per task; at the end of a run it is written as Markdown to
 `build/summary.md` (the last run's) and appended to `$GITHUB_STEP_SUMMARY` when that is set
 (GitHub shows it on the run's page). The facts come from what the stages returned (stages
-own them); a tier whose stages were all up to date shows the digest push.json recorded
-when this run's up-to-date check read it from the registry.
+own them); a tier whose stages were all up to date shows the digest its push check read
+from the registry in this run (never a note left by an earlier run).
 
 Every value shown is escaped for a Markdown table (HTML, pipes, newlines): an error message
 can carry a registry's or a build's text, which must not become markup on a CI page.
@@ -15,7 +15,6 @@ from __future__ import annotations
 import html
 import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,7 +49,6 @@ class RunSummary:
     """Collects the run's events; `markdown()` renders them in the graph's order."""
 
     title: str
-    recorded_digest: Callable[[str], str | None] = lambda key: None
     rows: dict[str, TierRow] = field(default_factory=dict)
 
     def _row(self, task_name: str) -> tuple[str, TierRow] | None:
@@ -66,9 +64,11 @@ class RunSummary:
             if isinstance(facts, dict):
                 row.facts.update({str(k): str(v) for k, v in facts.items()})
 
-    def up_to_date(self, task_name: str) -> None:
+    def up_to_date(self, task_name: str, facts: Facts | None = None) -> None:
+        """A stage found up to date, with what its check read this run (a digest)."""
         if (found := self._row(task_name)) is not None:
             found[1].up_to_date.append(found[0])
+            found[1].facts.update(facts or {})
 
     def failed(self, task_name: str, message: str, seconds: float | None) -> None:
         if (found := self._row(task_name)) is None:
@@ -99,7 +99,7 @@ class RunSummary:
         if row.not_run:
             ran += ("; " if ran else "") + "not run: " + ", ".join(row.not_run)
         time_s = f"{sum(row.ran.values()):.1f} s" if row.ran else "-"
-        digest = row.facts.get("digest") or self.recorded_digest(key) or "-"
+        digest = row.facts.get("digest", "-")  # only what this run's stages or checks read
         return [key, ran or "nothing (up to date)", time_s,
                 row.facts.get("ccache", "-"), self._verify(row), digest,
                 row.facts.get("tags_moved", "-")]

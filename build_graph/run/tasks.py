@@ -17,10 +17,9 @@ from doit.exceptions import TaskFailed
 from doit.tools import config_changed
 
 from build_graph.errors import BuildGraphError, DaemonUnreachable, interrupted
-from build_graph.fs import read_record
 from build_graph.log import log, shown, task_log
 from build_graph.manifest.model import STAGES, Stack
-from build_graph.oci.digest import Digest, maybe_digest
+from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Presence
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry.availability import Availability
@@ -38,8 +37,7 @@ DoitTask = dict[str, Any]
 def doit_config(stack: Stack) -> dict[str, Any]:
     reporter = type("StackReporter", (ExitCodeReporter,), {
         "summary_file": stack.build_folder.run_summary,
-        "summary_title": f"{stack.name} ({stack.manifest})",
-        "recorded_digest": staticmethod(partial(recorded_digest, stack))})
+        "summary_title": f"{stack.name} ({stack.manifest.name})"})
     return {
         "dep_file": str(stack.build_folder.doit_db),
         "backend": "json",
@@ -50,16 +48,6 @@ def doit_config(stack: Stack) -> dict[str, Any]:
         # would share the Docker client's open connections between processes.
         "par_type": "thread",
     }
-
-
-def recorded_digest(stack: Stack, key: str) -> str | None:
-    """The digest push.json recorded for a tier key (`tier` or `tier@variant`): for the run
-    summary of a tier that ran nothing (its up-to-date check wrote it this run)."""
-    name, _, variant = key.partition("@")
-    variant = variant or stack.variants[0].name  # a key without '@': the only variant
-    note = read_record(stack.build_folder.tier(variant, name).push_record)
-    found = maybe_digest(note.get("digest")) if note else None
-    return str(found) if found else None
 
 
 def action(stage: str, tier: PlannedTier, fn: Callable[..., Facts | None],
@@ -96,9 +84,18 @@ class Condition:
     list --status` and `doit info` report it instead of a plan made of guesses.
     """
 
-    def __init__(self, says: str, fn: Callable[..., bool], *args: Any) -> None:
-        self.says, self.fn, self.args = says, fn, args
+    def __init__(self, says: str, fn: Callable[..., bool], *args: Any,
+                 facts: Callable[[], Facts] | None = None) -> None:
+        self.says, self.fn, self.args, self._facts = says, fn, args, facts
         self.error: BuildGraphError | None = None
+
+    def facts(self) -> Facts:
+        """What the check found, for the run summary of a task it found up to date (read
+        from this run's answers: no new question)."""
+        try:
+            return self._facts() if self._facts else {}
+        except BuildGraphError:
+            return {}
 
     def __call__(self) -> bool:
         try:
@@ -245,7 +242,13 @@ class StackTasks:
         return {"actions": [action("push", tier, push.push, tier, self.holdings)],
                 "task_dep": [f"build:{tier.key}"],
                 "uptodate": [Condition(f"the registry holds {tier.image}", push.pushed,
-                                       tier, self.holdings)]}
+                                       tier, self.holdings,
+                                       facts=partial(self._digest, tier))]}
+
+    def _digest(self, tier: PlannedTier) -> Facts:
+        """The digest the registry named for the hash tag in this run's round."""
+        digest = self.holdings.answer(tier.image).digest
+        return {"digest": str(digest)} if digest else {}
 
     def _verify(self, tier: PlannedTier) -> DoitTask:
         return {"actions": [action("verify", tier, verify_stage.verify, tier, self.holdings)],

@@ -36,9 +36,10 @@ def test_a_tier_that_ran_shows_its_stages_time_cache_verify_digest_and_tags() ->
 
 
 def test_up_to_date_failed_and_not_run_tiers_say_so() -> None:
-    summary = RunSummary("demo", recorded_digest=lambda key: DIGEST if key == "base" else None)
+    summary = RunSummary("demo")
     for stage in ("render", "build", "push", "verify", "promote"):
-        summary.up_to_date(f"{stage}:base")
+        # push's up-to-date check says what digest the registry named in this run
+        summary.up_to_date(f"{stage}:base", {"digest": DIGEST} if stage == "push" else None)
     summary.ran("build:training", 4.0, {})
     summary.ran("push:training", 1.0, {"digest": DIGEST})
     summary.failed("verify:training", "verify of training: 1 failed\nFAIL package x", 2.0)
@@ -47,8 +48,10 @@ def test_up_to_date_failed_and_not_run_tiers_say_so() -> None:
     assert found["base"] == ["base", "nothing (up to date)", "-", "-",
                              "passed (a report in the registry)", DIGEST, "-"]
     assert found["training"][1:3] == ["build, push, verify FAILED; not run: promote", "7.0 s"]
+    summary.failed("build:leaf", "build of leaf failed", 3.0)  # nothing pushed: no digest
+    assert rows(summary.markdown())["leaf"][5] == "-"
     assert found["training"][4] == "failed: verify of training: 1 failed"
-    assert "2 tiers: 1 up to date, 1 failed" in summary.markdown()
+    assert "3 tiers: 1 up to date, 2 failed" in summary.markdown()
 
 
 @pytest.mark.parametrize("hostile", [
@@ -107,6 +110,13 @@ def test_the_reporter_feeds_the_summary_through_doits_runner(tmp_path: Path) -> 
     def push() -> dict[str, str]:
         return {"digest": DIGEST}
 
+    class Held:  # an up-to-date check that says what it read, as run/tasks.Condition does
+        def __call__(self) -> bool:
+            return True
+
+        def facts(self) -> dict[str, str]:
+            return {"digest": "sha256:" + "cd" * 32}
+
     def verify() -> StageFailed:
         return StageFailed("verify of a: 1 failed", 1)
 
@@ -114,11 +124,15 @@ def test_the_reporter_feeds_the_summary_through_doits_runner(tmp_path: Path) -> 
         "DOIT_CONFIG": {"reporter": reporter, "dep_file": str(tmp_path / "db"),
                         "backend": "json", "verbosity": 0},
         "task_push": lambda: one({"actions": [push]}),
+        "task_build": lambda: (t for t in [{"name": "b", "actions": [lambda: True],
+                                             "uptodate": [Held()]}]),
         "task_verify": lambda: one({"actions": [verify], "task_dep": ["push:a"]}),
         "task_promote": lambda: one({"actions": [lambda: True], "task_dep": ["verify:a"]}),
     }
     with pytest.raises(SystemExit):
-        DoitMain(ModuleTaskLoader(tasks)).run(["--continue", "promote:a"])
+        DoitMain(ModuleTaskLoader(tasks)).run(["--continue", "promote:a", "build:b"])
+    assert rows((tmp_path / "summary.md").read_text())["b"][1:2] == ["nothing (up to date)"]
+    assert rows((tmp_path / "summary.md").read_text())["b"][5] == "sha256:" + "cd" * 32
     row = rows((tmp_path / "summary.md").read_text())["a"]
     assert row[1] == "push, verify FAILED; not run: promote"
     assert row[4] == "failed: verify of a: 1 failed" and row[5] == DIGEST
