@@ -18,7 +18,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from build_graph.errors import RegistryError, UntrustedAnswer
-from build_graph.gpu import tables
+from build_graph.gpu import releases, tables
 from build_graph.gpu.releases import PARTNERS, Lookup, TorchRow
 from build_graph.log import log, shown
 from build_graph.manifest import schema
@@ -124,8 +124,11 @@ def _torch_needs(versions: Mapping[str, str], torch: Version, row: TorchRow | No
                  keys: Mapping[str, str]) -> Iterator[str]:
     """The triton and CUDA that torch release needs, where the variant names them."""
     if "triton" in versions and row is not None and row.triton:
-        yield (f"  triton {versions['triton']}: torch {torch}'s wheels require "
-               f"triton{row.triton} (edit {keys['triton']})")
+        named = releases.named_version(row.triton)
+        edit = f"edit {keys['triton']} = \"{named}\"" if named else f"edit {keys['triton']}"
+        if named != versions["triton"]:
+            yield (f"  triton {versions['triton']}: torch {torch}'s wheels require "
+                   f"triton{row.triton} ({edit})")
     cuda = versions.get("cuda")
     lines = tables.TORCH_CUDA.get(f"{torch.major}.{torch.minor}")
     if cuda is not None and lines is not None:

@@ -22,7 +22,14 @@ from build_graph.gpu.archs import (
     parse_target,
     split_arch_list,
 )
-from build_graph.gpu.releases import PARTNERS, Facts, Lookup, shipped, shipped_only
+from build_graph.gpu.releases import (
+    PARTNERS,
+    Facts,
+    Lookup,
+    named_version,
+    shipped,
+    shipped_only,
+)
 from build_graph.manifest.model import GpuSpec, major_minor
 
 
@@ -172,8 +179,8 @@ def check_torch_triton(versions: Mapping[str, str], gpu: GpuSpec, where: Where,
     except InvalidVersion:
         accepted = False
     if not accepted:
-        use = (row.triton.removeprefix("==") if row.triton.startswith("==")
-               else f"a release in {row.triton}")
+        named = named_version(row.triton)
+        use = named if named else f"a release in {row.triton}"
         report.error(where("versions", "triton"), f"torch {torch}'s wheels require triton"
                      f"{row.triton}, not {triton}; use {use} ({row.source})")
 

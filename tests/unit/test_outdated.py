@@ -63,7 +63,8 @@ def test_outdated_names_each_newer_release_and_the_edit_that_takes_it(
         '    torchvision 0.28.0 -> 0.29.2: edit versions.torchvision = "0.29.2" (it requires '
         "torch>=2.14.0)",
         "    torchaudio 2.11.0: keep (it requires no particular torch)",
-        "    triton 3.7.1: torch 2.15.0's wheels require triton~=3.9.0 (edit versions.triton)",
+        "    triton 3.7.1: torch 2.15.0's wheels require triton~=3.9.0 (edit versions.triton = "
+        '"3.9.0")',
         "    cuda 13.0.2: torch 2.15.0's PyPI wheel is built for CUDA 13.2 (edit versions.cuda;"
         " the release matrix, gpu/tables.py, has no row for it yet)",
         '  pip 26.2 -> 26.3: edit versions.pip = "26.3"',

@@ -190,8 +190,8 @@ def test_a_file_host_without_range_requests_leaves_a_note(
     ("3.3.0", "versions.triton: torch 2.6.0's wheels require triton==3.2.0, not 3.3.0; use "
               "3.2.0 (https://files.pythonhosted.org/packages/"),
     ("main", "versions.triton: torch 2.6.0's wheels require triton==3.2.0, not main"),
-    ("3.8.0", "versions.triton: torch 2.15.0's wheels require triton~=3.9.0, not 3.8.0; use a "
-              "release in ~=3.9.0"),
+    ("3.8.0", "versions.triton: torch 2.15.0's wheels require triton~=3.9.0, not 3.8.0; use "
+              "3.9.0"),
 ])
 def test_triton_must_be_what_torch_requires(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], triton: str,
