@@ -39,8 +39,13 @@ def setup_command() -> str:
     except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
         version = None
     pin = f"build-graph=={version}" if version else "build-graph"
-    return ("(python3 -m venv .venv || { apt-get update -q && apt-get install -y -q "
-            f"python3-venv && python3 -m venv .venv; }}) && .venv/bin/pip install -q '{pin}'")
+    # pyproject's requires-python: a runner's older python3 (Ubuntu 22.04: 3.10) is said
+    # in one line, not as pip's "no matching distribution".
+    return ("python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "
+            "\"build-graph needs Python >= 3.11 on the runner; python3 here is $(python3 -V "
+            "2>&1)\" >&2; exit 1; } && (python3 -m venv .venv || { apt-get update -q && "
+            "apt-get install -y -q python3-venv && python3 -m venv .venv; }) && "
+            f".venv/bin/pip install -q '{pin}'")
 
 
 @dataclass(frozen=True)
@@ -80,9 +85,15 @@ def github_workflow(stack: Stack, planned: Sequence[PlannedTier], manifest: str,
                     setup: str | None = None, login: Login | None = None) -> str:
     q = json.dumps
     host = stack.registry.split("/", 1)[0]
+    # The login's docker config lives in the job's temp folder, which the runner empties
+    # after the job: on a self-hosted runner ~/.docker/config.json would keep the token
+    # for every later job of any workflow (the docker CLI and build-graph read DOCKER_CONFIG).
+    config_env = [] if login is None else [
+        "        env:", f"          DOCKER_CONFIG: {q('${{ runner.temp }}/docker-config')}"]
     login_steps = [] if login is None else [
         f"      - name: {q('log in to ' + host)}",
         "        env:",
+        f"          DOCKER_CONFIG: {q('${{ runner.temp }}/docker-config')}",
         f"          REGISTRY_USER: {q(login.user)}",
         f"          REGISTRY_TOKEN: {q('${{ secrets.' + login.secret + ' }}')}",
         "        run: " + q("printf '%s' \"$REGISTRY_TOKEN\" | docker login "
@@ -124,6 +135,7 @@ def github_workflow(stack: Stack, planned: Sequence[PlannedTier], manifest: str,
             f"      - name: {q('set up build-graph')}",
             f"        run: {q(setup or setup_command())}",
             f"      - name: {q('build, push, verify, promote ' + tier.key)}",
+            *config_env,
             f"        run: {q(f'.venv/bin/doit {target} promote:{tier.key}')}",
         ]
     return "\n".join(lines) + "\n"

@@ -125,27 +125,9 @@ def _lock(args: argparse.Namespace) -> int:
 
 
 def _ci(args: argparse.Namespace) -> int:
-    from build_graph.cli import cloudbuild
-    from build_graph.cli.ci import Login, github_workflow
+    from build_graph.cli.ci_command import document
 
-    stack = load(args.manifest)
-    if args.cloudbuild:
-        text = cloudbuild.cloudbuild_config(
-            stack, plan(stack), str(args.manifest), machine_type=args.machine_type,
-            hours=args.timeout_hours, service_account=args.service_account, setup=args.setup,
-            step_image=args.step_image)
-        note = cloudbuild.cache_note(stack)
-        if note:
-            print(note, file=sys.stderr)
-    else:
-        try:
-            login = Login(args.login_secret, args.login_user) if args.login_secret else None
-        except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return EXIT_CONFIG
-        text = github_workflow(stack, plan(stack), str(args.manifest), args.runs_on,
-                               args.gpu_runs_on, setup=args.setup, login=login)
-    return _emit(text, args.output)
+    return _emit(document(args), args.output)
 
 
 def _init(args: argparse.Namespace) -> int:

@@ -78,11 +78,16 @@ def test_a_registry_login_uses_the_secret_through_the_environment(tmp_path: Path
     for job in yaml.safe_load(out.read_text())["jobs"].values():
         login, setup = job["steps"][1], job["steps"][2]
         assert login["name"] == f"log in to {host}"
-        assert login["env"] == {"REGISTRY_USER": "_json_key",
+        assert login["env"] == {"DOCKER_CONFIG": "${{ runner.temp }}/docker-config",
+                                "REGISTRY_USER": "_json_key",
                                 "REGISTRY_TOKEN": "${{ secrets.AR_KEY }}"}
         assert "${{" not in login["run"] and f"docker login {host} " in login["run"]
         assert "--password-stdin" in login["run"]
         assert setup["name"] == "set up build-graph"
+        # The token lives in the job's temp folder (emptied after the job), for the login
+        # and the doit step alike: never in a self-hosted runner's ~/.docker/config.json.
+        config = "${{ runner.temp }}/docker-config"
+        assert job["steps"][3]["env"] == {"DOCKER_CONFIG": config}
 
 
 @pytest.mark.parametrize("option", [["--login-secret", "1BAD"],
@@ -109,3 +114,31 @@ def test_a_fresh_runner_installs_this_version_unless_told_otherwise(tmp_path: Pa
                      "--setup", "scripts/bootstrap.sh"]) == 0
     jobs = yaml.safe_load(out.read_text())["jobs"].values()
     assert {job["steps"][1]["run"] for job in jobs} == {"scripts/bootstrap.sh"}
+
+
+@pytest.mark.parametrize(("engine", "option"), [
+    ("--cloudbuild", ["--login-secret", "K"]), ("--cloudbuild", ["--login-user", "u"]),
+    ("--github", ["--step-image", "example.com/x:1"]), ("--github", ["--machine-type", "E2"]),
+    ("--github", ["--service-account", "projects/p/serviceAccounts/a@b"])])
+def test_an_option_of_the_other_engine_is_refused_not_dropped(
+        engine: str, option: list[str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "ci.yml"
+    assert cli.main(["ci", engine, "--manifest", str(REPO / "images.toml"), "--output",
+                     str(out), *option]) == 2
+    assert not out.exists() and f"{option[0]}: an option for" in capsys.readouterr().err
+
+
+def test_the_set_up_says_when_the_runners_python_is_too_old(tmp_path: Path) -> None:
+    """The default set-up, run in bash with a python3 that reports 3.10: one clear line."""
+    from build_graph.cli.ci import setup_command
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "python3").write_text('#!/bin/sh\n[ "$1" = -V ] && echo "Python 3.10.12"\nexit 1\n')
+    (fake / "python3").chmod(0o755)
+    result = subprocess.run(["/bin/bash", "-c", setup_command()], capture_output=True,
+                            text=True, check=False, env={"PATH": f"{fake}:/usr/bin:/bin"})
+    assert result.returncode == 1
+    assert result.stderr.strip() == ("build-graph needs Python >= 3.11 on the runner; python3 "
+                                     "here is Python 3.10.12")
