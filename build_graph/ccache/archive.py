@@ -45,7 +45,7 @@ def pack(folder: Path, dest: Path) -> int:
     return dest.stat().st_size
 
 
-def unpack(archive_path: Path, folder: Path) -> None:
+def unpack(archive_path: Path, folder: Path, limit: int | None = None) -> None:
     """Replace `folder` with the archive's contents, or raise ArchiveError leaving it as it was.
 
     The archive is untrusted: its zstd framing is checked whole before anything is written,
@@ -58,7 +58,7 @@ def unpack(archive_path: Path, folder: Path) -> None:
         reader = zstandard.ZstdDecompressor().stream_reader(
             raw, read_size=_CHUNK, read_across_frames=True)
         try:
-            replace_folder_from(reader, folder)
+            replace_folder_from(reader, folder, limit)
         except zstandard.ZstdError as exc:
             raise ArchiveError(f"{type(exc).__name__}: {exc}") from None
 

@@ -69,6 +69,9 @@ class CacheSync:
         self.key = cache_key(stack, tier, builder)
         self.prefix = tier_prefix(stack, tier)
         self.folder = folder
+        # ccache overshoots max_size between cleanups; a bucket archive that unpacks to more
+        # than twice it is no cache of ours (a zstd bomb must not fill the disk).
+        self.unpack_limit = 2 * stack.cache.max_size_bytes
         self.state_path = folder.with_name(folder.name + ".state.json")
         self.name = tier.key
         self.transfer = Transfer()
@@ -140,7 +143,7 @@ class CacheSync:
                 self._warn(f"could not restore {found.key} from {self.store.url} ({exc})")
                 return "unavailable"
             try:
-                ccache_archive.unpack(archive, self.folder)
+                ccache_archive.unpack(archive, self.folder, limit=self.unpack_limit)
             except ccache_archive.ArchiveError as exc:
                 self._warn(f"could not restore {found.key} from {self.store.url}: archive "
                            f"rejected ({exc})")

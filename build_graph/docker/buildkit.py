@@ -59,7 +59,8 @@ def cli_env() -> dict[str, str]:
     """The CLI's environment: BuildKit on, and the daemon docker-py talks to named as
     DOCKER_HOST (which the CLI follows over any context), so both reach the same one."""
     check_context()
-    env = {k: v for k, v in os.environ.items() if k != "DOCKER_CONTEXT"}
+    # BUILDX_BUILDER could pick a buildx builder on another machine than DOCKER_HOST.
+    env = {k: v for k, v in os.environ.items() if k not in ("DOCKER_CONTEXT", "BUILDX_BUILDER")}
     return {**env, "DOCKER_BUILDKIT": "1", "DOCKER_HOST": endpoint()}
 
 

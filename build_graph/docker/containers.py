@@ -17,6 +17,8 @@ from build_graph.docker.files import Mount as Mount
 from build_graph.errors import BuildFailed
 from build_graph.log import log
 
+READ_LIMIT = 64 << 20  # read_file: the probe's report and the like, never this large
+
 if TYPE_CHECKING:
     from docker.models.containers import Container
 
@@ -105,7 +107,13 @@ def read_file(box: Container, path: str) -> bytes | None:
 
     try:
         chunks, _ = box.get_archive(path)
-        with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
+        data = bytearray()
+        for chunk in chunks:  # a container's file is untrusted: bounded, like any answer
+            data += chunk
+            if len(data) > READ_LIMIT:
+                raise BuildFailed(f"{path} in the container is larger than {READ_LIMIT >> 20} "
+                                  "MiB; refused")
+        with tarfile.open(fileobj=io.BytesIO(bytes(data))) as tar:
             member = tar.next()
             handle = tar.extractfile(member) if member else None
             return handle.read() if handle else None

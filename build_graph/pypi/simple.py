@@ -100,9 +100,12 @@ def _html_links(body: bytes) -> list[tuple[str, bool]]:
 
 
 def _file(page: str, name: str, href: str) -> IndexFile | None:
-    """The file a link names, or None for one that is not a file of this project."""
+    """The file a link names, or None for one that is not a file of this project (or one an
+    https page links over plain http: its METADATA could be forged on the way)."""
     url = urljoin(page, href).split("#", 1)[0]
-    if urlsplit(url).scheme not in ("http", "https"):
+    scheme = urlsplit(url).scheme
+    if scheme not in ("http", "https") or (scheme == "http"
+                                           and urlsplit(page).scheme == "https"):
         return None
     filename = urlsplit(url).path.rsplit("/", 1)[-1]
     try:

@@ -108,3 +108,19 @@ def test_parse_print_stats() -> None:
     assert (stats.hits, stats.misses, stats.cache_bytes, stats.files) == (9, 1, 2 << 20, 30)
     assert stats.hit_rate == pytest.approx(0.9)
     assert parse("").hit_rate == 0.0
+
+
+def test_an_archive_that_unpacks_past_the_limit_is_refused_whole(tmp_path: Path) -> None:
+    """A bucket's archive may hold at most twice the cache's max_size (a zstd bomb must
+    not fill the disk): past it, nothing is restored and the local cache stays."""
+    source, local = tmp_path / "cache", tmp_path / "local"
+    make_cache(source, files=20)
+    make_cache(local, files=3)
+    before = ccache_archive.fingerprint(local)
+    archive = tmp_path / "a.tar.zst"
+    ccache_archive.pack(source, archive)
+    with pytest.raises(ccache_archive.ArchiveError):
+        ccache_archive.unpack(archive, local, limit=8 * 1024)
+    assert ccache_archive.fingerprint(local) == before
+    ccache_archive.unpack(archive, local, limit=10 << 20)  # within the limit: restored
+    assert ccache_archive.fingerprint(local) == ccache_archive.fingerprint(source)

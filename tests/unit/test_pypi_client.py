@@ -181,3 +181,13 @@ def test_a_malformed_index_setting_is_one_line_naming_it(
                                         "http(s) URL") and caught.value.exit_code == 2
     monkeypatch.setenv("BUILD_GRAPH_PIP_INDEX_URL", "https://u:p@mirror.example/simple")
     assert settings.index_url("x") == "https://u:p@mirror.example/simple"
+
+
+def test_an_https_page_linking_a_wheel_over_http_is_not_followed() -> None:
+    from build_graph.pypi.simple import _file
+
+    page = "https://mirror.example/simple/torch/"
+    wheel = "torch-2.6.0-cp311-cp311-manylinux_2_28_x86_64.whl"
+    assert _file(page, "torch", f"https://files.example/{wheel}") is not None
+    assert _file(page, "torch", f"http://files.example/{wheel}") is None  # downgraded
+    assert _file("http://127.0.0.1:1/simple/torch/", "torch", f"http://127.0.0.1:1/{wheel}")

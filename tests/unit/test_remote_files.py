@@ -43,8 +43,10 @@ def test_the_cli_is_pinned_to_the_daemon_docker_py_uses(monkeypatch: pytest.Monk
     assert buildkit.cli_env()["DOCKER_HOST"] == connection.DEFAULT_HOST
     monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:2375")
     monkeypatch.setenv("DOCKER_CONTEXT", "elsewhere")  # the CLI follows DOCKER_HOST over it
+    monkeypatch.setenv("BUILDX_BUILDER", "remote-arm")  # a buildx builder elsewhere
     env = buildkit.cli_env()
     assert env["DOCKER_HOST"] == "tcp://127.0.0.1:2375" and "DOCKER_CONTEXT" not in env
+    assert "BUILDX_BUILDER" not in env
 
 
 @pytest.mark.parametrize("via", ["environment", "config"])
