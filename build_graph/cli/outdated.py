@@ -72,7 +72,10 @@ def _keys(manifest: schema.Manifest, variant: VariantSpec,
           has_variants: bool) -> dict[str, str]:
     """version name -> the key to edit for this variant (its own override, or the base)."""
     own = manifest.variants[variant.name].versions if has_variants else {}
-    names = ("torch", *PARTNERS, *TOOLS, "triton", "cuda", *variant.versions)
+    written = {k for k, v in manifest.versions.model_dump().items() if v is not None} | set(own)
+    # A triton the file leaves out follows torch (manifest/resolve.follow_torch): no key.
+    names = [n for n in ("torch", *PARTNERS, *TOOLS, "triton", "cuda", *variant.versions)
+             if n != "triton" or n in written]
     return {name: f"variants.{variant.name}.versions.{name}" if name in own
             else f"versions.{name}" for name in names}
 
@@ -123,7 +126,7 @@ def _torch(versions: Mapping[str, str], releases: list[Version], keys: Mapping[s
 def _torch_needs(versions: Mapping[str, str], torch: Version, row: TorchRow | None,
                  keys: Mapping[str, str]) -> Iterator[str]:
     """The triton and CUDA that torch release needs, where the variant names them."""
-    if "triton" in versions and row is not None and row.triton:
+    if "triton" in keys and row is not None and row.triton:
         named = releases.named_version(row.triton)
         edit = f"edit {keys['triton']} = \"{named}\"" if named else f"edit {keys['triton']}"
         if named != versions["triton"]:

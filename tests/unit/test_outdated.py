@@ -87,3 +87,14 @@ def test_outdated_keeps_a_config_error_an_error(
                                                   'torchaudio = "2.6.0"\ntriton'))
     assert main(["outdated", "--manifest", str(path)]) == 2
     assert "versions.torchaudio" in capsys.readouterr().err
+
+
+def test_a_triton_that_follows_torch_gets_no_edit_of_its_own(
+        tmp_path: Path, index: Index, capsys: pytest.CaptureFixture[str]) -> None:
+    """Left out of images.toml, triton follows torch (resolve.follow_torch): bumping torch
+    is the whole edit, so outdated names no versions.triton key the file does not have."""
+    path = write_manifest(tmp_path, STACK.replace('triton = "3.7.1"\n', ""))
+    assert main(["outdated", "--manifest", str(path), "--no-from-tags"]) == 0
+    out = capsys.readouterr().out
+    assert '  torch 2.13.0 -> 2.15.0: edit versions.torch = "2.15.0"' in out
+    assert "versions.triton" not in out and "triton 3.7" not in out
