@@ -38,11 +38,21 @@ def container(image: str, command: list[str], *, mounts: tuple[Mount, ...] = (),
     volumes = {} if copy else {m.host: {"bind": m.container,
                                         "mode": "ro" if m.read_only else "rw"} for m in mounts}
     log(f"+ docker run --network=host {image} {' '.join(command)}")
+
+    def create() -> Container:
+        return client().containers.create(image, command, network_mode="host",
+                                          volumes=volumes, environment=dict(env or {}),
+                                          entrypoint=entrypoint,
+                                          device_requests=device_requests)
+
     try:
-        box = client().containers.create(image, command, network_mode="host",
-                                         volumes=volumes, environment=dict(env or {}),
-                                         entrypoint=entrypoint,
-                                         device_requests=device_requests)
+        try:
+            box = create()
+        except docker.errors.ImageNotFound:  # as `docker run` does: pull, then create
+            from build_graph.docker import daemon
+
+            daemon.pull(image)
+            box = create()
     except docker.errors.APIError as exc:
         raise BuildFailed(f"could not start {image}: {short_error(exc)}") from None
     try:
