@@ -24,6 +24,7 @@ from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier
 
 _SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # GitHub's rule for secret names
+LOGIN_USER = "_json_key_base64"  # --login-user's default: an Artifact Registry key, base64
 _LOGIN_USER = re.compile(r"[A-Za-z0-9_.@+-]+")
 # Pinned to a commit, not a tag: a tag can be moved to other code (zizmor: unpinned-uses).
 CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683"  # v4.2.2

@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from build_graph.cli import cloudbuild
-from build_graph.cli.ci import Login, github_workflow
+from build_graph.cli.ci import LOGIN_USER, Login, github_workflow
 from build_graph.errors import EXIT_CONFIG, BuildGraphError
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
@@ -17,21 +17,29 @@ class CiOptionError(BuildGraphError):
     exit_code = EXIT_CONFIG
 
 
+# Options of one engine only: flag -> argparse dest (for Cloud Build also the keyword of
+# cloudbuild_config, whose own defaults apply to what is not given); None: not given.
+_CLOUD_BUILD = {"--step-image": "step_image", "--machine-type": "machine_type",
+                "--timeout-hours": "hours", "--service-account": "service_account"}
+_GITHUB = {"--login-secret": "login_secret", "--login-user": "login_user"}
+
+
 def document(args: argparse.Namespace) -> str:
     """The workflow or the Cloud Build config for `args.manifest`."""
     _refuse_the_other_engines(args)
     stack = load(args.manifest)
     if args.cloudbuild:
-        text = cloudbuild.cloudbuild_config(
-            stack, plan(stack), str(args.manifest), machine_type=args.machine_type,
-            hours=args.timeout_hours, service_account=args.service_account, setup=args.setup,
-            step_image=args.step_image)
+        given = {dest: getattr(args, dest) for dest in _CLOUD_BUILD.values()
+                 if getattr(args, dest) is not None}
+        text = cloudbuild.cloudbuild_config(stack, plan(stack), str(args.manifest),
+                                            setup=args.setup, **given)
         note = cloudbuild.cache_note(stack)
         if note:
             print(note, file=sys.stderr)
         return text
     try:
-        login = Login(args.login_secret, args.login_user) if args.login_secret else None
+        login = (Login(args.login_secret, args.login_user or LOGIN_USER)
+                 if args.login_secret else None)
     except ValueError as exc:
         raise CiOptionError(str(exc)) from None
     return github_workflow(stack, plan(stack), str(args.manifest), args.runs_on,
@@ -39,15 +47,8 @@ def document(args: argparse.Namespace) -> str:
 
 
 def _refuse_the_other_engines(args: argparse.Namespace) -> None:
-    given = {"--login-secret": args.login_secret is not None,
-             "--login-user": args.login_user != "_json_key_base64",
-             "--step-image": args.step_image != cloudbuild.STEP_IMAGE,
-             "--machine-type": args.machine_type != cloudbuild.DEFAULT_MACHINE,
-             "--timeout-hours": args.timeout_hours != cloudbuild.DEFAULT_HOURS,
-             "--service-account": args.service_account is not None}
-    other = ("--step-image", "--machine-type", "--timeout-hours", "--service-account") \
-        if args.github else ("--login-secret", "--login-user")
-    wrong = [name for name in other if given[name]]
+    other = _CLOUD_BUILD if args.github else _GITHUB
+    wrong = [flag for flag, dest in other.items() if getattr(args, dest) is not None]
     if wrong:
         engine, them = ("--github", "Cloud Build") if args.github else ("--cloudbuild", "GitHub")
         raise CiOptionError(f"{', '.join(wrong)}: an option for {them}, not {engine}; "

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from build_graph import settings
+from build_graph.cli.ci import LOGIN_USER
 from build_graph.cli.cloudbuild import DEFAULT_HOURS, DEFAULT_MACHINE, STEP_IMAGE
 from build_graph.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, DeletesRefused, run_cli
 from build_graph.fs import write_if_changed
@@ -217,9 +218,9 @@ def parser() -> argparse.ArgumentParser:
     ci.add_argument("--output", type=Path,
                     help="write here (e.g. .github/workflows/images.yml, cloudbuild.yaml); "
                          "default stdout")
-    ci.add_argument("--machine-type", default=DEFAULT_MACHINE,
+    ci.add_argument("--machine-type",
                     help=f"Cloud Build machine type (default: {DEFAULT_MACHINE})")
-    ci.add_argument("--timeout-hours", type=float, default=DEFAULT_HOURS,
+    ci.add_argument("--timeout-hours", type=float, dest="hours",
                     help="Cloud Build timeout, for a cold multi-hour compile (default: "
                          f"{DEFAULT_HOURS:g})")
     ci.add_argument("--service-account", metavar="projects/P/serviceAccounts/EMAIL",
@@ -235,11 +236,12 @@ def parser() -> argparse.ArgumentParser:
     ci.add_argument("--login-secret", metavar="NAME",
                     help="GitHub: docker login to the stack's registry with this secret "
                          "(e.g. REGISTRY_KEY); default: the runner's own credentials")
-    ci.add_argument("--login-user", default="_json_key_base64", metavar="USER",
-                    help="GitHub: the user for --login-secret (default: _json_key_base64, "
+    ci.add_argument("--login-user", metavar="USER",
+                    help=f"GitHub: the user for --login-secret (default: {LOGIN_USER}, "
                          "an Artifact Registry service account key, base64)")
-    ci.add_argument("--step-image", default=STEP_IMAGE, metavar="IMAGE",
-                    help="Cloud Build: the image of every step (docker, python3, gcloud)")
+    ci.add_argument("--step-image", metavar="IMAGE",
+                    help="Cloud Build: the image of every step (docker, python3, gcloud; "
+                         f"default: {STEP_IMAGE})")
     ci.set_defaults(run=_ci)
     start = sub.add_parser("init", help="scaffold a stack in a team's repository: images.toml, "
                            "a thin dodo.py, templates/ for overrides, .gitignore")
