@@ -9,6 +9,7 @@ side never share a plan cache, a doit database, a run lock or records. Its conte
     .doit.lock                 the run lock: one doit run per stack at a time
     summary.md                 the last run's summary (also sent to $GITHUB_STEP_SUMMARY)
     ccache/<variant>/<tier>/   the compiler cache a compile mounts at CCACHE_DIR
+                               (ccache/<variant>/<tier>@<os>-<arch>/ per platform)
     ccache/<variant>/<tier>.state.json   where that folder was restored from (ccache/sync.py
                                keeps it beside the folder it is given)
     ccache-store/              the default compiler-cache store (`file://`)
@@ -19,6 +20,7 @@ side never share a plan cache, a doit database, a run lock or records. Its conte
                                per index (<index>: a digest of its URL; pypi/lookup.py)
     <variant>/<tier>/          one tier (TierFolder): rendered files, staged sources, wheels,
                                logs/<stage>.log, records, report copies
+    <variant>/<tier>/<os>-<arch>/   the same, for one platform of a tier built per platform
 
 All of it is a cache of the registry, the cache store and the inputs: deleting it loses
 nothing else. It is never part of a build context (plan/context.py asks OWN_FOLDER).
@@ -152,8 +154,14 @@ class BuildFolder:
         """`check`'s cached answers of the package index at `index` (a URL)."""
         return self.root / "pypi" / hashlib.sha256(index.encode()).hexdigest()[:16]
 
-    def ccache(self, variant: str, tier: str) -> Path:
-        return self.root / "ccache" / variant / tier
+    def tier(self, variant: str, tier: str, platform: str | None = None) -> TierFolder:
+        """`<variant>/<tier>/`; one platform's image of a tier built per platform:
+        `<variant>/<tier>/<os>-<arch>/` (the tier's own folder keeps its promote log)."""
+        root = self.root / variant / tier
+        return TierFolder(root / platform.replace("/", "-") if platform else root)
 
-    def tier(self, variant: str, tier: str) -> TierFolder:
-        return TierFolder(self.root / variant / tier)
+    def ccache(self, variant: str, tier: str, platform: str | None = None) -> Path:
+        """The compiler cache of a tier, of one platform's compile where it has several
+        (objects of one architecture are only misses for another)."""
+        name = f"{tier}@{platform.replace('/', '-')}" if platform else tier  # '@': no name has it
+        return self.root / "ccache" / variant / name

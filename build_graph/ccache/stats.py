@@ -41,7 +41,7 @@ def parse(text: str) -> CcacheStats:
         files=values.get("files_in_cache", 0))
 
 
-def read_stats(image: str, cache_dir: Path) -> CcacheStats | None:
+def read_stats(image: str, cache_dir: Path, platform: str | None = None) -> CcacheStats | None:
     """The counters of the cache folder, read by the builder image's own ccache.
 
     None when they cannot be read: statistics never decide a compile's outcome.
@@ -50,7 +50,8 @@ def read_stats(image: str, cache_dir: Path) -> CcacheStats | None:
     mount = Mount(str(cache_dir), CCACHE_DIR, only=("stats", "ccache.conf"))
     try:
         with containers.container(image, ["--print-stats"], entrypoint=["ccache"],
-                                  mounts=(mount,), env={"CCACHE_DIR": CCACHE_DIR}) as box:
+                                  mounts=(mount,), env={"CCACHE_DIR": CCACHE_DIR},
+                                  platform=platform) as box:
             code, output = containers.run_to_end(box)
     except BuildGraphError:
         return None

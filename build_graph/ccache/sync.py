@@ -1,8 +1,8 @@
 """Restore a tier's compiler cache from the store before a compile, save it back after.
 
-One archive per (stack, tier, variant, toolchain) key, the toolchain being the builder
-image's content hash. Restore falls back to the newest archive of the same tier *and
-variant* (another variant's objects are of other CUDA versions and archs: tens of GB of
+One archive per (stack, tier, variant, platform, toolchain) key, the toolchain being the
+builder image's content hash. Restore falls back to the newest archive of the same tier *and
+variant and platform* (another variant's objects are of other CUDA versions and archs: tens of GB of
 misses); keys are parsed into their fields for that, since variant names may contain '-'
 ('cu128' must not take 'cu128-debug'). Save uploads when the cache changed, or when the
 store has no readable archive under our key (it lost it, or restore rejected it), always
@@ -52,8 +52,11 @@ def cache_key(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> str:
 
 
 def tier_prefix(stack: Stack, tier: PlannedTier) -> str:
-    """Where fallbacks are listed: keys starting so, of which `same_tier` keeps the right ones."""
-    return f"{stack.name}/{tier.spec.name}/{tier.spec.variant}-"
+    """Where fallbacks are listed: keys starting so, of which `same_tier` keeps the right ones.
+    One platform's compile of a tier built per platform has 'variant@os-arch' in place of
+    the variant ('@' is in no name): another architecture's objects are only misses."""
+    where = f"@{tier.platform.replace('/', '-')}" if tier.platform else ""
+    return f"{stack.name}/{tier.spec.name}/{tier.spec.variant}{where}-"
 
 
 def key_fields(key: str) -> tuple[str, str, str] | None:

@@ -65,7 +65,8 @@ def cli_env() -> dict[str, str]:
 
 
 def build(command: tuple[str, ...], context: IO[bytes], tag: str, *, name: str,
-          buildargs: Mapping[str, str], secrets: Mapping[str, str]) -> str:
+          buildargs: Mapping[str, str], secrets: Mapping[str, str],
+          platform: str | None = None) -> str:
     """Build from a tar context (Dockerfile at its root) with BuildKit; returns the image id.
 
     Secrets are written to files only this user can read, in a folder removed afterwards,
@@ -73,10 +74,12 @@ def build(command: tuple[str, ...], context: IO[bytes], tag: str, *, name: str,
     whole build succeeded; a failure raises BuildFailed with the output's last lines.
     """
     started = time.monotonic()
-    log(f"+ docker build (BuildKit) --network=host -t {tag} (tier {name})")
+    shown = f" --platform={platform}" if platform else ""
+    log(f"+ docker build (BuildKit) --network=host{shown} -t {tag} (tier {name})")
     with tempfile.TemporaryDirectory(prefix="build-graph-") as tmp:
         folder = Path(tmp)
         args = [f"--build-arg={k}={v}" for k, v in sorted(buildargs.items())]
+        args += [f"--platform={platform}"] if platform else []
         for secret, value in secrets.items():
             path = folder / secret
             path.touch(mode=0o600)

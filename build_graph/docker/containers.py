@@ -26,10 +26,11 @@ if TYPE_CHECKING:
 @contextmanager
 def container(image: str, command: list[str], *, mounts: tuple[Mount, ...] = (),
               env: Mapping[str, str] | None = None, entrypoint: list[str] | None = None,
-              gpus: bool = False) -> Iterator[Container]:
+              gpus: bool = False, platform: str | None = None) -> Iterator[Container]:
     """A started container (host network) that is always removed afterwards. In copy mode
     (files.py) the mounts' files are put into it before it starts; `bring_back` then
-    fetches the outputs once it stopped."""
+    fetches the outputs once it stopped. `platform`: the image's, where it is not the
+    host's (an arm64 image on an x86 host runs under the kernel's binfmt emulation)."""
     import docker.errors
     from docker.types import DeviceRequest
 
@@ -37,13 +38,15 @@ def container(image: str, command: list[str], *, mounts: tuple[Mount, ...] = (),
     copy = files.mode() == "copy"
     volumes = {} if copy else {m.host: {"bind": m.container,
                                         "mode": "ro" if m.read_only else "rw"} for m in mounts}
-    log(f"+ docker run --network=host {image} {' '.join(command)}")
+    shown = f" --platform={platform}" if platform else ""
+    log(f"+ docker run --network=host{shown} {image} {' '.join(command)}")
 
     def create() -> Container:
         return client().containers.create(image, command, network_mode="host",
                                           volumes=volumes, environment=dict(env or {}),
                                           entrypoint=entrypoint,
-                                          device_requests=device_requests)
+                                          device_requests=device_requests,
+                                          platform=platform)
 
     try:
         try:
@@ -51,7 +54,7 @@ def container(image: str, command: list[str], *, mounts: tuple[Mount, ...] = (),
         except docker.errors.ImageNotFound:  # as `docker run` does: pull, then create
             from build_graph.docker import daemon
 
-            daemon.pull(image)
+            daemon.pull(image, platform)
             box = create()
     except docker.errors.APIError as exc:
         raise BuildFailed(f"could not start {image}: {short_error(exc)}") from None

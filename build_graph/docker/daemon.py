@@ -75,7 +75,7 @@ def image_exists_locally(ref: str) -> bool:
 
 def build(context: IO[bytes], tag: str, *, name: str,
           buildargs: Mapping[str, str] | None = None,
-          on_line: Callable[[str], None] = log) -> str:
+          on_line: Callable[[str], None] = log, platform: str | None = None) -> str:
     """Build from a tar context (Dockerfile at its root); returns the image id.
 
     The tag is applied only when every step succeeded. A failing step raises
@@ -88,7 +88,7 @@ def build(context: IO[bytes], tag: str, *, name: str,
     stream = client().api.build(fileobj=context, custom_context=True, tag=tag, rm=True,
                                 forcerm=True, decode=True, network_mode="host",
                                 buildargs=dict(buildargs or {}),
-                                pull=False)
+                                pull=False, platform=platform)
     for chunk in stream:
         if "error" in chunk:
             raise BuildFailed(f"build of {name} failed at step {step or '?'}: "
@@ -160,15 +160,15 @@ def _push_once(ref: str) -> Digest:
     return digest
 
 
-def pull(ref: str) -> None:
-    """Pull `ref` (a tag or a digest reference)."""
+def pull(ref: str, platform: str | None = None) -> None:
+    """Pull `ref` (a tag or a digest reference); of an index, `platform`'s image."""
     import docker.errors
 
     repo, tag_or_digest = split_ref(ref)
-    log(f"+ docker pull {ref}")
+    log(f"+ docker pull {f'--platform {platform} ' if platform else ''}{ref}")
     try:
         for chunk in client().api.pull(repo, tag=tag_or_digest, stream=True,
-                                       decode=True):
+                                       decode=True, platform=platform):
             if "error" in chunk:
                 raise RegistryError(f"pull of {ref} from the registry {registry_of(ref)} "
                                     f"failed: {str(chunk['error']).strip()[:300]}; "
@@ -185,9 +185,15 @@ def image_size(ref: str) -> int | None:
     return int(size) if size is not None else None
 
 
-def ensure_local(ref: str) -> None:
+def ensure_local(ref: str, platform: str | None = None) -> None:
     """Make `ref` available to the daemon, pulling it when only the registry has it."""
     if not image_exists_locally(ref):
-        pull(ref)
+        pull(ref, platform)
+
+
+def image_platform(ref: str) -> str:
+    """'linux/arm64': the os and architecture the local image's config states."""
+    attrs = client().images.get(ref).attrs
+    return f"{attrs.get('Os', '?')}/{attrs.get('Architecture', '?')}"
 
 

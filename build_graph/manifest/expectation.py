@@ -32,6 +32,10 @@ class Expectation:
     libraries: tuple[str, ...] = ()  # globs of CUDA libraries to read, besides torch/lib
     torch_archs: bool = True  # torch's arch list and torch/lib/*.so are held to the promise
     gpu_policy: GpuPolicy = DEFAULT_GPU_POLICY
+    # 'linux/arm64' for one platform's image of a tier built per platform: its config must
+    # say so and its code run as that machine (None: the build host's, not checked)
+    platform: str | None = None
+    machine: str | None = None  # what `uname -m` says in it ('aarch64'), with `platform`
 
     @property
     def wants_gpu(self) -> bool:

@@ -26,6 +26,7 @@ from build_graph.manifest.values import (
     forbidden_character,
     single_line,
 )
+from build_graph.oci.platforms import parse_platform
 
 
 def _matching(pattern: re.Pattern[str], what: str, example: str) -> AfterValidator:
@@ -51,7 +52,13 @@ def requirement(value: str) -> str:
     return value
 
 
+def platform(value: str) -> str:
+    """'linux/arm64' (normalized: 'linux/arm64/v8' reads as 'linux/arm64')."""
+    return parse_platform(value).text
+
+
 Text = Annotated[str, AfterValidator(single_line)]
+PlatformText = Annotated[str, AfterValidator(platform)]
 Version = Annotated[str, _matching(VERSION_RE, "version", "12.4.1")]
 Name = Annotated[str, _matching(NAME_RE, "name (lower case, digits, '.', '_', '-')", "base")]
 Tag = Annotated[str, AfterValidator(single_line)]  # checked by TAG_RE after formatting

@@ -117,6 +117,9 @@ class TierSpec:
     tags: tuple[str, ...]  # human tags, version fields filled in
     compile: CompileSpec | None
     verify: VerifySpec
+    # 'linux/amd64', 'linux/arm64', ...: one image per platform, one index per human tag;
+    # empty: the build host's platform only, as before platforms existed
+    platforms: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from build_graph.manifest.model import (
     VerifySpec,
     format_fields,
 )
+from build_graph.manifest.platforms import resolve_platforms
 from build_graph.manifest.rules import RULES, Report, Where
 from build_graph.manifest.values import IMAGE_RE, TAG_RE, conforms, fill_fields, parse_source
 
@@ -171,7 +172,9 @@ def _resolve_variant(manifest: schema.Manifest, name: str, order: list[str],
     for rule in RULES:
         rule(versions, gpu, where, report)
     fields = format_fields(versions, name)
-    tiers = tuple(_resolve_tier(n, manifest.tiers[n], name, versions, fields, report)
+    platforms = resolve_platforms(manifest, variant, order, report)
+    tiers = tuple(_resolve_tier(n, manifest.tiers[n], name, versions, fields, report,
+                                platforms[n])
                   for n in order if n in manifest.tiers)
     return VariantSpec(name=name, description=variant.description,
                        versions=FrozenDict(versions), gpu=gpu, tiers=tiers,
@@ -202,7 +205,8 @@ def follow_torch(versions: dict[str, str], where: Where, report: Report) -> dict
 
 
 def _resolve_tier(name: str, tier: schema.Tier, variant: str, versions: Mapping[str, str],
-                  fields: Mapping[str, str], report: Report) -> TierSpec:
+                  fields: Mapping[str, str], report: Report,
+                  platforms: tuple[str, ...] = ()) -> TierSpec:
     key = f"tiers.{name}"
     from_image = None
     if tier.from_ is not None:
@@ -232,7 +236,8 @@ def _resolve_tier(name: str, tier: schema.Tier, variant: str, versions: Mapping[
         packages=packages, system_packages=tuple(tier.system_packages),
         build_args=args, tags=tags,
         compile=_resolve_compile(tier.compile, fields, key, report),
-        verify=_resolve_verify(tier.verify, versions, fields, key, report))
+        verify=_resolve_verify(tier.verify, versions, fields, key, report),
+        platforms=platforms)
 
 
 def _resolve_compile(spec: schema.Compile | None, fields: Mapping[str, str], key: str,

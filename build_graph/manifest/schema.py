@@ -13,6 +13,7 @@ from build_graph.manifest.grammar import (
     FieldName,
     Name,
     PipRequirement,
+    PlatformText,
     Repository,
     Tag,
     Text,
@@ -36,6 +37,8 @@ class StackSection(Strict):
     registry: Repository
     description: Text = ""
     default_variant: Name | None = None
+    # None: the build host's platform only, as before platforms existed (hashes unchanged)
+    platforms: list[PlatformText] | None = None
 
 
 class Versions(Strict):
@@ -115,6 +118,7 @@ class Tier(Strict):
     tags: list[Tag] = Field(default_factory=list)
     compile: Compile | None = None
     verify: Verify = Field(default_factory=Verify)
+    platforms: list[PlatformText] | None = None  # None: the parent's, else the variant's
 
     @model_validator(mode="after")
     def _one_base(self) -> Tier:
@@ -127,6 +131,7 @@ class Variant(Strict):
     description: Text = ""
     versions: dict[FieldName, Version] = Field(default_factory=dict)
     gpu: GpuOverride | None = None
+    platforms: list[PlatformText] | None = None
 
 
 class Manifest(Strict):

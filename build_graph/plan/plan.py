@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +16,7 @@ from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.layout import TierFolder
 from build_graph.manifest.expectation import Expectation, expectation_for
 from build_graph.manifest.model import Source, Stack, TierSpec, VariantSpec
+from build_graph.oci.platforms import parse_platform
 from build_graph.plan.context import ContextError, context_files, source_files
 from build_graph.plan.hashing import content_hash, file_digest
 from build_graph.plan.lock import Lock, lock_path, pinned_image, read_lock
@@ -50,6 +51,10 @@ class PlannedTier:
     # What went into the hash, part by part ('dockerfile', 'file:<name>', 'parent', ...):
     # recorded at push, so `doit info` can say which input changed since.
     inputs: tuple[tuple[str, str], ...] = ()
+    # 'linux/arm64' for one platform's image of a tier built per platform (its key ends in
+    # '/arm64'); None for a tier built for the build host only, as before platforms existed
+    platform: str | None = None
+    group_key: str = ""  # the key without the platform: what promote and `doit <tier>` use
 
     @property
     def image(self) -> str:
@@ -61,19 +66,32 @@ class PlannedTier:
         return f"{self.repository}:{tag}"
 
 
-def task_key(stack: Stack, tier: str, variant: str) -> str:
-    return f"{tier}@{variant}" if stack.has_variants else tier
+def task_key(stack: Stack, tier: str, variant: str, platform: str | None = None) -> str:
+    """'base', 'base@cu124', and per platform 'base/arm64', 'base@cu124/arm64'."""
+    key = f"{tier}@{variant}" if stack.has_variants else tier
+    return f"{key}/{parse_platform(platform).short}" if platform else key
+
+
+def groups(planned: list[PlannedTier]) -> dict[str, list[PlannedTier]]:
+    """group key -> its images: one for a host-platform tier, one per platform otherwise."""
+    found: dict[str, list[PlannedTier]] = {}
+    for tier in planned:
+        found.setdefault(tier.group_key, []).append(tier)
+    return found
 
 
 def plan(stack: Stack) -> list[PlannedTier]:
-    """Every (variant, tier) in build order: parents and builders before their users."""
+    """Every (variant, tier, platform) in build order: parents and builders before their
+    users, a tier's platforms in the order images.toml lists them."""
     env = environment(stack)
     lock = read_lock(lock_path(stack.manifest))
     planned: list[PlannedTier] = []
     for variant in stack.variants:
-        done: dict[str, PlannedTier] = {}
+        done: dict[tuple[str, str | None], PlannedTier] = {}
         for tier in variant.tiers:
-            done[tier.name] = _plan_tier(stack, env, variant, tier, done, lock)
+            for platform in tier.platforms or (None,):
+                done[(tier.name, platform)] = _plan_tier(stack, env, variant, tier, done, lock,
+                                                         platform)
         planned.extend(done.values())
     return planned
 
@@ -92,13 +110,14 @@ def from_images(stack: Stack) -> list[str]:
 
 
 def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier: TierSpec,
-               done: dict[str, PlannedTier], lock: Lock) -> PlannedTier:
-    parent = done[tier.parent] if tier.parent else None
-    builder = done[tier.compile.builder] if tier.compile else None
+               done: dict[tuple[str, str | None], PlannedTier], lock: Lock,
+               platform: str | None) -> PlannedTier:
+    parent = done[(tier.parent, platform)] if tier.parent else None
+    builder = done[(tier.compile.builder, platform)] if tier.compile else None
     pin = lock.images.get(str(tier.from_image)) if parent is None else None
     base_image = parent.image if parent else pinned_image(str(tier.from_image), pin)
     context = tier_context(stack, variant, tier, base_image, builder.image if builder else None,
-                           lock.sources)
+                           lock.sources, platform)
     dockerfile = render(env, tier.template, context)
     script = render(env, tier.compile.script, context) if tier.compile else None
     try:
@@ -119,26 +138,32 @@ def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier
             "commits": {s.text: lock.sources.get(s.text) for s in tier.compile.sources
                         if s.kind == "git"}})
     digests = [file_digest(n, p) for n, p in files]
+    # The platform is an input only where images.toml names platforms: the hashes of a
+    # stack built for the build host alone stay what they always were.
+    per_platform = {"platform": platform} if platform else {}
     tag_hash = content_hash({
         "dockerfile": dockerfile, "context": digests,
         "build_args": dict(tier.build_args), "parent": parent.content_hash if parent else None,
-        "compile": compile_hash, "from_pin": pin,
+        "compile": compile_hash, "from_pin": pin, **per_platform,
     })
     inputs = (("dockerfile", _short(dockerfile)),
               ("build_args", _short(json.dumps(dict(tier.build_args), sort_keys=True))),
               ("parent", parent.content_hash if parent else f"{base_image} ({pin or 'unpinned'})"),
               ("compile", compile_hash or "-"),
-              *((f"file:{d.path}", d.sha256[:16] + ("x" if d.executable else "")) for d in digests))
+              *((f"file:{d.path}", d.sha256[:16] + ("x" if d.executable else "")) for d in digests),
+              *((("platform", platform),) if platform else ()))
     is_default = variant.name == stack.default_variant
     return PlannedTier(
-        spec=tier, key=task_key(stack, tier.name, variant.name),
-        folder=stack.build_folder.tier(variant.name, tier.name), dockerfile=dockerfile,
+        spec=tier, key=task_key(stack, tier.name, variant.name, platform),
+        group_key=task_key(stack, tier.name, variant.name), platform=platform,
+        folder=stack.build_folder.tier(variant.name, tier.name, platform), dockerfile=dockerfile,
         script=script, context_files=files, source_files=sources, content_hash=tag_hash,
         repository=f"{stack.registry}/{tier.name}", base_image=base_image,
         parent_key=parent.key if parent else None, builder_key=builder.key if builder else None,
         builder_image=builder.image if builder else None,
         human_tags=tier.tags + ((LATEST,) if is_default else ()), compile_hash=compile_hash,
-        expect=expectation_for(variant, tier.name),
+        expect=replace(expectation_for(variant, tier.name), platform=platform,
+                       machine=parse_platform(platform).machine if platform else None),
         inputs=inputs)
 
 

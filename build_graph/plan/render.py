@@ -60,8 +60,10 @@ def execform(words: list[object]) -> str:
 
 def tier_context(stack: Stack, variant: VariantSpec, tier: TierSpec, base_image: str,
                  builder_image: str | None = None,
-                 commits: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Everything a template may use; StrictUndefined makes any other name an error."""
+                 commits: Mapping[str, str] | None = None,
+                 platform: str | None = None) -> dict[str, Any]:
+    """Everything a template may use; StrictUndefined makes any other name an error.
+    `platform`: 'linux/arm64' for a tier built per platform, None for the build host's."""
     return {
         "stack": {"name": stack.name, "registry": stack.registry},
         "variant": variant.name,
@@ -84,6 +86,7 @@ def tier_context(stack: Stack, variant: VariantSpec, tier: TierSpec, base_image:
         "compile": _compile_context(tier, commits or {}),
         "base_image": base_image,
         "builder_image": builder_image,
+        "platform": platform,
         "paths": {"src": SRC_DIR, "out": OUT_DIR, "ccache": CCACHE_DIR, "wheels": WHEELS_DIR,
                   "sources": SOURCES_DIR},
     }

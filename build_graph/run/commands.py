@@ -50,12 +50,16 @@ def _tiers(task_list: list[Any]) -> list[Any]:
 
 
 def _plan(command: Any, tier_task: Any, tasks: dict[str, Any]) -> list[tuple[str, Any]]:
-    """(stage, task) for each stage task of the tier that would run, in pipeline order."""
-    key = tier_task.meta["tier"]["key"]
+    """(stage, task) for each stage task of the tier that would run, in pipeline order
+    (a platform's image shares its tier's promote: the meta names the tasks)."""
+    facts = tier_task.meta["tier"]
+    names = facts.get("tasks") or [f"{stage}:{facts['key']}" for stage in STAGES]
     pending = []
-    for stage in _SHOWN:
-        task = tasks.get(f"{stage}:{key}")
-        if task is not None and command.dep_manager.get_status(task, tasks).status != "up-to-date":
+    for name in names:
+        stage = name.partition(":")[0]
+        task = tasks.get(name)
+        if stage in _SHOWN and task is not None and \
+                command.dep_manager.get_status(task, tasks).status != "up-to-date":
             pending.append((stage, task))
     return pending
 

@@ -17,13 +17,12 @@ from doit.exceptions import TaskFailed
 from doit.tools import config_changed
 
 from build_graph.errors import BuildGraphError, DaemonUnreachable, interrupted
-from build_graph.log import log, shown, task_log
+from build_graph.layout import TierFolder
+from build_graph.log import log, task_log
 from build_graph.manifest.model import STAGES, Stack
-from build_graph.oci.digest import Digest
-from build_graph.oci.refs import Presence
-from build_graph.plan.plan import PlannedTier
+from build_graph.plan.plan import PlannedTier, groups
 from build_graph.registry.availability import Availability
-from build_graph.run import explain
+from build_graph.run import account, explain
 from build_graph.run.reporter import ExitCodeReporter, StageFailed
 from build_graph.run.summary import Facts
 from build_graph.stages import build, promote, push, trust
@@ -51,13 +50,13 @@ def doit_config(stack: Stack) -> dict[str, Any]:
 
 
 def action(stage: str, tier: PlannedTier, fn: Callable[..., Facts | None],
-           *args: Any) -> Callable[[], TaskFailed | Facts]:
+           *args: Any, folder: TierFolder | None = None) -> Callable[[], TaskFailed | Facts]:
     """A doit python-action for one stage of one tier. Its output goes to the tier's
     logs/<stage>.log (and to the terminal when verbose); our errors become a clean
     StageFailed with the cause's exit code (no traceback); Ctrl-C becomes one line and
     exit 130. What the stage returns (its facts: a digest, a hit rate, ...) becomes the
     task's doit values, which the run summary reads."""
-    path = tier.folder.log(stage)
+    path = (folder or tier.folder).log(stage)
 
     def run() -> TaskFailed | Facts:
         with task_log(path):
@@ -146,66 +145,54 @@ class StackTasks:
             facts.append(f"archs {variant.gpu.torch_cuda_arch_list}")
         return ", ".join(facts)
 
+    @cached_property
+    def groups(self) -> dict[str, list[PlannedTier]]:
+        """group key -> its images (one per platform for a tier built per platform)."""
+        return groups(self.planned)
+
+    def promote_task(self, tier: PlannedTier) -> str:
+        """The promote task of a tier's image: per platform images share their tier's."""
+        return f"promote:{tier.group_key}"
+
     def tiers(self) -> Iterator[DoitTask]:
-        """`doit <tier>`: the tier through promote, one task per tier and variant; with
-        variants, `doit <tier>` is every variant of it. `doit list` shows these."""
+        """`doit <tier>`: the tier through promote, one task per tier and variant (and per
+        platform: `doit <tier>/arm64` runs that platform's image through verify); with
+        variants or platforms, `doit <tier>` is all of them. `doit list` shows these."""
         for tier in self.planned:
+            stages = [f"{stage}:{tier.key}" for stage in STAGES if stage != "promote"]
+            stages.append(self.promote_task(tier))
+            last = f"verify:{tier.key}" if tier.platform else self.promote_task(tier)
             yield {"basename": tier.key, "actions": None, "doc": self.describe(tier),
-                   "task_dep": [f"promote:{tier.key}"],
+                   "task_dep": [last],
                    "meta": {"tier": {"key": tier.key, "base": self._base(tier),
                                      "summary": self._summary(tier),
                                      "description": tier.spec.description or tier.spec.name,
+                                     "tasks": stages,
                                      "changes": partial(explain.changes, tier),
                                      "registry": partial(self.registry_holds, tier)}}}
+        for key, images in self.groups.items():
+            if images[0].platform:
+                platforms = ", ".join(str(t.platform) for t in images)
+                yield {"basename": key, "actions": None, "task_dep": [f"promote:{key}"],
+                       "doc": f"{key} for {platforms}: one index per human tag"}
         if self.stack.has_variants:
             for name in dict.fromkeys(t.spec.name for t in self.planned):
-                keys = [t.key for t in self.planned if t.spec.name == name]
+                keys = list(dict.fromkeys(t.group_key for t in self.planned
+                                          if t.spec.name == name))
                 yield {"basename": name, "actions": None, "task_dep": keys,
                        "doc": f"{name} in every variant ({', '.join(keys)})"}
 
     def registry_holds(self, tier: PlannedTier) -> list[str]:
-        """What the registry holds for the tier, asked now: `doit info`'s account."""
-        image = self.holdings.registry(tier.image)
-        if image.presence is not Presence.PRESENT or image.digest is None:
-            lines = [f"{tier.image}: " + (f"could not ask ({image.error})" if image.error
-                                          else "not in the registry")]
-            for name in tier.human_tags:
-                tag = self.holdings.registry(f"{tier.repository}:{name}")
-                lines.append(f"{tier.repository}:{name} -> "
-                             f"{tag.digest or ('could not ask' if tag.error else 'absent')}")
-            return lines
-        lines = [f"{tier.image} = {image.digest}"]
-        for name in tier.human_tags:
-            tag = self.holdings.registry(f"{tier.repository}:{name}")
-            where = ("the same digest" if tag.digest == image.digest else tag.digest
-                     if tag.digest else "could not ask" if tag.error else "absent")
-            lines.append(f"{tier.repository}:{name} -> {where}")
-        try:
-            report = trust.passing_report(tier, image.digest, self.holdings)
-        except BuildGraphError as exc:
-            report, lines = None, [*lines, f"verify report: could not read ({exc})"]
-        if report is not None:
-            by = report.get("made_by")
-            by = by if isinstance(by, dict) else {}
-            lines.append(f"verify report: passed ({shown(report.get('summary'))}; GPU "
-                         f"{shown(report.get('gpu'))}), made on "
-                         f"{shown(by.get('host', '?'))} at {shown(by.get('at', '?'))}")
-            fingerprint = str(report.get("fingerprint"))
-            lines.append(f"  at {trust.store(tier).ref(image.digest, fingerprint)}")
-        else:
-            lines.append("verify report: none that passed for this digest and these checks")
-        return [*lines, self._sbom(tier, image.digest)]
-
-    def _sbom(self, tier: PlannedTier, digest: Digest) -> str:
-        """Where the image's SBOM is (`python -m build_graph sbom` prints it)."""
-        ref = trust.store(tier).sbom_ref(digest)
-        sbom = self.holdings.registry(ref)
-        return (f"SBOM: {ref}" if sbom.presence is Presence.PRESENT
-                else f"SBOM: could not ask ({sbom.error})" if sbom.error
-                else "SBOM: none stored for this digest")
+        return account.registry_holds(tier, self.holdings)
 
     def stage(self, name: str) -> Iterator[DoitTask]:
         yield {"basename": name, "name": None, "doc": STAGES[name]}
+        if name == "promote":  # one promote per tier: of its image, or of its index
+            for key, images in self.groups.items():
+                task = (self._promote_index(images) if images[0].platform
+                        else self._promote(images[0]))
+                yield {"basename": name, "name": key, "doc": self.describe(images[0]), **task}
+            return
         make = getattr(self, f"_{name}")
         for tier in self.planned:
             task = make(tier)
@@ -257,9 +244,27 @@ class StackTasks:
                     f"the registry holds a passing verify report for {tier.image}'s digest "
                     "and these checks", verify_stage.verified, tier, self.holdings)]}
 
+    def _promote_index(self, images: list[PlannedTier]) -> DoitTask:
+        first = images[0]
+        deps = [f"verify:{image.key}" for image in images]
+        deps += [self.promote_task(self.by_key[first.parent_key])] if first.parent_key else []
+        verify_first = {image.key: partial(verify_stage.verify, image, self.holdings)
+                        for image in images}
+        return {"actions": [action("promote", first, promote.promote_index, images,
+                                   self.holdings, verify_first, folder=self.group_folder(first))],
+                "task_dep": deps,
+                "uptodate": [Condition(
+                    f"every human tag ({', '.join(first.human_tags) or 'none'}) names the "
+                    f"index of the verified images of {', '.join(str(i.platform) for i in images)}",
+                    promote.index_promoted, images, self.holdings)]}
+
+    def group_folder(self, tier: PlannedTier) -> TierFolder:
+        """The tier's own folder, above its platforms' (its promote log goes there)."""
+        return self.stack.build_folder.tier(tier.spec.variant, tier.spec.name)
+
     def _promote(self, tier: PlannedTier) -> DoitTask:
         deps = [f"verify:{tier.key}"]
-        deps += [f"promote:{tier.parent_key}"] if tier.parent_key else []
+        deps += [self.promote_task(self.by_key[tier.parent_key])] if tier.parent_key else []
         verify_first = partial(verify_stage.verify, tier, self.holdings)
         return {"actions": [action("promote", tier, promote.promote, tier, self.holdings,
                                    verify_first)],

@@ -65,10 +65,11 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> None:
     wheels = tier.folder.wheels if tier.spec.compile is not None else None
     with context_tar(dockerfile, tier.context_files, wheels, classic=command is None) as context:
         if command is None:
-            daemon.build(context, tier.image, name=tier.key, buildargs=buildargs)
+            daemon.build(context, tier.image, name=tier.key, buildargs=buildargs,
+                         platform=tier.platform)
         else:
             buildkit.build(command, context, tier.image, name=tier.key, buildargs=buildargs,
-                           secrets=secrets)
+                           secrets=secrets, platform=tier.platform)
     holdings.built(tier.image)
 
 

@@ -45,7 +45,7 @@ OUTPUT_LIMIT = 64 << 30  # bytes of wheels a compile may hand back through the A
 
 
 def ccache_dir(stack: Stack, tier: PlannedTier) -> Path:
-    return stack.build_folder.ccache(tier.spec.variant, tier.spec.name)
+    return stack.build_folder.ccache(tier.spec.variant, tier.spec.name, tier.platform)
 
 
 def wheels_current(tier: PlannedTier) -> bool:
@@ -73,7 +73,7 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
     staging.mkdir(parents=True)
     cache = ccache_dir(stack, tier)
     write_if_changed(tier.folder.compile_script, tier.script, mode=0o755)
-    daemon.ensure_local(builder.image)
+    daemon.ensure_local(builder.image, builder.platform)
     sync = CacheSync(stack, tier, builder, cache)
     sync.restore()
     # ccache overshoots its max_size between cleanups; twice that is far from a sane cache.
@@ -91,12 +91,12 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
     started = time.monotonic()
     try:
         with containers.container(builder.image, [COMPILE_SCRIPT], entrypoint=["bash"],
-                                  mounts=mounts, env=env) as box:
+                                  mounts=mounts, env=env, platform=builder.platform) as box:
             code, output = containers.run_to_end(box, Progress(tier.key, box).line)
             _bring_back(tier, box, cache_mount, out_mount if code == 0 else None)
     finally:  # a failed compile's partial cache is worth keeping too
         elapsed = time.monotonic() - started
-        stats = read_stats(builder.image, cache)
+        stats = read_stats(builder.image, cache, builder.platform)
         sync.save()
         _report(tier, stats, sync, elapsed)
     if code != 0:

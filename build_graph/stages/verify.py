@@ -55,14 +55,16 @@ def verify(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
         return {"verify": "passed (a report another runner stored)",
                 "gpu": shown(stored.get("gpu", "?"))}
     ref = f"{tier.repository}@{digest}"
-    daemon.ensure_local(ref)
+    daemon.ensure_local(ref, tier.platform)
     gpu = connection.gpu_runtime()
-    probe = run_probe(ref, probe_request(want, gpu, PROBE_REPORT, inventory=True), gpu)
+    probe = run_probe(ref, probe_request(want, gpu, PROBE_REPORT, inventory=True), gpu,
+                      tier.platform)
+    probe["image_platform"] = daemon.image_platform(ref)
     inventory = probe.pop("inventory", None)  # the SBOM's, not the report's
     if not gpu:
         probe["gpu_absent_reason"] = NO_GPU
     probe["image_size_bytes"] = daemon.image_size(ref)
-    probe["smoke"] = [run_smoke(ref, command) for command in want.smoke]
+    probe["smoke"] = [run_smoke(ref, command, tier.platform) for command in want.smoke]
     results = evaluate(want, probe)
     stoppers = blocking(results, want)
     # The SBOM first: the report is what marks verify done, so a run stopped between the
@@ -92,10 +94,11 @@ def publish_sbom(tier: PlannedTier, image: Answer, digest: Digest, inventory: ob
     trust.store(tier).publish_sbom(image, document)
 
 
-def run_probe(ref: str, request: str, gpu: bool) -> dict[str, Any]:
+def run_probe(ref: str, request: str, gpu: bool,
+              platform: str | None = None) -> dict[str, Any]:
     mounts = tuple(Mount(str(p), f"{PROBE_DIR}/{p.name}", read_only=True) for p in PROBE_FILES)
     with containers.container(ref, [f"{PROBE_DIR}/probe.py", request], entrypoint=["python3"],
-                          mounts=mounts, gpus=gpu) as box:
+                              mounts=mounts, gpus=gpu, platform=platform) as box:
         code, output = containers.run_to_end(box)
         written = containers.read_file(box, PROBE_REPORT) if code == 0 else None
         stdout = (written or box.logs(stdout=True, stderr=False)).decode("utf-8", "replace")
@@ -111,8 +114,9 @@ def run_probe(ref: str, request: str, gpu: bool) -> dict[str, Any]:
     return data
 
 
-def run_smoke(ref: str, command: str) -> dict[str, Any]:
-    with containers.container(ref, [command], entrypoint=["sh", "-c"]) as box:
+def run_smoke(ref: str, command: str, platform: str | None = None) -> dict[str, Any]:
+    with containers.container(ref, [command], entrypoint=["sh", "-c"],
+                              platform=platform) as box:
         code, output = containers.run_to_end(box)
     return {"command": command, "exit_code": code, "output": output[-2000:]}
 
@@ -123,6 +127,7 @@ def report(tier: PlannedTier, digest: Digest, want: Expectation, probe: dict[str
     python = probe.get("python") or {}
     return {
         "tier": tier.spec.name, "variant": tier.spec.variant, "image": tier.image,
+        **({"platform": tier.platform} if tier.platform else {}),
         "digest": str(digest), "content_hash": tier.content_hash, "passed": passed,
         "summary": summary(results), "fingerprint": fingerprint(want, gpu_present),
         "fingerprints": {"python": python.get("version"), "torch": torch.get("version"),

@@ -34,6 +34,20 @@ def check_probe_errors(want: Expectation, probe: dict[str, Any]) -> list[Result]
             for section, error in sorted((probe.get("errors") or {}).items())]
 
 
+def check_platform(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+    """One platform's image of a tier built per platform: its config names the platform
+    (what an index entry will claim) and its Python runs as that machine (what a host of
+    that kind will execute); either one wrong is a failure."""
+    if want.platform is None or want.machine is None:
+        return []
+    config = str(probe.get("image_platform") or "unknown")
+    machine = str((probe.get("python") or {}).get("machine") or "unknown")
+    return [Result("platform (image config)", "pass" if config == want.platform else "fail",
+                   want.platform, config),
+            Result("platform (machine)", "pass" if machine == want.machine else "fail",
+                   want.machine, machine)]
+
+
 def check_python(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     if want.python is None or not probe.get("python"):
         return []
@@ -141,8 +155,8 @@ def check_smoke(want: Expectation, probe: dict[str, Any]) -> list[Result]:
 
 Check = Callable[[Expectation, dict[str, Any]], list[Result]]
 CHECKS: tuple[Check, ...] = (
-    check_probe_errors, check_python, check_conda, check_single_python, check_virtualenv,
-    check_pip, check_packages, check_imports, check_torch_cuda, check_arch_list,
+    check_probe_errors, check_platform, check_python, check_conda, check_single_python,
+    check_virtualenv, check_pip, check_packages, check_imports, check_torch_cuda, check_arch_list,
     check_libraries_readable, check_binaries, check_targets, check_gpu, check_size,
     check_smoke)
 

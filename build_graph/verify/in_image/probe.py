@@ -14,6 +14,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -60,7 +61,8 @@ def python_facts() -> dict[str, object]:
     return {"executable": sys.executable, "real_path": os.path.realpath(sys.executable),
             "version": sys.version.split()[0], "prefix": sys.prefix,
             "base_prefix": sys.base_prefix, "in_virtualenv": sys.prefix != sys.base_prefix,
-            "base_executable": getattr(sys, "_base_executable", None)}
+            "base_executable": getattr(sys, "_base_executable", None),
+            "machine": platform.machine()}
 
 
 def distributions() -> dict[str, str]:

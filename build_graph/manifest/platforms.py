@@ -1,0 +1,53 @@
+"""Which platforms each tier is built for (images.toml's `platforms`), checked.
+
+A tier takes its own `platforms`, else its parent's, else its variant's, else the stack's;
+none anywhere means the build host's platform only, exactly as before platforms existed
+(so a single-platform stack keeps its task names, hashes and tags).
+"""
+
+from __future__ import annotations
+
+from build_graph.manifest import schema
+from build_graph.manifest.rules import Report
+
+
+def resolve_platforms(manifest: schema.Manifest, variant: schema.Variant, order: list[str],
+               report: Report) -> dict[str, tuple[str, ...]]:
+    """Each tier's platforms: its own, else its parent's, else the variant's, else the
+    stack's; () for the build host's only. A tier builds only for platforms its parent
+    was built for, and compiles only where its builder was built for each of them."""
+    declared = variant.platforms or manifest.stack.platforms
+    found: dict[str, tuple[str, ...]] = {}
+    for name in order:
+        tier = manifest.tiers.get(name)
+        if tier is None:
+            continue
+        key = f"tiers.{name}.platforms"
+        parent = found.get(tier.parent, ()) if tier.parent else None
+        own = tier.platforms if tier.platforms is not None else (
+            parent if parent is not None else declared or ())
+        if tier.platforms is not None and not tier.platforms:
+            report.error(key, "empty; list at least one platform, or leave the key out "
+                         "for the parent's (or the build host's)")
+        if len(set(own)) != len(own):
+            report.error(key, f"a platform is listed twice: {', '.join(own)}")
+        found[name] = tuple(own)
+        if parent is not None and not _covers(parent, found[name]):
+            report.error(key, f"{_say(found[name])}, but its parent {tier.parent!r} is built "
+                         f"for {_say(parent)}; a tier builds only on its parent's platforms")
+        builder = tier.compile.builder if tier.compile else None
+        if builder is not None and not _covers(found.get(builder, ()), found[name]):
+            report.error(key, f"{_say(found[name])}, but its compile.builder {builder!r} is "
+                         f"built for {_say(found.get(builder, ()))}; compiles run in the "
+                         "builder of the same platform: give the builder these platforms")
+    return found
+
+
+def _covers(outer: tuple[str, ...], inner: tuple[str, ...]) -> bool:
+    """Whether tiers built for `outer` can serve one built for `inner` (host-only both,
+    or declared platforms and a subset)."""
+    return (not outer and not inner) or (bool(outer) and bool(inner) and set(inner) <= set(outer))
+
+
+def _say(platforms: tuple[str, ...]) -> str:
+    return ", ".join(platforms) if platforms else "the build host's platform only"

@@ -1,0 +1,67 @@
+"""A multi-platform tag's bytes: the image index referring to one verified image per platform.
+
+Made here from what the registry said about each platform's hash tag (digest, size, media
+type: registry/api.py checked them at the door), deterministically: the same platform
+images give the same bytes, so the same digest, on every runner. That is how a fresh runner
+tells that a human tag already names the index it would write, without reading it back.
+
+Docker's manifest list when every platform image is a Docker manifest (what `docker push`
+of this daemon's images sends), the OCI image index otherwise; either way each entry has the
+media type the registry gave for it (OCI image spec, image-index.md; Docker's manifest list
+v2 schema 2).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from build_graph.oci.digest import Digest
+from build_graph.oci.platforms import Platform
+
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+INDEX_TYPES = (OCI_INDEX, DOCKER_LIST)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One platform's image as the registry holds it."""
+
+    platform: Platform
+    digest: Digest
+    size: int
+    media_type: str
+
+
+@dataclass(frozen=True)
+class Index:
+    body: bytes
+    media_type: str
+    digest: Digest
+
+
+def build_index(entries: Sequence[Entry]) -> Index:
+    """The index of `entries`, in their order (images.toml's order of platforms).
+    ValueError for an entry that is itself an index, or two entries of one platform."""
+    platforms = [e.platform for e in entries]
+    if len(set(platforms)) != len(platforms):
+        raise ValueError(f"two images of one platform: {', '.join(p.text for p in platforms)}")
+    for entry in entries:
+        if entry.media_type not in (DOCKER_MANIFEST, OCI_MANIFEST):
+            raise ValueError(f"{entry.digest} ({entry.platform.text}) is a "
+                             f"{entry.media_type or 'manifest of no stated kind'}, not one "
+                             "platform's image manifest")
+    docker = all(e.media_type == DOCKER_MANIFEST for e in entries)
+    media_type = DOCKER_LIST if docker else OCI_INDEX
+    document = {
+        "schemaVersion": 2,
+        "mediaType": media_type,
+        "manifests": [{"mediaType": e.media_type, "digest": str(e.digest), "size": e.size,
+                       "platform": e.platform.index_entry()} for e in entries],
+    }
+    body = json.dumps(document, indent=2, sort_keys=True).encode() + b"\n"
+    return Index(body, media_type, Digest.of(body))

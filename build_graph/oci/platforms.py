@@ -1,0 +1,70 @@
+"""Image platforms ('linux/amd64', 'linux/arm64'): parsed once, named one way everywhere.
+
+A platform is the OCI image index's `platform` object (os, architecture; the image spec's
+values are Go's GOOS/GOARCH). We build for the two that GPU fleets run: x86 hosts and Arm
+hosts (Grace: GH200, GB200). The text a manifest gives is normalized here ('linux/arm64/v8'
+is 'linux/arm64', as containerd's platform matcher treats them); anything else is refused
+with the names that would work.
+"""
+
+from __future__ import annotations
+
+import platform as host
+from dataclasses import dataclass
+
+from build_graph.errors import did_you_mean
+
+
+@dataclass(frozen=True, order=True)
+class Platform:
+    os: str
+    architecture: str
+
+    @property
+    def text(self) -> str:
+        """'linux/arm64': what `docker build --platform` and images.toml take."""
+        return f"{self.os}/{self.architecture}"
+
+    @property
+    def short(self) -> str:
+        """'arm64': the suffix of task names and folders (build:base/arm64)."""
+        return self.architecture
+
+    @property
+    def machine(self) -> str:
+        """What `uname -m` (Python's platform.machine()) says inside such an image."""
+        return _MACHINES[self.architecture]
+
+    def index_entry(self) -> dict[str, str]:
+        """The `platform` object of an image index entry."""
+        return {"architecture": self.architecture, "os": self.os}
+
+
+# architecture -> uname -m; the platforms this tool builds for.
+_MACHINES = {"amd64": "x86_64", "arm64": "aarch64"}
+SUPPORTED = tuple(f"linux/{arch}" for arch in _MACHINES)
+# What people write for them, and what it means.
+_ALIASES = {"linux/arm64/v8": "linux/arm64", "linux/x86_64": "linux/amd64",
+            "linux/aarch64": "linux/arm64", "linux/x86-64": "linux/amd64"}
+
+
+def parse_platform(text: str) -> Platform:
+    """'linux/arm64' -> Platform; ValueError naming the supported ones otherwise.
+    Aliases Docker does not accept ('linux/x86_64') are refused with the right name, so
+    images.toml says what `docker build --platform` takes."""
+    if text in SUPPORTED or text == "linux/arm64/v8":
+        os_name, arch = _ALIASES.get(text, text).split("/")
+        return Platform(os_name, arch)
+    if text in _ALIASES:
+        raise ValueError(f"{text!r}: write {_ALIASES[text]!r} (Docker's name for it)")
+    raise ValueError(f"{text!r} is not a platform this tool builds for"
+                     f"{did_you_mean(text, SUPPORTED)}; supported: {', '.join(SUPPORTED)}")
+
+
+def host_platform() -> Platform | None:
+    """The platform of this machine's own images, None on a machine of another kind."""
+    machine = host.machine().lower()
+    for arch, name in _MACHINES.items():
+        if machine in (name, arch):
+            return Platform("linux", arch)
+    return None
