@@ -29,6 +29,7 @@ def resolve_platforms(manifest: schema.Manifest, variant: schema.Variant, order:
         if tier.platforms is not None and not tier.platforms:
             report.error(key, "empty; list at least one platform, or leave the key out "
                          "for the parent's (or the build host's)")
+            own = parent or declared or ()
         if len(set(own)) != len(own):
             report.error(key, f"a platform is listed twice: {', '.join(own)}")
         found[name] = tuple(own)

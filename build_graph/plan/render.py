@@ -120,7 +120,7 @@ def render(env: jinja2.Environment, template: str, context: Mapping[str, Any]) -
         where = _template_frame(exc, template)
         raise TemplateError(f"{where}: {exc.message}; define it or remove its use "
                             "(names available: stack, variant, versions, gpu, tier, "
-                            "compile, base_image, builder_image, paths)") from None
+                            "compile, base_image, builder_image, platform, paths)") from None
     except Exception as exc:  # a template bug (bad filter use, type error): name the line
         where = _template_frame(exc, template)
         raise TemplateError(f"{where}: {type(exc).__name__}: {exc}") from None
