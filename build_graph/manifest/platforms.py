@@ -7,8 +7,12 @@ none anywhere means the build host's platform only, exactly as before platforms 
 
 from __future__ import annotations
 
+from build_graph.gpu.archs import split_arch_list
+from build_graph.gpu.platform_rules import PLATFORM as ARM64
+from build_graph.gpu.platform_rules import arm64_uncovered, arm64_warnings
 from build_graph.manifest import schema
-from build_graph.manifest.rules import Report
+from build_graph.manifest.model import GpuSpec, TierSpec
+from build_graph.manifest.rules import Report, Where
 
 
 def resolve_platforms(manifest: schema.Manifest, variant: schema.Variant, order: list[str],
@@ -52,3 +56,19 @@ def _covers(outer: tuple[str, ...], inner: tuple[str, ...]) -> bool:
 
 def _say(platforms: tuple[str, ...]) -> str:
     return ", ".join(platforms) if platforms else "the build host's platform only"
+
+
+def check_arm64_gpus(tiers: tuple[TierSpec, ...], versions: dict[str, str], gpu: GpuSpec,
+                     where: Where, report: Report) -> None:
+    """Where a variant builds linux/arm64 images, `check` says which of its GPU archs no Arm
+    GPU host carries (compile time for nothing), which Arm hosts its list leaves out, and
+    a torch whose aarch64 wheel has no CUDA (gpu/platform_rules.py's table and sources)."""
+    if not gpu.arch_list or not any(ARM64 in t.platforms for t in tiers):
+        return
+    sass, ptx = split_arch_list(list(gpu.arch_list), gpu.ptx)
+    names = [str(a) for a in sass], [str(a) for a in ptx]
+    key = f"{where('gpu', 'arch_list')} ({ARM64})"
+    for line in arm64_warnings(*names, versions.get("cuda"), torch=versions.get("torch")):
+        report.note(key, line)
+    for line in arm64_uncovered(*names, versions.get("cuda")):
+        report.note(key, line)

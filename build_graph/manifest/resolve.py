@@ -28,7 +28,7 @@ from build_graph.manifest.model import (
     VerifySpec,
     format_fields,
 )
-from build_graph.manifest.platforms import resolve_platforms
+from build_graph.manifest.platforms import check_arm64_gpus, resolve_platforms
 from build_graph.manifest.rules import RULES, Report, Where
 from build_graph.manifest.values import IMAGE_RE, TAG_RE, conforms, fill_fields, parse_source
 
@@ -176,6 +176,7 @@ def _resolve_variant(manifest: schema.Manifest, name: str, order: list[str],
     tiers = tuple(_resolve_tier(n, manifest.tiers[n], name, versions, fields, report,
                                 platforms[n])
                   for n in order if n in manifest.tiers)
+    check_arm64_gpus(tiers, versions, gpu, where, report)
     return VariantSpec(name=name, description=variant.description,
                        versions=FrozenDict(versions), gpu=gpu, tiers=tiers,
                        fields=FrozenDict(fields))

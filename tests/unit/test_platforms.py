@@ -173,3 +173,14 @@ def test_doit_list_shows_each_platform_and_one_promote_per_tier(tmp_path: Path) 
     assert {"build:app/arm64", "verify:base/amd64", "promote:app", "promote:base", "app",
             "app/arm64"} <= names
     assert "promote:app/arm64" not in names
+
+
+def test_check_notes_archs_no_arm_gpu_host_carries_only_for_arm64_stacks(tmp_path: Path) -> None:
+    gpu = '\n[gpu]\narch_list = ["7.5", "8.9", "9.0", "10.0"]\n'
+    cuda = STACK.replace('python = "3.11"', 'python = "3.11"\ncuda = "13.0.2"') + gpu
+    notes = load_text(tmp_path, cuda).notes
+    arm = [n for n in notes if n.startswith("gpu.arch_list (linux/arm64): ")]
+    assert any(": 8.9: no Arm GPU host runs a linux/arm64 image" in n for n in arm), notes
+    assert not any(": 9.0:" in n or ": 10.0:" in n or ": 7.5:" in n for n in arm), arm
+    amd64_only = load_text(tmp_path, cuda.replace(TWO, '["linux/amd64"]')).notes
+    assert not [n for n in amd64_only if "linux/arm64" in n]
