@@ -177,14 +177,14 @@ def image_as_stored_and_pushed(ws: Workspace, tier: str) -> tuple[Any, list[byte
     return image, texts + ws.registry.manifest_and_config(f"quickstart/{tier}", tag)
 
 
-def output_of(image: str, command: list[str]) -> str:
+def output_of(image: str, command: list[str], platform: str | None = None) -> str:
     """What `command` prints inside `image`, read back as a file from the stopped container:
     docker 20.10 can return a container's logs before the last of them is written (an empty
     `containers.run(...)` result was seen in CI), a file in its filesystem is complete."""
     from build_graph.docker import containers
 
     script = ["sh", "-c", '"$@" > /tmp/.output 2>&1', "sh", *command]
-    with containers.container(image, script, entrypoint=[]) as box:
+    with containers.container(image, script, entrypoint=[], platform=platform) as box:
         status = box.wait()
         written = containers.read_file(box, "/tmp/.output")
     assert written is not None, f"{image}: {command} left no output file"

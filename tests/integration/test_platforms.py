@@ -1,0 +1,131 @@
+"""Two platforms, one tag: the quickstart built for linux/amd64 and linux/arm64 (arm64 under
+QEMU user emulation, scripts/services.sh arm64), from a two-platform seed image in the
+loopback registry. `latest` becomes an index of two verified digests; a fresh runner does
+nothing; a defect that only shows on arm64 fails arm64's verify and moves no tag at all."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import urllib.request
+from typing import Any
+
+import pytest
+
+from build_graph.manifest.load import load
+from build_graph.oci.index import INDEX_TYPES
+from build_graph.plan.plan import PlannedTier, plan
+from tests.helpers import REPO
+from tests.integration.conftest import (
+    Registry,
+    Workspace,
+    built,
+    make_workspace,
+    output_of,
+    pushed,
+)
+
+pytestmark = pytest.mark.integration
+PLATFORMS = ("linux/amd64", "linux/arm64")
+SEED = "127.0.0.1:5000/seed/debian"  # scripts/services.sh arm64: an index of both platforms
+TIERS = ("fastext", "base", "training", "runner")
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory, registry: Registry) -> Workspace:
+    # The set-up is idempotent: binfmt + qemu-user-static, the arm64 seed, the seed index.
+    subprocess.run(["bash", str(REPO / "scripts" / "services.sh"), "arm64"], check=True,
+                   timeout=1800)
+    ws = make_workspace(tmp_path_factory.mktemp("platforms"), registry)
+    ws.edit('registry = "', f'platforms = {json.dumps(list(PLATFORMS))}\nregistry = "')
+    for _ in range(2):  # the builder's and fastext's
+        ws.edit('from = "debian:{debian}-slim"', f'from = "{SEED}:{{debian}}-slim"')
+    ws.manifest.write_text(ws.manifest.read_text() + (
+        '\n[tiers.runner.verify]\nsmoke = ["python3 /opt/runner/launch.py 1"]\n'))
+    return ws
+
+
+def planned(ws: Workspace) -> dict[str, PlannedTier]:
+    return {p.key: p for p in plan(load(ws.manifest))}
+
+
+def index_at(registry: Registry, repo: str, tag: str) -> tuple[str, dict[str, Any]]:
+    request = urllib.request.Request(
+        f"http://{registry.address}/v2/{repo}/manifests/{tag}",
+        headers={"Accept": ", ".join(INDEX_TYPES)})
+    with urllib.request.urlopen(request) as response:
+        return response.headers["Content-Type"], json.loads(response.read())
+
+
+def report(tier: PlannedTier) -> dict[str, Any]:
+    data = json.loads(tier.folder.verify_record.read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+def test_latest_is_an_index_of_every_platforms_verified_image(ws: Workspace) -> None:
+    result = ws.doit(timeout=3600)
+    assert result.returncode == 0, result.stdout[-3000:]
+    tiers = planned(ws)
+    for name in TIERS:
+        media_type, index = index_at(ws.registry, f"quickstart/{name}", "latest")
+        assert media_type in INDEX_TYPES
+        entries = index["manifests"]
+        assert isinstance(entries, list)
+        assert [f"{e['platform']['os']}/{e['platform']['architecture']}" for e in entries] \
+            == list(PLATFORMS)
+        for entry, platform in zip(entries, PLATFORMS, strict=True):
+            image = tiers[f"{name}/{platform.split('/')[1]}"]
+            hash_tag = image.image.rsplit(":", 1)[1]
+            assert entry["digest"] == ws.registry.digest(f"quickstart/{name}", hash_tag)
+            verified = report(image)
+            assert verified["passed"] is True and verified["digest"] == entry["digest"]
+            assert verified["platform"] == platform
+            checks = {c["name"]: c for c in verified["checks"]}
+            assert checks["platform (machine)"]["status"] == "pass"
+            assert checks["platform (machine)"]["actual"] == ("aarch64" if "arm" in platform
+                                                              else "x86_64")
+    # docker itself picks each platform's image from the index that `latest` names
+    latest = f"{ws.registry.address}/quickstart/runner:latest"
+    for platform, machine in (("linux/arm64", "aarch64"), ("linux/amd64", "x86_64")):
+        subprocess.run(["docker", "rmi", "-f", latest], capture_output=True, check=False)
+        subprocess.run(["docker", "pull", "-q", "--platform", platform, latest], check=True,
+                       capture_output=True)
+        said = output_of(latest, ["python3", "-c", "import platform, fastext; "
+                                  "print(platform.machine(), fastext.__name__)"], platform)
+        assert said.split() == [machine, "fastext"]
+    # each platform's compile had its own cache: the arm64 builder ran the arm64 compile
+    arm = tiers["fastext/arm64"].folder.ccache_stats
+    assert json.loads(arm.read_text())["stats"] is not None
+    assert (ws.root / "build" / "ccache" / "default" / "fastext@linux-arm64").is_dir()
+
+
+def test_a_fresh_runner_does_nothing(ws: Workspace) -> None:
+    shutil.rmtree(ws.root / "build")
+    result = ws.doit()
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert built(result.stdout) == [] and pushed(result.stdout) == []
+    assert "compiling in" not in result.stdout and "] verified " not in result.stdout
+    assert "manifest copied" not in result.stdout and "an index of" not in result.stdout
+
+
+def test_an_arm64_only_defect_fails_arm64_alone_and_moves_no_tag(ws: Workspace) -> None:
+    before = {t: ws.registry.digest(f"quickstart/{t}", "latest") for t in TIERS}
+    launcher = ws.root / "launcher" / "launch.py"
+    launcher.write_text(launcher.read_text().replace(
+        'if __name__ == "__main__":',
+        'if __name__ == "__main__":\n    import platform\n'
+        '    if platform.machine() == "aarch64":\n'
+        '        raise SystemExit("launcher: no aarch64 support")'))
+    result = ws.doit(timeout=3600)
+    assert result.returncode != 0
+    tiers = planned(ws)
+    amd64, arm64 = report(tiers["runner/amd64"]), report(tiers["runner/arm64"])
+    assert amd64["passed"] is True and amd64["content_hash"] == tiers["runner/amd64"].content_hash
+    assert arm64["passed"] is False and arm64["content_hash"] == tiers["runner/arm64"].content_hash
+    failed = [c for c in arm64["checks"] if c["status"] == "fail"]
+    assert [c["name"] for c in failed] == ["smoke: python3 /opt/runner/launch.py 1"], failed
+    assert "no aarch64 support" in json.dumps(arm64["probe"])
+    # `latest` of every tier names what it named before, for both platforms
+    assert {t: ws.registry.digest(f"quickstart/{t}", "latest") for t in TIERS} == before
