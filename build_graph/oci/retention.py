@@ -9,7 +9,8 @@ an unneeded hash tag.
 Kept, whatever else holds: an image another stack built, or one no stack of ours labelled
 (repositories are `<registry>/<tier>`: two stacks with a `base` tier on one registry share
 one, and only this stack's plan is known here); a digest a human tag names; a digest of
-the current plan (every variant); the newest `keep` builds of each repository; anything
+the current plan (every variant); an image a multi-platform index under a human tag refers
+to (one platform of a promoted tier); the newest `keep` builds of each repository; anything
 younger than `older_than`; anything whose state could not be read (an error is never
 'unused'). A repository with a human tag that could not be read keeps everything: that tag
 may name any of its digests.
@@ -53,6 +54,8 @@ class Image:
     layers: tuple[tuple[Digest, int], ...] = ()
     problem: str | None = None
     stack: str | None = None  # the stack its label names (stages/build.py's labels)
+    # for a tag naming a multi-platform index: the digests of the images it refers to
+    refers_to: tuple[Digest, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,10 +88,15 @@ def decide(repo: Repository, planned: Iterable[str], policy: Policy) -> list[Dec
     by_digest: dict[Digest, list[str]] = {}
     unread: list[str] = []
     for tag, image in sorted(repo.tags.items()):
-        if tag_kind(tag) != "artifact" and image.digest is not None:
+        if tag_kind(tag) == "human" and image.problem:  # an index whose entries are unknown
+            unread.append(tag)
+        elif tag_kind(tag) != "artifact" and image.digest is not None:
             by_digest.setdefault(image.digest, []).append(tag)
         elif tag_kind(tag) == "human" or (image.digest is None and tag_kind(tag) == "hash"):
             unread.append(tag)
+    # An index a human tag names keeps every platform image it refers to.
+    indexed = {digest: tag for tag, image in sorted(repo.tags.items())
+               if tag_kind(tag) == "human" for digest in image.refers_to}
     # A digest only human tags name is not a build of ours: kept, and not judged.
     builds = [d for d, tags in by_digest.items() if any(tag_kind(t) == "hash" for t in tags)]
     # Ranked among builds whose age is known: an unreadable one is kept anyway and must not
@@ -99,7 +107,8 @@ def decide(repo: Repository, planned: Iterable[str], policy: Policy) -> list[Dec
     decisions = []
     for rank, digest in enumerate(newest):
         tags = by_digest[digest]
-        why = _keeps(repo, tags, rank, planned_tags, policy, unread)
+        why = (f"kept: the index under the human tag {indexed[digest]!r} refers to it"
+               if digest in indexed else _keeps(repo, tags, rank, planned_tags, policy, unread))
         hashes = tuple(t for t in tags if tag_kind(t) == "hash")
         decisions.append(Decision(repo.name, digest, hashes, delete=why is None,
                                   why=why or _old(repo, tags, policy),

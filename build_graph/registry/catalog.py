@@ -31,8 +31,28 @@ def read_repository(repository: str) -> Repository:
     ref = parse_ref(f"{repository}:latest")
     tags = {}
     for tag in list_tags(ref):
-        tags[tag] = _image(ref.at(tag)) if tag_kind(tag) == "hash" else _digest_only(ref.at(tag))
+        kind = tag_kind(tag)
+        tags[tag] = (_image(ref.at(tag)) if kind == "hash" else
+                     _with_entries(ref.at(tag)) if kind == "human" else _digest_only(ref.at(tag)))
     return Repository(repository, tags)
+
+
+def _with_entries(ref: Ref) -> Image:
+    """A human tag: its digest, and where it names an index (a tier built per platform),
+    the platform images the index refers to, which prune must then keep."""
+    answer = api.head_manifest(ref)
+    if answer.presence is Presence.ERROR:
+        raise RegistryError(answer.error or f"{ref.host}: no answer about {ref.reference}")
+    if answer.digest is None:
+        return Image(None, problem=f"{ref.reference} was listed but is gone")
+    if answer.media_type not in _INDEXES:
+        return Image(answer.digest)
+    try:
+        body: dict[str, Any] = json.loads(api.get_manifest(ref.at(str(answer.digest))).body)
+        entries = tuple(parse_digest(m["digest"]) for m in body["manifests"])
+    except (UntrustedAnswer, ValueError, KeyError, TypeError) as exc:
+        return Image(answer.digest, problem=f"an index whose entries could not be read ({exc})")
+    return Image(answer.digest, refers_to=entries)
 
 
 def _digest_only(ref: Ref) -> Image:

@@ -155,3 +155,16 @@ def test_the_next_page_is_found_wherever_the_link_header_lists_it() -> None:
             '</v2/team/app/tags/list?n=2&last=d>; rel="next"')
     assert _next_page(ref, both) == "tags/list?n=2&last=d"
     assert _next_page(ref, "") is None
+
+
+def test_the_platform_images_an_index_under_a_human_tag_refers_to_stay() -> None:
+    # 'release' names an index of two platform images; no hash tag of theirs is planned
+    r = repo(**{htag(1): build(1, 50), htag(2): build(2, 50), htag(3): build(3, 50),
+                "release": Image(dig(77), refers_to=(dig(1), dig(2)))})
+    found = verdicts(r, set(), Policy("s", 0, datetime.timedelta(0), NOW))
+    assert found[htag(1)] == found[htag(2)] == "kept: the index under the human tag " \
+                                               "'release' refers to it"
+    assert found[htag(3)] == "delete"
+    unknown = repo(**{htag(1): build(1, 50), "release": Image(dig(77), problem="not JSON")})
+    assert verdicts(unknown, set(), Policy("s", 0, datetime.timedelta(0), NOW))[htag(1)] == \
+        "kept: the tag 'release' could not be read, it may name this image"
