@@ -4,7 +4,10 @@
 #   - a CNCF distribution registry on 127.0.0.1:${REGISTRY_PORT:-5000}
 #   - fake-gcs-server (a GCS emulator) on 127.0.0.1:${GCS_PORT:-4443}
 #   - debian:bookworm-slim, seeded with debootstrap only when it cannot be pulled
-# Usage: scripts/services.sh up|down|status
+#   - with SERVICES_ARM64=1 (or `arm64`): arm64 emulation (qemu-user-static, binfmt_misc) and a
+#     two-platform seed 127.0.0.1:${REGISTRY_PORT:-5000}/seed/debian:bookworm-slim (an OCI index
+#     of the amd64 debian:bookworm-slim above and an arm64 one made with debootstrap)
+# Usage: scripts/services.sh up|down|status|arm64
 # State (configs, logs, pids, registry storage) lives in ${SERVICES_DIR:-.services}.
 set -euo pipefail
 
@@ -95,6 +98,204 @@ seed_debian() {
   rm -rf "$root"
 }
 
+# --- arm64 under emulation (SERVICES_ARM64=1 or `services.sh arm64`) -------------------------
+seed_repo=seed/debian
+seed_tag=bookworm-slim
+registry_url="http://127.0.0.1:$registry_port/v2"
+manifest_types="application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json"
+index_types="application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json"
+binfmt=/proc/sys/fs/binfmt_misc
+
+binfmt_aarch64_ok() {  # qemu-aarch64 registered, enabled, with F (the interpreter is opened at
+                       # registration, so containers need no qemu binary of their own)
+  [ -f "$binfmt/qemu-aarch64" ] && grep -qx enabled "$binfmt/qemu-aarch64" &&
+    grep -Eq '^flags: *[A-Z]*F' "$binfmt/qemu-aarch64"
+}
+
+binfmt_up() {
+  if ! mountpoint -q "$binfmt"; then
+    mount -t binfmt_misc binfmt_misc "$binfmt" || {
+      log "cannot mount binfmt_misc on $binfmt (needs root, and a privileged container if in one)"; return 1; }
+  fi
+  apt_install qemu-user-static binfmt-support
+  # The packages register their formats when installed; not again if binfmt_misc was mounted
+  # after that (a new boot without systemd, a fresh mount), so register explicitly then.
+  binfmt_aarch64_ok || update-binfmts --enable qemu-aarch64 >/dev/null 2>&1 || true
+  if ! binfmt_aarch64_ok; then
+    if [ ! -f "$binfmt/qemu-aarch64" ]; then
+      log "qemu-aarch64 is not registered in $binfmt (update-binfmts --enable qemu-aarch64 failed;" \
+          "is /usr/libexec/qemu-binfmt/aarch64-binfmt-P or /usr/bin/qemu-aarch64-static present?)"
+    else
+      log "qemu-aarch64 is registered without the F flag or disabled: $(tr '\n' ' ' <"$binfmt/qemu-aarch64")"
+      log "containers would need qemu inside them; re-register it with F (qemu-user-static's binfmt-support entry has it)"
+    fi
+    return 1
+  fi
+}
+
+buildkit_docker() {  # a docker CLI whose `docker build` is BuildKit's: one with buildx, or one
+                     # before 23.0 (DOCKER_BUILDKIT=1 alone); a newer CLI without buildx refuses
+  if docker buildx version >/dev/null 2>&1; then command -v docker; return 0; fi
+  local cli version
+  for cli in /usr/bin/docker $(type -ap docker); do
+    version=$("$cli" version --format '{{.Client.Version}}' 2>/dev/null) || continue
+    [ "${version%%.*}" -lt 23 ] 2>/dev/null && { echo "$cli"; return 0; }
+  done
+  log "no docker CLI here builds with BuildKit (no buildx plugin, and no CLI older than 23.0)"
+  return 1
+}
+
+manifest_head() {  # manifest_head REF -> "MEDIATYPE DIGEST SIZE" of seed_repo:REF, read from the registry
+  curl -fsSI -H "Accept: $manifest_types" -H "Accept: $index_types" "$registry_url/$seed_repo/manifests/$1" |
+    tr -d '\r' | awk '{k = tolower($1); sub(/^[^:]*: */, "")}  # the value: all after the first colon
+      k == "content-type:" {t = $0} k == "docker-content-digest:" {d = $0} k == "content-length:" {n = $0}
+      END {if (t && d && n) print t, d, n; else exit 1}'
+}
+
+manifest_platform() {  # manifest_platform REF -> "OS ARCH [VARIANT]", from the image's config blob
+  local config
+  config=$(curl -fsS -H "Accept: $manifest_types" "$registry_url/$seed_repo/manifests/$1" |
+    "$python" -c 'import json, sys; print(json.load(sys.stdin)["config"]["digest"])') || return 1
+  curl -fsSL "$registry_url/$seed_repo/blobs/$config" |
+    "$python" -c 'import json, sys; c = json.load(sys.stdin); print(c["os"], c["architecture"], c.get("variant", ""))'
+}
+
+seed_index_ok() {  # the index tag exists and refers to an amd64 and an arm64 manifest
+  curl -fsS -H "Accept: $index_types" "$registry_url/$seed_repo/manifests/$seed_tag" 2>/dev/null |
+    "$python" -c 'import json, sys
+m = json.load(sys.stdin)
+archs = {(e.get("platform") or {}).get("architecture") for e in m.get("manifests", [])}
+sys.exit(0 if {"amd64", "arm64"} <= archs else 1)' 2>/dev/null
+}
+
+seed_debian_arm64() {  # pushes $registry/seed/debian:bookworm-slim-arm64, unless it is there
+  local image="127.0.0.1:$registry_port/$seed_repo:$seed_tag-arm64" ctx="$state/debian-arm64"
+  if manifest_head "$seed_tag-arm64" >/dev/null 2>&1 && [ "$(manifest_platform "$seed_tag-arm64" | cut -d' ' -f2)" = arm64 ]; then
+    return 0
+  fi
+  if [ "$(docker image inspect -f '{{.Architecture}}' "$image" 2>/dev/null)" != arm64 ]; then
+    mkdir -p "$ctx"
+    if [ ! -s "$ctx/rootfs.tar" ]; then  # cached: a second up (or a wiped registry) skips debootstrap
+      apt_install debootstrap
+      local root="$state/debootstrap-arm64"
+      rm -rf --one-file-system "$root"
+      log "making an arm64 debian:bookworm-slim with debootstrap under emulation (a few minutes)"
+      debootstrap --arch=arm64 --variant=minbase bookworm "$root" http://deb.debian.org/debian \
+        >"$state/debootstrap-arm64.log" 2>&1 || { log "debootstrap failed; see $state/debootstrap-arm64.log"; return 1; }
+      slim_rootfs "$root"
+      tar --numeric-owner -C "$root" --exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' \
+        -cf "$ctx/rootfs.tar.part" .
+      mv "$ctx/rootfs.tar.part" "$ctx/rootfs.tar"
+      rm -rf --one-file-system "$root"
+    fi
+    # As the official image's config: PATH and bash as the command. FROM scratch + ADD under
+    # BuildKit, not `docker import --platform` (this Docker labels that amd64).
+    cat >"$ctx/Dockerfile" <<'DOCKERFILE'
+FROM scratch
+ADD rootfs.tar /
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+CMD ["bash"]
+DOCKERFILE
+    local cli
+    cli=$(buildkit_docker) || return 1
+    log "importing the arm64 rootfs as $image"
+    DOCKER_BUILDKIT=1 "$cli" build --platform linux/arm64 -t "$image" "$ctx" >"$state/build-arm64.log" 2>&1 ||
+      { log "the arm64 import failed; see $state/build-arm64.log"; return 1; }
+  fi
+  local machine
+  machine=$(docker run --rm --network=host --platform linux/arm64 "$image" uname -m 2>&1) || true
+  [ "$machine" = aarch64 ] || { log "an arm64 container does not run here (uname -m said: $machine)"; return 1; }
+  docker push "$image" >/dev/null
+}
+
+slim_rootfs() {  # slim_rootfs DIR: what the official slim images do, as far as it is cheap
+  local root=$1
+  # The official images' apt and dpkg settings (as in their /etc/apt/apt.conf.d/docker-*).
+  printf '%s\n' 'Dir::Cache::pkgcache "";' 'Dir::Cache::srcpkgcache "";' >"$root/etc/apt/apt.conf.d/docker-clean"
+  echo 'Acquire::GzipIndexes "true";' >"$root/etc/apt/apt.conf.d/docker-gzip-indexes"
+  echo 'Acquire::Languages "none";' >"$root/etc/apt/apt.conf.d/docker-no-languages"
+  echo 'Apt::AutoRemove::SuggestsImportant "false";' >"$root/etc/apt/apt.conf.d/docker-autoremove-suggests"
+  echo 'force-unsafe-io' >"$root/etc/dpkg/dpkg.cfg.d/docker-apt-speedup"
+  cat >"$root/etc/dpkg/dpkg.cfg.d/docker" <<'CONF'
+# slim: no documentation, manual pages or translations (copyright files stay)
+path-exclude /usr/share/doc/*
+path-include /usr/share/doc/*/copyright
+path-exclude /usr/share/info/*
+path-exclude /usr/share/linda/*
+path-exclude /usr/share/lintian/overrides/*
+path-exclude /usr/share/locale/*
+path-exclude /usr/share/man/*
+CONF
+  find "$root/usr/share/doc" -mindepth 1 -not -type d -not -name copyright -delete 2>/dev/null || true
+  find "$root/usr/share/doc" -mindepth 1 -type d -empty -delete 2>/dev/null || true
+  rm -rf "$root"/usr/share/info/* "$root"/usr/share/linda/* "$root"/usr/share/lintian/overrides/* \
+    "$root"/usr/share/locale/* "$root"/usr/share/man/*
+  # The official sources: bookworm, its updates and security, in deb822 form.
+  rm -f "$root/etc/apt/sources.list"
+  cat >"$root/etc/apt/sources.list.d/debian.sources" <<'CONF'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+CONF
+  rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb \
+    "$root"/var/log/apt/* "$root"/var/log/dpkg.log "$root"/var/log/bootstrap.log "$root"/var/log/alternatives.log
+  mkdir -p "$root/var/lib/apt/lists/partial"
+  : >"$root/etc/resolv.conf"  # the host's, copied by debootstrap; Docker supplies its own
+  : >"$root/etc/hostname"
+}
+
+seed_index() {  # PUTs seed/debian:bookworm-slim: an OCI index of the -amd64 and -arm64 tags
+  local entries="" arch head platform
+  for arch in amd64 arm64; do
+    head=$(manifest_head "$seed_tag-$arch") || { log "$seed_repo:$seed_tag-$arch is not in the registry"; return 1; }
+    platform=$(manifest_platform "$seed_tag-$arch") || { log "cannot read $seed_repo:$seed_tag-$arch's config"; return 1; }
+    [ "$(echo "$platform" | cut -d' ' -f2)" = "$arch" ] ||
+      { log "$seed_repo:$seed_tag-$arch is $platform, not $arch"; return 1; }
+    entries+="$head $platform"$'\n'
+  done
+  local index="$state/seed-index.json"
+  printf '%s' "$entries" | "$python" -c 'import json, sys
+manifests = []
+for line in sys.stdin.read().splitlines():
+    media_type, digest, size, os_, arch = line.split()[:5]
+    manifests.append({"mediaType": media_type, "digest": digest, "size": int(size),
+                      "platform": {"architecture": arch, "os": os_}})
+json.dump({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+           "manifests": manifests}, sys.stdout, indent=2)' >"$index"
+  curl -fsS -X PUT -H "Content-Type: application/vnd.oci.image.index.v1+json" --data-binary "@$index" \
+    "$registry_url/$seed_repo/manifests/$seed_tag" >/dev/null || { log "the registry refused the index $index"; return 1; }
+}
+
+arm64_up() {
+  binfmt_up
+  local image="127.0.0.1:$registry_port/$seed_repo:$seed_tag"
+  if ! seed_index_ok; then
+    docker tag debian:bookworm-slim "$image-amd64"
+    [ "$(docker image inspect -f '{{.Architecture}}' "$image-amd64")" = amd64 ] ||
+      { log "debian:bookworm-slim is not amd64"; return 1; }
+    docker push "$image-amd64" >/dev/null
+    seed_debian_arm64
+    seed_index
+    seed_index_ok || { log "$image does not refer to amd64 and arm64 after the PUT"; return 1; }
+  fi
+  log "arm64: qemu-aarch64 registered; $image@$(manifest_head "$seed_tag" | cut -d' ' -f2) (amd64 + arm64)"
+}
+
+arm64_status() {
+  if binfmt_aarch64_ok; then echo "arm64 emulation: up ($(grep '^flags' "$binfmt/qemu-aarch64"))"
+  else echo "arm64 emulation: down"; fi
+  if seed_index_ok; then echo "arm64 seed: 127.0.0.1:$registry_port/$seed_repo:$seed_tag@$(manifest_head "$seed_tag" | cut -d' ' -f2)"
+  else echo "arm64 seed: absent"; fi
+}
+
 stop_pid() {
   local file="$state/$1.pid"
   [ -f "$file" ] || return 0
@@ -103,11 +304,17 @@ stop_pid() {
 }
 
 case "${1:-up}" in
-  up) docker_up; registry_up; gcs_up; seed_debian; log "up" ;;
+  up)
+    docker_up; registry_up; gcs_up; seed_debian
+    if [ "${SERVICES_ARM64:-0}" = 1 ]; then arm64_up; fi
+    log "up" ;;
+  arm64) docker_up; registry_up; gcs_up; seed_debian; arm64_up ;;
+  # binfmt registrations are the kernel's, shared by everything on the host: down leaves them.
   down) stop_pid gcs; stop_pid registry; stop_pid dockerd; log "down" ;;
   status)
     docker info >/dev/null 2>&1 && echo "docker: up" || echo "docker: down"
     curl -fsS "http://127.0.0.1:$registry_port/v2/" >/dev/null 2>&1 && echo "registry: up" || echo "registry: down"
-    curl -fsS "http://127.0.0.1:$gcs_port/storage/v1/b" >/dev/null 2>&1 && echo "gcs: up" || echo "gcs: down" ;;
-  *) echo "usage: $0 up|down|status" >&2; exit 2 ;;
+    curl -fsS "http://127.0.0.1:$gcs_port/storage/v1/b" >/dev/null 2>&1 && echo "gcs: up" || echo "gcs: down"
+    arm64_status ;;
+  *) echo "usage: $0 up|down|status|arm64" >&2; exit 2 ;;
 esac
