@@ -61,7 +61,8 @@ def _say(platforms: tuple[str, ...]) -> str:
 def check_arm64_gpus(tiers: tuple[TierSpec, ...], versions: dict[str, str], gpu: GpuSpec,
                      where: Where, report: Report) -> None:
     """Where a variant builds linux/arm64 images, `check` says which of its GPU archs no Arm
-    GPU host carries (compile time for nothing), which Arm hosts its list leaves out, and
+    GPU host carries (compile time for nothing), which Arm hosts its list leaves out (when
+    it names no gpu.targets, which say the hosts it is for), and
     a torch whose aarch64 wheel has no CUDA (gpu/platform_rules.py's table and sources)."""
     if not gpu.arch_list or not any(ARM64 in t.platforms for t in tiers):
         return
@@ -70,5 +71,6 @@ def check_arm64_gpus(tiers: tuple[TierSpec, ...], versions: dict[str, str], gpu:
     key = f"{where('gpu', 'arch_list')} ({ARM64})"
     for line in arm64_warnings(*names, versions.get("cuda"), torch=versions.get("torch")):
         report.note(key, line)
-    for line in arm64_uncovered(*names, versions.get("cuda")):
-        report.note(key, line)
+    if not gpu.targets:  # named targets say which hosts the stack is for
+        for line in arm64_uncovered(*names, versions.get("cuda")):
+            report.note(key, line)
