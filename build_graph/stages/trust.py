@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from build_graph.docker import connection
 from build_graph.oci.digest import Digest
+from build_graph.oci.platforms import host_platform, parse_platform
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry.availability import Availability
 from build_graph.registry.reports import Report, ReportStore
@@ -24,7 +25,7 @@ def store(tier: PlannedTier) -> ReportStore:
 def fingerprints(tier: PlannedTier) -> list[str]:
     """The fingerprints a report may carry to count here, this runner's first. Computed
     once per expectation and process: every up-to-date check of verify and promote asks."""
-    here = gpu_here()
+    here = gpu_here() and native(tier)
     key = (repr(tier.expect), here)  # by value: two stacks in one process never mix
     if key not in _FINGERPRINTS:
         _FINGERPRINTS[key] = trusted_fingerprints(tier.expect, here)
@@ -45,6 +46,13 @@ def gpu_here() -> bool:
     when it cannot, and a GPU runner whose daemon answers still wants its own report.
     """
     return connection.reachable_gpu_runtime() is True
+
+
+def native(tier: PlannedTier) -> bool:
+    """Whether this host runs the tier's image natively: the build host's own platform, or
+    a declared one of the same kind. Another platform's image runs under emulation, where
+    no GPU is reachable: this host verifies it as a runner without a GPU does."""
+    return tier.platform is None or parse_platform(tier.platform) == host_platform()
 
 
 def passing_report(tier: PlannedTier, digest: Digest, holdings: Availability,

@@ -56,13 +56,16 @@ def verify(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
                 "gpu": shown(stored.get("gpu", "?"))}
     ref = f"{tier.repository}@{digest}"
     daemon.ensure_local(ref, tier.platform)
-    gpu = connection.gpu_runtime()
+    runtime = connection.gpu_runtime()
+    gpu = runtime and trust.native(tier)
     probe = run_probe(ref, probe_request(want, gpu, PROBE_REPORT, inventory=True), gpu,
                       tier.platform)
     probe["image_platform"] = daemon.image_platform(ref)
     inventory = probe.pop("inventory", None)  # the SBOM's, not the report's
     if not gpu:
-        probe["gpu_absent_reason"] = NO_GPU
+        probe["gpu_absent_reason"] = NO_GPU if not runtime else (
+            f"no GPU for {tier.platform} images here: this host runs them under emulation; "
+            "a GPU runner of that platform verifies their kernels")
     probe["image_size_bytes"] = daemon.image_size(ref)
     probe["smoke"] = [run_smoke(ref, command, tier.platform) for command in want.smoke]
     results = evaluate(want, probe)

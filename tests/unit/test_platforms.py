@@ -184,3 +184,17 @@ def test_check_notes_archs_no_arm_gpu_host_carries_only_for_arm64_stacks(tmp_pat
     assert not any(": 9.0:" in n or ": 10.0:" in n or ": 7.5:" in n for n in arm), arm
     amd64_only = load_text(tmp_path, cuda.replace(TWO, '["linux/amd64"]')).notes
     assert not [n for n in amd64_only if "linux/arm64" in n]
+
+
+def test_only_images_of_this_hosts_kind_are_verified_with_its_gpu(tmp_path: Path) -> None:
+    from build_graph.oci.platforms import host_platform
+    from build_graph.stages import trust
+
+    host = host_platform()
+    assert host is not None
+    by_key = {p.key: p for p in plan(load_text(tmp_path, STACK))}
+    assert trust.native(by_key[f"base/{host.short}"])
+    other = next(k for k in by_key if k.startswith("base/") and k != f"base/{host.short}")
+    assert not trust.native(by_key[other])
+    host_only = plan(load_text(tmp_path, STACK.replace(f"platforms = {TWO}\n", "")))
+    assert all(trust.native(p) for p in host_only)
