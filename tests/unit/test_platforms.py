@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from build_graph.ccache.sync import cache_key, key_fields
+from build_graph.manifest.load import load
 from build_graph.oci.digest import Digest
 from build_graph.oci.index import (
     DOCKER_LIST,
@@ -198,3 +199,24 @@ def test_only_images_of_this_hosts_kind_are_verified_with_its_gpu(tmp_path: Path
     assert not trust.native(by_key[other])
     host_only = plan(load_text(tmp_path, STACK.replace(f"platforms = {TWO}\n", "")))
     assert all(trust.native(p) for p in host_only)
+
+
+HASHES = REPO / "tests" / "hashes" / "single-platform.json"
+
+
+def test_single_platform_stacks_keep_their_task_names_and_hashes(tmp_path: Path) -> None:
+    """The keys and hashes of the shipped single-platform stacks, as recorded at cf07325,
+    before platforms existed. A change meant to rehash them (a template edit, say):
+    regenerate with UPDATE_HASHES=1 pytest, and say so in the commit."""
+    import os
+    import shutil
+
+    found = {}
+    for name, source in (("quickstart", REPO / "examples" / "quickstart"), ("images.toml", REPO)):
+        dest = tmp_path / name
+        shutil.copytree(source, dest, ignore=shutil.ignore_patterns(
+            "build", "gen", ".venv", ".git", ".services", "tests"))
+        found[name] = {p.key: p.content_hash for p in plan(load(dest / "images.toml"))}
+    if os.environ.get("UPDATE_HASHES"):
+        HASHES.write_text(json.dumps(found, indent=2, sort_keys=True) + "\n")
+    assert found == json.loads(HASHES.read_text())
