@@ -27,6 +27,7 @@ from typing import IO
 from build_graph.docker.connection import check_context, endpoint
 from build_graph.errors import BuildFailed
 from build_graph.log import last_output, log
+from build_graph.oci.platforms import emulation_hint
 
 _CANDIDATES = ("docker", "/usr/bin/docker")
 
@@ -93,7 +94,8 @@ def build(command: tuple[str, ...], context: IO[bytes], tag: str, *, name: str,
                 "-t", tag, *args, "-"]
         tail = _stream(full, tar, name)
         if not iid.is_file():
-            raise BuildFailed(f"build of {name} failed (BuildKit); {last_output(tail)}")
+            raise BuildFailed(f"build of {name} failed (BuildKit); {last_output(tail)}"
+                              f"{emulation_hint(chr(10).join(tail))}")
         image_id = iid.read_text().strip()
     log(f"[{name}] built {tag} in {time.monotonic() - started:.1f}s")
     return image_id
@@ -116,5 +118,5 @@ def _stream(command: list[str], tar: Path, name: str) -> list[str]:
             raise
     if proc.returncode != 0:
         raise BuildFailed(f"build of {name} failed (BuildKit, exit {proc.returncode}); "
-                          f"{last_output(tail)}")
+                          f"{last_output(tail)}{emulation_hint(chr(10).join(tail))}")
     return tail

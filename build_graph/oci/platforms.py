@@ -68,3 +68,13 @@ def host_platform() -> Platform | None:
         if machine in (name, arch):
             return Platform("linux", arch)
     return None
+
+
+EMULATION = ("register QEMU user emulation for it (binfmt_misc): scripts/services.sh arm64 "
+             "on Debian, or `docker run --privileged --rm tonistiigi/binfmt --install arm64`")
+
+
+def emulation_hint(output: str) -> str:
+    """A hint for output that shows the kernel refused another architecture's program."""
+    return (f"; this host cannot run that platform's programs: {EMULATION}"
+            if "exec format error" in output.lower() else "")

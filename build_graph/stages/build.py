@@ -21,6 +21,7 @@ from build_graph.oci.refs import Presence
 from build_graph.plan.plan import PlannedTier
 from build_graph.plan.render import dockerquote
 from build_graph.registry.availability import Availability
+from build_graph.stages import base_platform
 
 LABEL_PREFIX = "io.build-graph"
 
@@ -55,8 +56,13 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> None:
         return
     if tier.spec.compile is not None and not any(tier.folder.wheels.glob("*.whl")):
         raise BuildFailed(f"{tier.key}: no wheels in {tier.folder.wheels}; run compile:{tier.key}")
+    base_platform.check(tier)
     command = buildkit.cli()
     buildargs, secrets = settings.for_build(buildkit=command is not None)
+    if command is None and tier.platform is not None:
+        raise BuildFailed(f"{tier.key}: building per platform needs BuildKit (docker buildx, "
+                          "or a docker CLI with BuildKit): the classic builder has no "
+                          "--platform for FROM and keeps one image per base digest")
     if command is None:
         _warn_classic(settings.named_ca())
     # The labels go only into the Dockerfile sent to the builder, not into the rendered one

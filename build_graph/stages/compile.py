@@ -29,6 +29,7 @@ from build_graph.fs import write_if_changed, write_record
 from build_graph.layout import CCACHE_DIR, COMPILE_SCRIPT, HOST_CA, OUT_DIR, SOURCES_DIR, SRC_DIR
 from build_graph.log import last_output, log, progress
 from build_graph.manifest.model import Stack
+from build_graph.oci.platforms import emulation_hint
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry.availability import Availability
 from build_graph.stages.build import image_available
@@ -101,7 +102,7 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
         _report(tier, stats, sync, elapsed)
     if code != 0:
         raise BuildFailed(f"compile of {tier.key} failed (exit {code}); "
-                          f"{last_output(output.splitlines())}")
+                          f"{last_output(output.splitlines())}{emulation_hint(output)}")
     outputs = sorted(staging.glob(tier.spec.compile.outputs))
     if not outputs:
         raise BuildFailed(f"compile of {tier.key} wrote nothing matching "

@@ -9,11 +9,12 @@ one promoted; verified here first if no report for it exists yet.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
-from build_graph.errors import BuildFailed
+from build_graph.errors import BuildFailed, UntrustedAnswer
 from build_graph.log import log, progress, shown
-from build_graph.oci.digest import Digest
+from build_graph.oci.digest import Digest, parse_digest
 from build_graph.oci.index import Entry, Index, build_index
 from build_graph.oci.platforms import parse_platform
 from build_graph.oci.refs import Presence, parse_ref
@@ -93,19 +94,46 @@ def copy_manifest(tier: PlannedTier, digest: Digest, tags: tuple[str, ...],
 
 # A tier built per platform: one index per human tag, of every platform's verified image.
 
+_ENTRIES: dict[tuple[str, Digest], Entry] = {}  # (repository, digest) -> its checked entry
 
-def index_of(images: list[PlannedTier], holdings: Availability,
-             fresh: bool = False) -> Index | None:
-    """The index the human tags should name: each platform's hash-tag digest, as the
-    registry answered this run; None while a platform's image is not in the registry."""
-    entries = []
-    for image in images:
-        probe = holdings.require(image.image) if fresh else holdings.answer(image.image)
-        if probe.digest is None or probe.size is None or probe.media_type is None:
-            return None
-        assert image.platform is not None  # planned so: images of a tier built per platform
-        entries.append(Entry(parse_platform(image.platform), probe.digest, probe.size,
-                             probe.media_type))
+
+def entry_of(image: PlannedTier, digest: Digest) -> Entry:
+    """One platform's index entry, from the manifest's own bytes read by digest (hashed at
+    the door, api.get_manifest): the size and media type the index claims are those of the
+    bytes, never a HEAD's headers; the manifest must be one image, and its config must
+    state the platform the entry will claim. Read once per process (a digest's bytes never
+    change)."""
+    key = (image.repository, digest)
+    if key in _ENTRIES:
+        return _ENTRIES[key]
+    assert image.platform is not None  # planned so: images of a tier built per platform
+    platform = parse_platform(image.platform)
+    ref = parse_ref(image.image).at(str(digest))
+    manifest = api.get_manifest(ref)
+    try:
+        body = json.loads(manifest.body)
+        config = parse_digest(body["config"]["digest"]) if "manifests" not in body else None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UntrustedAnswer(f"{image.repository}@{digest} is not an image manifest: {exc}"
+                              ) from None
+    if config is None:
+        raise UntrustedAnswer(f"{image.repository}@{digest} ({image.key}) is an index, not "
+                              "one platform's image: no index refers to it")
+    stated = json.loads(api.get_blob(ref, config))
+    said = f"{stated.get('os')}/{stated.get('architecture')}"
+    if said != platform.text:
+        raise UntrustedAnswer(f"{image.repository}@{digest} ({image.key}) is a {said} image, "
+                              f"not {platform.text}: no index will call it that")
+    _ENTRIES[key] = Entry(platform, digest, len(manifest.body), manifest.media_type)
+    return _ENTRIES[key]
+
+
+def index_of(images: list[PlannedTier], digests: list[Digest]) -> Index:
+    """The index of exactly these digests (one per platform image), entries in platform
+    order: the same images give the same bytes on every runner, whatever order
+    images.toml lists its platforms in."""
+    entries = sorted((entry_of(i, d) for i, d in zip(images, digests, strict=True)),
+                     key=lambda e: e.platform.text)
     try:
         return build_index(entries)
     except ValueError as exc:
@@ -114,32 +142,35 @@ def index_of(images: list[PlannedTier], holdings: Availability,
 
 
 def index_promoted(images: list[PlannedTier], holdings: Availability) -> bool:
-    """Up to date: every platform's image has a passing report, and every human tag names
-    the index of exactly those images. RegistryError when the registry could not say."""
-    index = index_of(images, holdings)
-    first = images[0]
-    if index is None or any(_tag_digest(first, name, holdings) != index.digest
-                            for name in first.human_tags):
+    """Up to date: every platform's hash tag names a digest with a passing report, and
+    every human tag names the index of exactly those digests. RegistryError when the
+    registry could not say."""
+    digests = [holdings.answer(image.image).digest for image in images]
+    known = [d for d in digests if d is not None]
+    if len(known) != len(images):
         return False
-    return all(trust.passing_report(image, entry_digest, holdings) is not None
-               for image, entry_digest in zip(images, _digests(images, holdings), strict=True))
-
-
-def _digests(images: list[PlannedTier], holdings: Availability) -> list[Digest]:
-    return [d for d in (holdings.answer(image.image).digest for image in images) if d]
+    if any(trust.passing_report(image, digest, holdings) is None
+           for image, digest in zip(images, known, strict=True)):
+        return False
+    index = index_of(images, known)
+    first = images[0]
+    return all(_tag_digest(first, name, holdings) == index.digest for name in first.human_tags)
 
 
 def promote_index(images: list[PlannedTier], holdings: Availability,
                   verify_first: dict[str, Callable[[], object]]) -> dict[str, str]:
     """Write the index of every platform's verified image under each human tag; refuses
     unless every platform's image has a passing report (verified here first where nobody
-    verified its digest yet): one platform failing leaves every tag where it was."""
+    verified its digest yet): one platform failing leaves every tag where it was. The index
+    names exactly the digests whose reports were checked here: a hash tag that another
+    runner moves meanwhile changes nothing it says."""
     first = images[0]
+    digests: list[Digest] = []
     for image in images:
         probe = holdings.require(image.image)
         if probe.digest is None:
             raise BuildFailed(f"{image.key}: {image.image} is not in the registry; run "
-                              f"push:{image.key}")
+                              f"doit {image.key}")
         if trust.passing_report(image, probe.digest, holdings, fresh=True) is None:
             log(f"[{image.key}] {image.image} names {probe.digest}, which has no passing "
                 "report yet: verifying it first")
@@ -148,10 +179,8 @@ def promote_index(images: list[PlannedTier], holdings: Availability,
             raise BuildFailed(f"{first.group_key}: {image.image} ({probe.digest}, "
                               f"{image.platform}) has no passing verify report; human tags "
                               "stay where they were, for every platform")
-    index = index_of(images, holdings, fresh=True)
-    if index is None:
-        raise BuildFailed(f"{first.group_key}: the registry no longer names every "
-                          "platform's image; run the pushes again")
+        digests.append(probe.digest)
+    index = index_of(images, digests)
     moving = tuple(t for t in first.human_tags
                    if _tag_digest(first, t, holdings, fresh=True) != index.digest)
     target = parse_ref(first.image)
@@ -162,5 +191,10 @@ def promote_index(images: list[PlannedTier], holdings: Availability,
             holdings.forget(first.human_ref(name))
         log(f"[{first.group_key}] {first.repository}:{name} -> {index.digest} (an index of "
             f"{', '.join(str(i.platform) for i in images)})")
+    gpus = [shown(trust.passing_report(i, d, holdings).get("gpu", ""))  # type: ignore[union-attr]
+            for i, d in zip(images, digests, strict=True)]
+    for image, gpu in zip(images, gpus, strict=True):
+        if not gpu.startswith(("passed", "not applicable")):
+            progress(f"[{image.key}] promoted with GPU {gpu} (verify.gpu = \"optional\")")
     return {"digest": str(index.digest), "tags_moved": ", ".join(moving) or "none",
-            "platforms": ", ".join(str(i.platform) for i in images)}
+            "platforms": ", ".join(str(i.platform) for i in images), "gpu": "; ".join(gpus)}

@@ -220,3 +220,20 @@ def test_single_platform_stacks_keep_their_task_names_and_hashes(tmp_path: Path)
     if os.environ.get("UPDATE_HASHES"):
         HASHES.write_text(json.dumps(found, indent=2, sort_keys=True) + "\n")
     assert found == json.loads(HASHES.read_text())
+
+
+def test_a_from_image_only_this_daemon_has_cannot_serve_two_platforms(tmp_path: Path) -> None:
+    from build_graph.errors import ConfigError
+    from build_graph.oci.platforms import host_platform
+
+    manifest = write_manifest(tmp_path, STACK)
+    (tmp_path / "images.lock").write_text('[from]\n"debian:bookworm-slim" = "local"\n')
+    with pytest.raises(ConfigError) as caught:
+        plan(load(manifest))
+    issue = caught.value.issues[0]
+    assert issue.file.name == "images.lock" and issue.key == 'from."debian:bookworm-slim"'
+    assert "exists only in this Docker daemon" in issue.message
+    host = host_platform()
+    assert host is not None  # the build host's platform alone: a local image serves it
+    manifest.write_text(STACK.replace(TWO, f'["{host.text}"]'))
+    assert next(p.key for p in plan(load(manifest))) == f"base/{host.short}"

@@ -1,0 +1,55 @@
+"""Before one platform's build of a tier on a `from` image: does that image have the platform?
+
+BuildKit would otherwise say it its own way ("no match for platform in manifest"), or,
+given a single-platform image of another architecture, build on it with a warning and leave
+an image whose config and binaries disagree (verify would catch that, after the compile).
+The pinned reference names a digest, so what is read here is checked at the door
+(registry/api.py hashes the bytes): an index's platforms, or one image's config.
+
+A registry that cannot be asked is not a verdict: the build goes ahead and BuildKit, which
+may hold other credentials, answers for itself (one line says so).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+
+from build_graph.errors import BuildFailed, BuildGraphError
+from build_graph.log import progress
+from build_graph.oci.digest import parse_digest
+from build_graph.oci.refs import parse_ref
+from build_graph.plan.plan import PlannedTier
+from build_graph.registry import api
+
+
+def check(tier: PlannedTier) -> None:
+    """BuildFailed naming the image and its platforms when the pinned `from` image has no
+    image for the tier's platform. Only for a root tier built per platform."""
+    if tier.platform is None or tier.parent_key is not None or "@" not in tier.base_image:
+        return
+    try:
+        found = platforms_of(tier.base_image)
+    except (BuildGraphError, ValueError, KeyError, TypeError) as exc:
+        progress(f"[{tier.key}] note: could not read the platforms of {tier.base_image} "
+                 f"({str(exc)[:200]}); the build will say")
+        return
+    if tier.platform not in found:
+        raise BuildFailed(f"{tier.key}: {tier.spec.from_image} (pinned {tier.base_image}) has "
+                          f"no {tier.platform} image, only {', '.join(sorted(found)) or 'none'};"
+                          f" name a `from` image that holds {tier.platform}, or leave it out of "
+                          f"tiers.{tier.spec.name}'s platforms")
+
+
+@cache
+def platforms_of(reference: str) -> frozenset[str]:
+    """'os/architecture' of every image the reference names: an index's entries, or the one
+    image's config. Errors raise (RegistryError, UntrustedAnswer; ValueError and the like
+    for bytes that are not what their media type says)."""
+    ref = parse_ref(reference)
+    body = json.loads(api.get_manifest(ref).body)
+    if "manifests" in body:
+        return frozenset(f"{m['platform']['os']}/{m['platform']['architecture']}"
+                         for m in body["manifests"] if isinstance(m.get("platform"), dict))
+    config = json.loads(api.get_blob(ref, parse_digest(body["config"]["digest"])))
+    return frozenset({f"{config['os']}/{config['architecture']}"})
