@@ -82,18 +82,30 @@ def client() -> docker.DockerClient:
 
 
 @cache
-def gpu_runtime() -> bool:
-    """Whether containers here can be given GPUs (the daemon knows the nvidia runtime).
-
-    Asked once per process. Over the Unix socket itself when DOCKER_HOST names one (or is
-    unset): every no-op run asks this, and docker-py's import alone costs more than the call.
-    """
+def daemon_info() -> dict[str, Any]:
+    """The daemon's /info, asked once per process. Over the Unix socket itself when
+    DOCKER_HOST names one (or is unset): every no-op run asks this, and docker-py's import
+    alone costs more than the call."""
     host = endpoint()
     if host.startswith("unix://"):
-        info = _get_over_socket(host.removeprefix("unix://"), "/info")
-    else:
-        info = client().info()
-    return "nvidia" in (info.get("Runtimes") or {})
+        return _get_over_socket(host.removeprefix("unix://"), "/info")
+    info: dict[str, Any] = client().info()
+    return info
+
+
+def gpu_runtime() -> bool:
+    """Whether containers here can be given GPUs (the daemon knows the nvidia runtime)."""
+    return "nvidia" in (daemon_info().get("Runtimes") or {})
+
+
+def daemon_machine() -> str | None:
+    """What the daemon's machine is ('x86_64', 'aarch64'): the images it runs natively
+    (it may be another machine than this one: DOCKER_HOST); None when no daemon answers."""
+    try:
+        machine = daemon_info().get("Architecture")
+    except DaemonUnreachable:
+        return None
+    return machine if isinstance(machine, str) else None
 
 
 @cache

@@ -63,7 +63,12 @@ def parse_platform(text: str) -> Platform:
 
 def host_platform() -> Platform | None:
     """The platform of this machine's own images, None on a machine of another kind."""
-    machine = host.machine().lower()
+    return platform_of_machine(host.machine())
+
+
+def platform_of_machine(machine: str) -> Platform | None:
+    """'x86_64' (uname -m, Docker's /info Architecture) -> linux/amd64; None if unknown."""
+    machine = machine.lower()
     for arch, name in _MACHINES.items():
         if machine in (name, arch):
             return Platform("linux", arch)

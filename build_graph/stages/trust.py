@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from build_graph.docker import connection
 from build_graph.oci.digest import Digest
-from build_graph.oci.platforms import host_platform, parse_platform
+from build_graph.oci.platforms import host_platform, parse_platform, platform_of_machine
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry.availability import Availability
 from build_graph.registry.reports import Report, ReportStore
@@ -49,10 +49,16 @@ def gpu_here() -> bool:
 
 
 def native(tier: PlannedTier) -> bool:
-    """Whether this host runs the tier's image natively: the build host's own platform, or
-    a declared one of the same kind. Another platform's image runs under emulation, where
-    no GPU is reachable: this host verifies it as a runner without a GPU does."""
-    return tier.platform is None or parse_platform(tier.platform) == host_platform()
+    """Whether the Docker daemon runs the tier's image natively: the build host's own
+    platform, or a declared one of the daemon's machine (DOCKER_HOST may name another
+    machine than this one; with no daemon answering, this one's). Another platform's image
+    runs under emulation, where no GPU is reachable: it is verified as a runner without a
+    GPU verifies."""
+    if tier.platform is None:
+        return True
+    machine = connection.daemon_machine()
+    here = platform_of_machine(machine) if machine else host_platform()
+    return parse_platform(tier.platform) == here
 
 
 def passing_report(tier: PlannedTier, digest: Digest, holdings: Availability,

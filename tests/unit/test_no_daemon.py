@@ -42,14 +42,14 @@ def test_no_socket_is_no_daemon_not_a_traceback(monkeypatch: pytest.MonkeyPatch,
 
     monkeypatch.setattr("socket.socket.connect", absent)
     connection.reachable_gpu_runtime.cache_clear()
-    connection.gpu_runtime.cache_clear()
+    connection.daemon_info.cache_clear()
     try:
         assert connection.reachable_gpu_runtime() is None
         with pytest.raises(DaemonUnreachable) as caught:
             connection.gpu_runtime()
     finally:
         connection.reachable_gpu_runtime.cache_clear()
-        connection.gpu_runtime.cache_clear()
+        connection.daemon_info.cache_clear()
     assert str(caught.value) == (
         f"cannot reach the Docker daemon at unix://{tmp_path}/absent.sock (No such file or "
         "directory); start it (systemctl start docker; in build-graph's own checkout "

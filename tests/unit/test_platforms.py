@@ -187,10 +187,13 @@ def test_check_notes_archs_no_arm_gpu_host_carries_only_for_arm64_stacks(tmp_pat
     assert not [n for n in amd64_only if "linux/arm64" in n]
 
 
-def test_only_images_of_this_hosts_kind_are_verified_with_its_gpu(tmp_path: Path) -> None:
+def test_only_images_of_the_daemons_kind_are_verified_with_its_gpu(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from build_graph.docker import connection
     from build_graph.oci.platforms import host_platform
     from build_graph.stages import trust
 
+    monkeypatch.setattr(connection, "daemon_machine", lambda: None)  # no daemon: this host
     host = host_platform()
     assert host is not None
     by_key = {p.key: p for p in plan(load_text(tmp_path, STACK))}
@@ -199,6 +202,9 @@ def test_only_images_of_this_hosts_kind_are_verified_with_its_gpu(tmp_path: Path
     assert not trust.native(by_key[other])
     host_only = plan(load_text(tmp_path, STACK.replace(f"platforms = {TWO}\n", "")))
     assert all(trust.native(p) for p in host_only)
+    # DOCKER_HOST on an Arm machine: its arm64 images are the native ones
+    monkeypatch.setattr(connection, "daemon_machine", lambda: "aarch64")
+    assert trust.native(by_key["base/arm64"]) and not trust.native(by_key["base/amd64"])
 
 
 HASHES = REPO / "tests" / "hashes" / "single-platform.json"
