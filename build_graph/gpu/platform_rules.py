@@ -177,7 +177,7 @@ def arm64_warnings(sass: list[str], ptx: list[str], cuda: str | None,
             warnings.append(f"{arch}+PTX: no Arm GPU host that runs a {PLATFORM} image"
                             f"{_of(line)} has compute capability {arch} or above "
                             f"({_table(on_image)}), so nothing would JIT it; emit PTX of a "
-                            "lower arch or none in the linux/arm64 arch list")
+                            "lower arch or none (gpu.ptx; a variant of its own for linux/arm64)")
     wheel = pypi_wheel_warning(torch) if torch else None
     if wheel:
         warnings.append(wheel)
@@ -198,7 +198,8 @@ def arm64_uncovered(sass: list[str], ptx: list[str], cuda: str | None,
         cc = f"{host.cc[0]}.{host.cc[1]}"
         uncovered.append(f"{host.name} ({host.gpu}, {cc}) runs {PLATFORM} CUDA images"
                          f"{_of(cuda_line(cuda))} but can run none of this build: add "
-                         f"'{cc}' to the linux/arm64 arch list, or leave that host out")
+                         f"'{cc}' to gpu.arch_list (of a variant for linux/arm64), or leave "
+                         "that host out")
     return uncovered
 
 
@@ -235,8 +236,8 @@ def _parsed(entries: list[str]) -> list[Arch]:
 def _unused_sass(arch: Arch, line: tuple[int, int] | None, hosts: Sequence[ArmHost],
                  on_image: Sequence[ArmHost]) -> str:
     """Why SASS for `arch` serves no host of a linux/arm64 image, naming the fix."""
-    fix = (f"it only costs compile time in the {PLATFORM} image; drop it from the "
-           "linux/arm64 arch list")
+    fix = (f"it only costs compile time in the {PLATFORM} image; drop it from gpu.arch_list, "
+           f"or build {PLATFORM} in a variant of its own with its own arch list")
     runners = [h for h in hosts if sass_runs_on(arch, h.cc)]
     jetson = sorted({f"{h.name} ({h.gpu})" for h in runners
                      if h.stack is Stack.JETSON and h.holds_for(line)})

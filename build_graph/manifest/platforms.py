@@ -15,12 +15,16 @@ from build_graph.manifest.model import GpuSpec, TierSpec
 from build_graph.manifest.rules import Report, Where
 
 
-def resolve_platforms(manifest: schema.Manifest, variant: schema.Variant, order: list[str],
-               report: Report) -> dict[str, tuple[str, ...]]:
+def resolve_platforms(manifest: schema.Manifest, variant_name: str, order: list[str],
+                      report: Report) -> dict[str, tuple[str, ...]]:
     """Each tier's platforms: its own, else its parent's, else the variant's, else the
     stack's; () for the build host's only. A tier builds only for platforms its parent
     was built for, and compiles only where its builder was built for each of them."""
-    declared = variant.platforms or manifest.stack.platforms
+    variant = manifest.variants.get(variant_name)
+    declared = _listed(variant.platforms if variant else None, f"variants.{variant_name}.platforms",
+                       report)
+    if declared is None:
+        declared = _listed(manifest.stack.platforms, "stack.platforms", report)
     found: dict[str, tuple[str, ...]] = {}
     for name in order:
         tier = manifest.tiers.get(name)
@@ -28,24 +32,33 @@ def resolve_platforms(manifest: schema.Manifest, variant: schema.Variant, order:
             continue
         key = f"tiers.{name}.platforms"
         parent = found.get(tier.parent, ()) if tier.parent else None
-        own = tier.platforms if tier.platforms is not None else (
-            parent if parent is not None else declared or ())
-        if tier.platforms is not None and not tier.platforms:
-            report.error(key, "empty; list at least one platform, or leave the key out "
-                         "for the parent's (or the build host's)")
-            own = parent or declared or ()
-        if len(set(own)) != len(own):
-            report.error(key, f"a platform is listed twice: {', '.join(own)}")
-        found[name] = tuple(own)
+        inherited = parent if parent is not None else declared or ()
+        own = _listed(tier.platforms, key, report)
+        found[name] = own if own is not None else inherited
         if parent is not None and not _covers(parent, found[name]):
             report.error(key, f"{_say(found[name])}, but its parent {tier.parent!r} is built "
                          f"for {_say(parent)}; a tier builds only on its parent's platforms")
         builder = tier.compile.builder if tier.compile else None
         if builder is not None and not _covers(found.get(builder, ()), found[name]):
-            report.error(key, f"{_say(found[name])}, but its compile.builder {builder!r} is "
-                         f"built for {_say(found.get(builder, ()))}; compiles run in the "
-                         "builder of the same platform: give the builder these platforms")
+            fix = ("give the builder these platforms" if found[name] else
+                   "give this tier platforms too (`platforms` under its table)")
+            report.error(key, f"this tier is built for {_say(found[name])}, but its "
+                         f"compile.builder {builder!r} for {_say(found.get(builder, ()))}; "
+                         f"a compile runs in the builder of the same platform: {fix}")
     return found
+
+
+def _listed(platforms: list[str] | None, key: str, report: Report) -> tuple[str, ...] | None:
+    """A declared list, checked where it is written: None when the key is left out."""
+    if platforms is None:
+        return None
+    if not platforms:
+        report.error(key, "empty; list at least one platform, or leave the key out (the "
+                     "build host's platform only, unless set above)")
+        return None
+    if len(set(platforms)) != len(platforms):
+        report.error(key, f"a platform is listed twice: {', '.join(platforms)}")
+    return tuple(dict.fromkeys(platforms))
 
 
 def _covers(outer: tuple[str, ...], inner: tuple[str, ...]) -> bool:
@@ -74,3 +87,21 @@ def check_arm64_gpus(tiers: tuple[TierSpec, ...], versions: dict[str, str], gpu:
     if not gpu.targets:  # named targets say which hosts the stack is for
         for line in arm64_uncovered(*names, versions.get("cuda")):
             report.note(key, line)
+    by_name = {t.name: t for t in tiers}
+    for tier in tiers:
+        if ARM64 in tier.platforms and tier.verify.archs and _gpu_policy(tier, by_name) \
+                == "required":
+            report.note(f"tiers.{tier.name}.verify.gpu", "required, and the tier is built for "
+                        f"{ARM64}: its kernels can only run on an Arm GPU host (GH200, GB200), "
+                        "so only a runner there can verify and promote it; run verify there, "
+                        "or set verify.gpu = \"optional\"")
+
+
+def _gpu_policy(tier: TierSpec, tiers: dict[str, TierSpec]) -> str:
+    """verify.gpu as inherited down the chain (the nearest set wins; default required)."""
+    current: TierSpec | None = tier
+    while current is not None:
+        if current.verify.gpu:
+            return current.verify.gpu
+        current = tiers.get(current.parent) if current.parent else None
+    return "required"

@@ -172,7 +172,7 @@ def _resolve_variant(manifest: schema.Manifest, name: str, order: list[str],
     for rule in RULES:
         rule(versions, gpu, where, report)
     fields = format_fields(versions, name)
-    platforms = resolve_platforms(manifest, variant, order, report)
+    platforms = resolve_platforms(manifest, name, order, report)
     tiers = tuple(_resolve_tier(n, manifest.tiers[n], name, versions, fields, report,
                                 platforms[n])
                   for n in order if n in manifest.tiers)

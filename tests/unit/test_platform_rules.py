@@ -52,7 +52,8 @@ def test_cu130_warns_about_the_ampere_and_ada_workstation_archs_only() -> None:
             "GB300 Grace Blackwell Ultra (B300), 11.0 Jetson Thor (Thor iGPU), 12.1 DGX "
             "Spark (GB10)") in eight_nine
     assert eight_nine.endswith("it only costs compile time in the linux/arm64 image; drop "
-                               "it from the linux/arm64 arch list")
+                               "it from gpu.arch_list, or build linux/arm64 in a variant of "
+                               "its own with its own arch list")
     # 8.6 SASS would also run on Jetson Orin (8.7), which takes only Jetson builds
     assert "Jetson Orin (Orin iGPU) runs only Jetson (L4T) CUDA builds" in warnings[0]
     assert warnings[0].endswith("(a Jetson image needs an L4T base of its own)")
@@ -62,7 +63,8 @@ def test_cu130_leaves_jetson_thor_without_code() -> None:
     sass, ptx, cuda = cu130()
     assert arm64_uncovered(sass, ptx, cuda) == [
         "Jetson Thor (Thor iGPU, 11.0) runs linux/arm64 CUDA images of CUDA 13.0 but can run "
-        "none of this build: add '11.0' to the linux/arm64 arch list, or leave that host out"]
+        "none of this build: add '11.0' to gpu.arch_list (of a variant for linux/arm64), or "
+        "leave that host out"]
     assert arm64_uncovered([*sass, "11.0"], ptx, cuda) == []
 
 
@@ -103,8 +105,8 @@ def test_arch_no_host_has_at_all() -> None:
     [warning] = arm64_warnings(["8.9", "9.0"], [], "13.0", hosts=only_grace)
     assert warning == ("8.9: no Arm GPU host carries it (table: 9.0 GH200 Grace Hopper "
                        "(H100), 10.0 GB200 Grace Blackwell (B200)); it only costs compile "
-                       "time in the linux/arm64 image; drop it from the linux/arm64 arch "
-                       "list")
+                       "time in the linux/arm64 image; drop it from gpu.arch_list, or "
+                       "build linux/arm64 in a variant of its own with its own arch list")
 
 
 def test_ptx_newer_than_every_host() -> None:

@@ -98,14 +98,19 @@ platforms = {TWO}
 compile = {{ builder = "builder", script = "pytorch-compile.sh.j2" }}
 """
     message = one_error(tmp_path, text, "tiers.ext.platforms")
-    assert "compile.builder 'builder' is built for linux/amd64" in message
+    assert "compile.builder 'builder' for linux/amd64" in message
+    assert "give the builder these platforms" in message
 
 
 def test_an_empty_or_repeated_list_is_refused(tmp_path: Path) -> None:
     assert "list at least one" in one_error(
         tmp_path, STACK + "platforms = []\n", "tiers.app.platforms")
     assert "listed twice" in one_error(
-        tmp_path, STACK.replace(TWO, '["linux/arm64", "linux/arm64/v8"]'), "tiers.base.platforms")
+        tmp_path, STACK.replace(TWO, '["linux/arm64", "linux/arm64/v8"]'), "stack.platforms")
+    assert "list at least one" in one_error(tmp_path, STACK.replace(TWO, "[]"),
+                                            "stack.platforms")
+    variant = STACK + '\n[variants.a]\nplatforms = []\n'
+    assert "list at least one" in one_error(tmp_path, variant, "variants.a.platforms")
 
 
 def _entry(arch: str, media_type: str = DOCKER_MANIFEST) -> Entry:
@@ -243,3 +248,13 @@ def test_a_from_image_only_this_daemon_has_cannot_serve_two_platforms(tmp_path: 
     assert host is not None  # the build host's platform alone: a local image serves it
     manifest.write_text(STACK.replace(TWO, f'["{host.text}"]'))
     assert next(p.key for p in plan(load(manifest))) == f"base/{host.short}"
+
+
+def test_a_gpu_required_arm64_tier_is_told_who_can_verify_it(tmp_path: Path) -> None:
+    text = STACK.replace('python = "3.11"', 'python = "3.11"\ncuda = "13.0.2"') + \
+        '\n[gpu]\narch_list = ["9.0", "10.0"]\ntargets = ["GH200"]\n'
+    notes = load_text(tmp_path, text).notes
+    assert any(n.startswith("tiers.app.verify.gpu: required, and the tier is built for "
+                            "linux/arm64") for n in notes), notes
+    optional = text + '\n[tiers.app.verify]\ngpu = "optional"\n'
+    assert not [n for n in load_text(tmp_path, optional).notes if "tiers.app.verify.gpu" in n]
