@@ -256,7 +256,8 @@ def parser() -> argparse.ArgumentParser:
     prune = sub.add_parser("prune", help="delete the hash-tag images (and their reports) "
                            "that nothing needs; a dry run unless --yes")
     prune.add_argument("--keep", type=int, default=3, metavar="N",
-                       help="the newest N builds of each tier always stay (default 3)")
+                       help="the newest N builds of each tier and platform always stay "
+                            "(default 3)")
     prune.add_argument("--older-than", default="14d", metavar="AGE",
                        help="only images created longer ago than this go (default 14d; "
                             "e.g. 12h, 0s)")

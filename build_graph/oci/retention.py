@@ -10,10 +10,18 @@ Kept, whatever else holds: an image another stack built, or one no stack of ours
 (repositories are `<registry>/<tier>`: two stacks with a `base` tier on one registry share
 one, and only this stack's plan is known here); a digest a human tag names; a digest of
 the current plan (every variant); an image a multi-platform index under a human tag refers
-to (one platform of a promoted tier); the newest `keep` builds of each repository; anything
-younger than `older_than`; anything whose state could not be read (an error is never
-'unused'). A repository with a human tag that could not be read keeps everything: that tag
-may name any of its digests.
+to (one platform of a promoted tier); the newest `keep` builds of each platform in each
+repository; anything younger than `older_than`; anything whose state could not be read (an
+error is never 'unused'). A repository with a human tag that could not be read keeps
+everything: that tag may name any of its digests.
+
+Builds are ranked per platform (the image config's os/architecture, Image.platform): a tier
+built for linux/amd64 and linux/arm64 keeps the newest `keep` builds of each, so when every
+build makes one image per platform, a kept build keeps all its platforms' images however
+their `created` times interleave. Builds whose platform is unknown (a config that does not
+say) are ranked among themselves, as one more platform: they neither take a `keep` place
+from a build of a known platform nor lose theirs to one, so an unknown platform only ever
+keeps more. A single-platform stack has one group: `keep` means what it meant before.
 """
 
 from __future__ import annotations
@@ -56,6 +64,8 @@ class Image:
     stack: str | None = None  # the stack its label names (stages/build.py's labels)
     # for a tag naming a multi-platform index: the digests of the images it refers to
     refers_to: tuple[Digest, ...] = ()
+    # 'linux/arm64': the config's os/architecture (hash tags); None when unknown
+    platform: str | None = None
 
 
 @dataclass(frozen=True)
@@ -67,7 +77,7 @@ class Repository:
 @dataclass(frozen=True)
 class Policy:
     stack: str  # the stack being pruned: only images labelled with it are judged
-    keep: int  # the newest builds of each repository that stay
+    keep: int  # the newest builds of each platform in each repository that stay
     older_than: datetime.timedelta  # younger builds stay
     now: datetime.datetime
 
@@ -105,10 +115,14 @@ def decide(repo: Repository, planned: Iterable[str], policy: Policy) -> list[Dec
     newest = sorted(known, key=lambda d: _created(repo, by_digest[d]) or _EPOCH, reverse=True)
     newest += [d for d in builds if d not in known]
     decisions = []
-    for rank, digest in enumerate(newest):
+    ranks: dict[str | None, int] = {}  # builds of each platform seen so far, newest first
+    for digest in newest:
         tags = by_digest[digest]
+        platform = _platform(repo, tags)
+        rank = ranks[platform] = ranks.get(platform, -1) + 1
         why = (f"kept: the index under the human tag {indexed[digest]!r} refers to it"
-               if digest in indexed else _keeps(repo, tags, rank, planned_tags, policy, unread))
+               if digest in indexed else
+               _keeps(repo, tags, (rank, platform), planned_tags, policy, unread))
         hashes = tuple(t for t in tags if tag_kind(t) == "hash")
         decisions.append(Decision(repo.name, digest, hashes, delete=why is None,
                                   why=why or _old(repo, tags, policy),
@@ -116,9 +130,10 @@ def decide(repo: Repository, planned: Iterable[str], policy: Policy) -> list[Dec
     return decisions
 
 
-def _keeps(repo: Repository, tags: list[str], rank: int, planned: set[str], policy: Policy,
-           unread: list[str]) -> str | None:
-    """Why the digest named by `tags` stays, or None when nothing keeps it."""
+def _keeps(repo: Repository, tags: list[str], rank: tuple[int, str | None], planned: set[str],
+           policy: Policy, unread: list[str]) -> str | None:
+    """Why the digest named by `tags` stays, or None when nothing keeps it. `rank`: its
+    place among the builds of its platform (newest first), and that platform."""
     images = [repo.tags[t] for t in tags]
     if unread:
         return f"kept: the tag {unread[0]!r} could not be read, it may name this image"
@@ -132,8 +147,9 @@ def _keeps(repo: Repository, tags: list[str], rank: int, planned: set[str], poli
     if others := [i.stack for i in builds if i.stack != policy.stack]:
         return (f"kept: built by the stack {others[0]!r}, not this one" if others[0]
                 else "kept: no build-graph stack label: not a build of this stack")
-    if rank < policy.keep:
-        return f"kept: one of the newest {policy.keep} builds"
+    if rank[0] < policy.keep:
+        of = f"for {rank[1]}" if rank[1] else "whose platform is unknown"
+        return f"kept: one of the newest {policy.keep} builds {of}"
     created = _created(repo, tags)
     if created is None:
         return "kept: its age is unknown"
@@ -149,6 +165,12 @@ def _created(repo: Repository, tags: list[str]) -> datetime.datetime | None:
     """The newest `created` among the tags' images; None when none is known."""
     known = [i.created for t in tags if (i := repo.tags[t]).created is not None]
     return max(known) if known else None
+
+
+def _platform(repo: Repository, tags: list[str]) -> str | None:
+    """The platform of the hash-tag images `tags` name (one digest: one image)."""
+    return next((p for t in tags if tag_kind(t) == "hash"
+                 and (p := repo.tags[t].platform) is not None), None)
 
 
 def _old(repo: Repository, tags: list[str], policy: Policy) -> str:

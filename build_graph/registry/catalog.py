@@ -1,5 +1,7 @@
 """What a repository holds, for `prune`: every tag, and for each hash tag its image's
-digest, `created` and layers, read through registry/api.py (checked at the door).
+digest, `created`, platform and layers, and for each human tag its digest and, where it
+names an index, the digests the index refers to; read through registry/api.py (checked at
+the door).
 
 A registry failure (unreachable, a 5xx, a refusal) raises RegistryError: prune then
 deletes nothing. An image that is definitely broken (its manifest or config gone, not
@@ -22,8 +24,6 @@ from build_graph.registry.tags import list_tags
 
 # The label every build of ours carries (stages/build.py's labels: LABEL_PREFIX + ".stack").
 STACK_LABEL = "io.build-graph.stack"
-_INDEXES = ("application/vnd.oci.image.index.v1+json",
-            "application/vnd.docker.distribution.manifest.list.v2+json")
 
 def read_repository(repository: str) -> Repository:
     """Every tag of `repository` (<registry>/<name>) and what it names. Artifact and human
@@ -39,20 +39,55 @@ def read_repository(repository: str) -> Repository:
 
 def _with_entries(ref: Ref) -> Image:
     """A human tag: its digest, and where it names an index (a tier built per platform),
-    the platform images the index refers to, which prune must then keep."""
+    the platform images the index refers to, which prune must then keep.
+
+    The manifest is always read (by the digest HEAD gave, so get_manifest checks its bytes)
+    and judged by its body, never by the Content-Type: a registry or proxy that labels an
+    index as an image manifest would otherwise hide the index's entries, and `prune --yes`
+    could delete the platform images `latest` refers to. Human tags are few and manifests
+    are small, so the extra GET per human tag costs little."""
     answer = api.head_manifest(ref)
     if answer.presence is Presence.ERROR:
         raise RegistryError(answer.error or f"{ref.host}: no answer about {ref.reference}")
     if answer.digest is None:
         return Image(None, problem=f"{ref.reference} was listed but is gone")
-    if answer.media_type not in _INDEXES:
-        return Image(answer.digest)
     try:
-        body: dict[str, Any] = json.loads(api.get_manifest(ref.at(str(answer.digest))).body)
-        entries = tuple(parse_digest(m["digest"]) for m in body["manifests"])
-    except (UntrustedAnswer, ValueError, KeyError, TypeError) as exc:
-        return Image(answer.digest, problem=f"an index whose entries could not be read ({exc})")
-    return Image(answer.digest, refers_to=entries)
+        body: Any = json.loads(api.get_manifest(ref.at(str(answer.digest))).body)
+    except (UntrustedAnswer, ValueError) as exc:
+        return Image(answer.digest, problem=f"its manifest could not be read ({exc})")
+    return human_tag_image(answer.digest, body)
+
+
+def human_tag_image(digest: Digest, body: Any) -> Image:
+    """What a human tag's manifest (parsed JSON, whatever its media type) says: an index
+    (any body with a `manifests` key) with the digests it refers to, or an image manifest;
+    anything else, or an index whose entries cannot all be read, is a `problem` (which
+    keeps the whole repository: the tag may name any of its images)."""
+    if isinstance(body, dict) and "manifests" in body:
+        try:
+            entries = body["manifests"]
+            if not isinstance(entries, list):
+                raise TypeError(f"'manifests' is a {type(entries).__name__}, not a list")
+            return Image(digest, refers_to=tuple(parse_digest(m["digest"]) for m in entries))
+        except (ValueError, KeyError, TypeError) as exc:
+            return Image(digest, problem=f"an index whose entries could not be read ({exc})")
+    if _image_parts(body) is None:
+        return Image(digest, problem="its manifest is neither an image index nor an image "
+                                     "manifest")
+    return Image(digest)
+
+
+def _image_parts(body: Any) -> tuple[Digest, tuple[tuple[Digest, int], ...]] | None:
+    """(config digest, layers) of an image manifest's body; None for anything else (an
+    index included)."""
+    if not isinstance(body, dict) or "manifests" in body:
+        return None
+    try:
+        layers = tuple((parse_digest(layer["digest"]), int(layer["size"]))
+                       for layer in body["layers"])
+        return parse_digest(body["config"]["digest"]), layers
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _digest_only(ref: Ref) -> Image:
@@ -69,37 +104,50 @@ def _image(ref: Ref) -> Image:
     if head.digest is None:
         return head
     try:
-        manifest = api.get_manifest(ref.at(str(head.digest)))
-        if manifest.media_type in _INDEXES:
-            return Image(head.digest, problem="a multi-platform index (prune reads single "
-                                              "images only)")
-        body: dict[str, Any] = json.loads(manifest.body)
-        layers = tuple((parse_digest(layer["digest"]), int(layer["size"]))
-                       for layer in body["layers"])
-        config_digest = parse_digest(body["config"]["digest"])
-    except (UntrustedAnswer, ValueError, KeyError, TypeError) as exc:
-        return Image(head.digest, problem=f"its manifest is not an image manifest ({exc})")
-    return Image(head.digest, *_created(ref, config_digest, layers))
+        body: Any = json.loads(api.get_manifest(ref.at(str(head.digest))).body)
+    except (UntrustedAnswer, ValueError) as exc:
+        return Image(head.digest, problem=f"its manifest could not be read ({exc})")
+    if isinstance(body, dict) and "manifests" in body:  # whatever its media type says
+        return Image(head.digest, problem="a multi-platform index (prune reads single "
+                                          "images only)")
+    if (parts := _image_parts(body)) is None:
+        return Image(head.digest, problem="its manifest is not an image manifest")
+    config, layers = parts
+    return _from_config(ref, head.digest, config, layers)
 
 
-def _created(ref: Ref, config: Digest, layers: tuple[tuple[Digest, int], ...]
-             ) -> tuple[datetime.datetime | None, tuple[tuple[Digest, int], ...], str | None,
-                        str | None]:
-    """(created, layers, problem, stack label) from the image's config blob."""
+def _from_config(ref: Ref, digest: Digest, config: Digest,
+                 layers: tuple[tuple[Digest, int], ...]) -> Image:
+    """The image with what its config blob says: `created`, the stack label, the platform
+    ('os/architecture'; None when the config does not say)."""
     try:
         data = api.read_blob(ref, config)
     except UntrustedAnswer as exc:
-        return None, layers, str(exc), None
+        return Image(digest, layers=layers, problem=str(exc))
     if data is None:
-        return None, layers, f"its config blob {config} is gone", None
+        return Image(digest, layers=layers, problem=f"its config blob {config} is gone")
     try:
         config_data = json.loads(data)
         created = _timestamp(config_data["created"])
     except (ValueError, KeyError, TypeError):
-        return None, layers, f"its config {config} has no readable 'created'", None
+        return Image(digest, layers=layers,
+                     problem=f"its config {config} has no readable 'created'")
     labels = (config_data.get("config") or {}).get("Labels") or {}
     stack = labels.get(STACK_LABEL) if isinstance(labels, dict) else None
-    return created, layers, None, stack if isinstance(stack, str) else None
+    return Image(digest, created, layers, stack=stack if isinstance(stack, str) else None,
+                 platform=config_platform(config_data))
+
+
+def config_platform(config: Any) -> str | None:
+    """'linux/arm64' from an image config's `os` and `architecture` (Go's GOOS/GOARCH; a
+    `variant` such as arm64's 'v8' is left out, as oci/platforms.py does); None when either
+    is missing or not a plain name."""
+    if not isinstance(config, dict):
+        return None
+    names = [config.get("os"), config.get("architecture")]
+    if not all(isinstance(n, str) and n and "/" not in n for n in names):
+        return None
+    return "/".join(str(n) for n in names)
 
 
 def _timestamp(text: str) -> datetime.datetime:

@@ -31,9 +31,11 @@ def htag(n: int) -> str:
     return f"{n:0{TAG_LENGTH}x}"
 
 
-def build(n: int, days_ago: int, layers: tuple[int, ...] = ()) -> Image:
+def build(n: int, days_ago: float, layers: tuple[int, ...] = (),
+          platform: str | None = "linux/amd64") -> Image:
     return Image(dig(n), NOW - datetime.timedelta(days=days_ago),
-                 tuple((dig(1000 + layer), 100 * layer) for layer in layers), stack="s")
+                 tuple((dig(1000 + layer), 100 * layer) for layer in layers), stack="s",
+                 platform=platform)
 
 
 def repo(**tags: Image) -> Repository:
@@ -75,7 +77,7 @@ def test_human_tags_the_plan_the_newest_and_the_young_keep_their_images() -> Non
     assert found[htag(1)] == "delete" and found[htag(4)] == "delete"
     assert found[htag(2)] == "kept: the human tag 'release' names it"
     assert found[htag(3)] == f"kept: the current plan builds it ({htag(3)})"
-    assert found[htag(6)] == found[htag(5)] == "kept: one of the newest 2 builds"
+    assert found[htag(6)] == found[htag(5)] == "kept: one of the newest 2 builds for linux/amd64"
     young = verdicts(r, set(), Policy("s", 0, datetime.timedelta(days=25), NOW))
     assert young[htag(4)].startswith("kept: younger than 25d")
 
@@ -142,7 +144,7 @@ def test_another_stacks_or_an_unlabelled_build_in_a_shared_repository_is_never_j
 def test_an_unreadable_build_does_not_take_a_keep_place_from_a_readable_one() -> None:
     r = repo(**{f"t_{htag(1)}": build(1, 30), f"t_{htag(2)}": Image(dig(2), problem="gone")})
     found = verdicts(r, set(), Policy("s", 1, datetime.timedelta(days=14), NOW))
-    assert found[htag(1)] == "kept: one of the newest 1 builds"
+    assert found[htag(1)] == "kept: one of the newest 1 builds for linux/amd64"
     assert found[htag(2)].startswith("kept: its state could not be read")
 
 
@@ -168,3 +170,112 @@ def test_the_platform_images_an_index_under_a_human_tag_refers_to_stay() -> None
     unknown = repo(**{htag(1): build(1, 50), "release": Image(dig(77), problem="not JSON")})
     assert verdicts(unknown, set(), Policy("s", 0, datetime.timedelta(0), NOW))[htag(1)] == \
         "kept: the tag 'release' could not be read, it may name this image"
+
+
+def test_keep_ranks_the_builds_of_each_platform_separately() -> None:
+    """Four releases of a tier built for two platforms, each release's arm64 image made a
+    few hours before its amd64 one: --keep 3 keeps three releases whole (both images), and
+    deletes both images of the oldest; ranked together, release 2 would lose its arm64
+    image and keep its amd64 one."""
+    tags: dict[str, Image] = {}
+    for release in range(4):  # oldest first
+        days = 40 - 5 * release
+        tags[htag(10 * release)] = build(10 * release, days, platform="linux/amd64")
+        tags[htag(10 * release + 1)] = build(10 * release + 1, days + 0.2,
+                                             platform="linux/arm64")
+    found = verdicts(Repository("r/runner", tags), set(),
+                     Policy("s", 3, datetime.timedelta(days=14), NOW))
+    for release in (1, 2, 3):
+        assert found[htag(10 * release)] == "kept: one of the newest 3 builds for linux/amd64"
+        assert found[htag(10 * release + 1)] == \
+            "kept: one of the newest 3 builds for linux/arm64"
+    assert found[htag(0)] == found[htag(1)] == "delete"
+
+
+def test_a_platform_with_fewer_builds_keeps_them_all() -> None:
+    # amd64 rebuilt three times since the only arm64 build: --keep 1 keeps one of each
+    r = repo(**{htag(1): build(1, 50, platform="linux/arm64"), htag(2): build(2, 40),
+                htag(3): build(3, 30), htag(4): build(4, 20)})
+    found = verdicts(r, set(), Policy("s", 1, datetime.timedelta(days=14), NOW))
+    assert found[htag(1)] == "kept: one of the newest 1 builds for linux/arm64"
+    assert found[htag(4)] == "kept: one of the newest 1 builds for linux/amd64"
+    assert found[htag(2)] == found[htag(3)] == "delete"
+
+
+def test_builds_of_an_unknown_platform_are_ranked_among_themselves() -> None:
+    """An image whose config names no platform neither takes a keep place from a build of
+    a known platform nor loses one to the (newer) builds of a known platform."""
+    r = repo(**{htag(1): build(1, 60, platform=None), htag(2): build(2, 55, platform=None),
+                htag(3): build(3, 40), htag(4): build(4, 20)})
+    found = verdicts(r, set(), Policy("s", 1, datetime.timedelta(days=14), NOW))
+    assert found[htag(2)] == "kept: one of the newest 1 builds whose platform is unknown"
+    assert found[htag(4)] == "kept: one of the newest 1 builds for linux/amd64"
+    assert found[htag(1)] == found[htag(3)] == "delete"
+
+
+def test_the_platform_is_the_configs_os_and_architecture() -> None:
+    from build_graph.registry.catalog import config_platform
+
+    assert config_platform({"os": "linux", "architecture": "arm64", "variant": "v8"}) == \
+        "linux/arm64"
+    assert config_platform({"os": "linux", "architecture": "amd64"}) == "linux/amd64"
+    for unknown in ({"os": "linux"}, {"os": "linux", "architecture": 7},
+                    {"os": "", "architecture": "amd64"}, {"os": "a/b", "architecture": "x"},
+                    ["linux", "amd64"]):
+        assert config_platform(unknown) is None
+
+
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+
+
+def index_body(*digests: Digest, media_type: str = DOCKER_MANIFEST) -> dict[str, object]:
+    """An index's JSON as a registry may serve it: here labelled (in its body, as its
+    Content-Type may be) as an image manifest."""
+    return {"schemaVersion": 2, "mediaType": media_type,
+            "manifests": [{"mediaType": DOCKER_MANIFEST, "digest": str(d), "size": 500,
+                           "platform": {"os": "linux", "architecture": a}}
+                          for d, a in zip(digests, ("amd64", "arm64"), strict=True)]}
+
+
+def test_a_human_tag_naming_an_index_labelled_as_an_image_keeps_its_platform_images() -> None:
+    """The index is recognized by its body (a `manifests` list), not by its media type: a
+    registry or proxy that mislabels `latest` must not let prune delete what it refers to."""
+    from build_graph.registry.catalog import human_tag_image
+
+    latest = human_tag_image(dig(77), index_body(dig(1), dig(2)))
+    assert latest == Image(dig(77), refers_to=(dig(1), dig(2)))
+    r = repo(**{htag(1): build(1, 50), htag(2): build(2, 50, platform="linux/arm64"),
+                htag(3): build(3, 50), "latest": latest})
+    found = verdicts(r, set(), Policy("s", 0, datetime.timedelta(0), NOW))
+    assert found[htag(1)] == found[htag(2)] == "kept: the index under the human tag " \
+                                               "'latest' refers to it"
+    assert found[htag(3)] == "delete"
+
+
+def test_a_human_tag_naming_an_image_manifest_refers_to_nothing_else() -> None:
+    from build_graph.registry.catalog import human_tag_image
+
+    image = {"schemaVersion": 2, "mediaType": DOCKER_MANIFEST,
+             "config": {"digest": str(dig(5)), "size": 10},
+             "layers": [{"digest": str(dig(6)), "size": 20}]}
+    assert human_tag_image(dig(1), image) == Image(dig(1))
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    ({"schemaVersion": 2, "manifests": "sha256:..."}, "an index whose entries could not be"),
+    ({"schemaVersion": 2, "manifests": [{"digest": "md5:abc"}]}, "an index whose entries"),
+    ({"schemaVersion": 2, "manifests": [{"size": 3}]}, "an index whose entries"),
+    ({"schemaVersion": 2, "manifests": ["sha256:..."]}, "an index whose entries"),
+    ({"schemaVersion": 2, "config": {"digest": str(dig(5))}}, "neither an image index nor"),
+    ({"schemaVersion": 2, "layers": []}, "neither an image index nor an image manifest"),
+    ([1, 2], "neither an image index nor an image manifest"),
+    ("latest", "neither an image index nor an image manifest")])
+def test_a_human_tag_whose_manifest_is_neither_keeps_the_whole_repository(
+        body: object, says: str) -> None:
+    from build_graph.registry.catalog import human_tag_image
+
+    latest = human_tag_image(dig(77), body)
+    assert latest.problem is not None and says in latest.problem
+    r = repo(**{htag(1): build(1, 50), "latest": latest})
+    assert verdicts(r, set(), Policy("s", 0, datetime.timedelta(0), NOW))[htag(1)] == \
+        "kept: the tag 'latest' could not be read, it may name this image"
