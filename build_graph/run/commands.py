@@ -56,11 +56,11 @@ def _plan(command: Any, tier_task: Any, tasks: dict[str, Any]) -> list[tuple[str
     names = facts.get("tasks") or [f"{stage}:{facts['key']}" for stage in STAGES]
     pending = []
     for name in names:
-        stage = name.partition(":")[0]
+        stage, _, key = name.partition(":")
         task = tasks.get(name)
         if stage in _SHOWN and task is not None and \
                 command.dep_manager.get_status(task, tasks).status != "up-to-date":
-            pending.append((stage, task))
+            pending.append((stage if key == facts["key"] else name, task))
     return pending
 
 

@@ -50,7 +50,8 @@ def doit_config(stack: Stack) -> dict[str, Any]:
 
 
 def action(stage: str, tier: PlannedTier, fn: Callable[..., Facts | None],
-           *args: Any, folder: TierFolder | None = None) -> Callable[[], TaskFailed | Facts]:
+           *args: Any, folder: TierFolder | None = None,
+           key: str | None = None) -> Callable[[], TaskFailed | Facts]:
     """A doit python-action for one stage of one tier. Its output goes to the tier's
     logs/<stage>.log (and to the terminal when verbose); our errors become a clean
     StageFailed with the cause's exit code (no traceback); Ctrl-C becomes one line and
@@ -64,11 +65,11 @@ def action(stage: str, tier: PlannedTier, fn: Callable[..., Facts | None],
                 facts = fn(*args) or {}
             except BuildGraphError as exc:
                 if isinstance(exc, DaemonUnreachable):  # say which task wanted it
-                    exc = exc.needs(f"{stage}:{tier.key}")
+                    exc = exc.needs(f"{stage}:{key or tier.key}")
                 log(f"error: {exc}")
                 return StageFailed(str(exc), exc.exit_code, path)
             except KeyboardInterrupt:
-                interrupted(f"{stage} of {tier.key}")
+                interrupted(f"{stage} of {key or tier.key}")
         return facts
 
     run.__name__ = fn.__name__
@@ -155,32 +156,51 @@ class StackTasks:
         return f"promote:{tier.group_key}"
 
     def tiers(self) -> Iterator[DoitTask]:
-        """`doit <tier>`: the tier through promote, one task per tier and variant (and per
-        platform: `doit <tier>/arm64` runs that platform's image through verify); with
-        variants or platforms, `doit <tier>` is all of them. `doit list` shows these."""
-        for tier in self.planned:
-            stages = [f"{stage}:{tier.key}" for stage in STAGES if stage != "promote"]
-            stages.append(self.promote_task(tier))
-            last = f"verify:{tier.key}" if tier.platform else self.promote_task(tier)
-            yield {"basename": tier.key, "actions": None, "doc": self.describe(tier),
-                   "task_dep": [last],
-                   "meta": {"tier": {"key": tier.key, "base": self._base(tier),
-                                     "summary": self._summary(tier),
-                                     "description": tier.spec.description or tier.spec.name,
-                                     "tasks": stages,
-                                     "changes": partial(explain.changes, tier),
-                                     "registry": partial(self.registry_holds, tier)}}}
+        """`doit <tier>`: the tier through promote, one task per tier and variant, and per
+        platform (`doit <tier>/arm64`: that platform's image through verify). With variants,
+        `doit <tier>` is every variant of it. `doit list` shows these."""
         for key, images in self.groups.items():
             if images[0].platform:
-                platforms = ", ".join(str(t.platform) for t in images)
-                yield {"basename": key, "actions": None, "task_dep": [f"promote:{key}"],
-                       "doc": f"{key} for {platforms}: one index per human tag"}
+                yield self._group_task(key, images)
+            for tier in images:
+                stages = [f"{stage}:{tier.key}" for stage in STAGES if stage != "promote"]
+                if not tier.platform:
+                    stages.append(self.promote_task(tier))
+                yield {"basename": tier.key, "actions": None, "doc": self.describe(tier),
+                       "task_dep": [stages[-1]],
+                       "meta": {"tier": {"key": tier.key, "base": self._base(tier),
+                                         "summary": self._summary(tier),
+                                         "description": tier.spec.description or tier.spec.name,
+                                         "tasks": stages,
+                                         "changes": partial(explain.changes, tier),
+                                         "registry": partial(self.registry_holds, tier)}}}
         if self.stack.has_variants:
             for name in dict.fromkeys(t.spec.name for t in self.planned):
                 keys = list(dict.fromkeys(t.group_key for t in self.planned
                                           if t.spec.name == name))
                 yield {"basename": name, "actions": None, "task_dep": keys,
                        "doc": f"{name} in every variant ({', '.join(keys)})"}
+
+    def _group_task(self, key: str, images: list[PlannedTier]) -> DoitTask:
+        """`doit <tier>` of a tier built per platform: every platform, then the index."""
+        first = images[0]
+        platforms = ", ".join(str(t.platform) for t in images)
+        parent = self.by_key[first.parent_key].group_key if first.parent_key else None
+        tasks = [f"{stage}:{t.key}" for t in images for stage in STAGES if stage != "promote"]
+
+        def each(fn: Callable[[PlannedTier], list[str]]) -> list[str]:
+            return [f"{t.key}: {line}" for t in images for line in fn(t)]
+
+        doc = f"{self.describe(first).split(' (')[0]} ({platforms}: one index per human tag)"
+        return {"basename": key, "actions": None, "task_dep": [f"promote:{key}"], "doc": doc,
+                "meta": {"tier": {
+                    "key": key, "base": f"on {parent}" if parent else
+                    f"from {first.spec.from_image}",
+                    "summary": f"{self._summary(first)}; {platforms}",
+                    "description": first.spec.description or first.spec.name,
+                    "tasks": [*tasks, f"promote:{key}"],
+                    "changes": partial(each, explain.changes),
+                    "registry": partial(each, self.registry_holds)}}}
 
     def registry_holds(self, tier: PlannedTier) -> list[str]:
         return account.registry_holds(tier, self.holdings)
@@ -191,7 +211,9 @@ class StackTasks:
             for key, images in self.groups.items():
                 task = (self._promote_index(images) if images[0].platform
                         else self._promote(images[0]))
-                yield {"basename": name, "name": key, "doc": self.describe(images[0]), **task}
+                doc = (self._group_task(key, images)["doc"] if images[0].platform
+                       else self.describe(images[0]))
+                yield {"basename": name, "name": key, "doc": doc, **task}
             return
         make = getattr(self, f"_{name}")
         for tier in self.planned:
@@ -251,7 +273,8 @@ class StackTasks:
         verify_first = {image.key: partial(verify_stage.verify, image, self.holdings)
                         for image in images}
         return {"actions": [action("promote", first, promote.promote_index, images,
-                                   self.holdings, verify_first, folder=self.group_folder(first))],
+                                   self.holdings, verify_first, folder=self.group_folder(first),
+                                   key=first.group_key)],
                 "task_dep": deps,
                 "uptodate": [Condition(
                     f"every human tag ({', '.join(first.human_tags) or 'none'}) names the "

@@ -172,8 +172,9 @@ def doit(manifest: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_doit_list_shows_each_platform_and_one_promote_per_tier(tmp_path: Path) -> None:
     manifest = write_manifest(tmp_path, STACK)
     lines = doit(manifest, "list").stdout.splitlines()
-    assert [line.split()[0] for line in lines] == ["base/amd64", "base/arm64", "app/amd64",
-                                                   "app/arm64"]
+    assert [line.split()[0] for line in lines] == ["base", "base/amd64", "base/arm64", "app",
+                                                   "app/amd64", "app/arm64"]
+    assert "linux/amd64, linux/arm64" in lines[0] and lines[3].split()[1:3] == ["on", "base"]
     everything = doit(manifest, "list", "--all")
     names = {line.split()[0] for line in everything.stdout.splitlines()}
     assert {"build:app/arm64", "verify:base/amd64", "promote:app", "promote:base", "app",
