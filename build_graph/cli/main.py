@@ -36,6 +36,7 @@ def summary(stack: Stack) -> str:
             base = f"parent {tier.parent}" if tier.parent else f"from {tier.from_image}"
             extra = f", compiles with {tier.compile.builder}" if tier.compile else ""
             tags = f"  tags: {', '.join(tier.tags)}" if tier.tags else ""
+            tags += f"  platforms: {', '.join(tier.platforms)}" if tier.platforms else ""
             lines.append(f"    {tier.name:<16} {base}{extra}{tags}")
     lines.extend(f"  note: {note}" for note in stack.notes)
     return "\n".join(lines)
@@ -79,6 +80,7 @@ def _plan(args: argparse.Namespace) -> int:
     planned = plan(stack)
     rows: list[dict[str, object]] = [{
         "variant": p.spec.variant, "tier": p.spec.name, "key": p.key, "parent": p.parent_key,
+        "platform": p.platform, "promoted_as": p.group_key,
         "image": p.image, "hash": p.content_hash, "human_tags": list(p.human_tags),
         "dockerfile": str(p.folder.dockerfile),
     } for p in planned]
