@@ -119,6 +119,9 @@ def entry_of(image: PlannedTier, digest: Digest) -> Entry:
     if config is None:
         raise UntrustedAnswer(f"{image.repository}@{digest} ({image.key}) is an index, not "
                               "one platform's image: no index refers to it")
+    if body.get("mediaType", manifest.media_type) != manifest.media_type:
+        raise UntrustedAnswer(f"{image.repository}@{digest} was served as "
+                              f"{manifest.media_type} but says it is {body.get('mediaType')}")
     stated = json.loads(api.get_blob(ref, config))
     said = f"{stated.get('os')}/{stated.get('architecture')}"
     if said != platform.text:

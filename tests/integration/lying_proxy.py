@@ -9,7 +9,9 @@ lie is switched on:
 - `digest_header`: manifests whose path matches `header_paths` carry this
   Docker-Content-Digest instead of the registry's (a path such as 'sha256:../../x');
 - `fail`: requests whose path matches `fail_paths` (and method `fail_method`, if set) get
-  HTTP `fail` and no forwarding, the first `fail_times` of them (all, if None).
+  HTTP `fail` and no forwarding, the first `fail_times` of them (all, if None);
+- `head_length`: a HEAD whose path matches `head_paths` is answered with this
+  Content-Length (and `head_type`, if set, as its Content-Type) instead of the registry's.
 Standard library only; runs in a thread; `requests` lists (method, path) of what it saw.
 """
 
@@ -38,10 +40,14 @@ class Lies:
     fail_paths: re.Pattern[str] = REPORT_TAGS
     fail_method: str | None = None
     fail_times: int | None = None
+    head_length: str | None = None
+    head_type: str | None = None
+    head_paths: re.Pattern[str] = REPORT_TAGS
     requests: list[tuple[str, str]] = field(default_factory=list)
 
     def reset(self) -> None:
         self.swap, self.digest_header, self.fail = None, None, None
+        self.head_length, self.head_type = None, None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -99,6 +105,12 @@ class _Handler(BaseHTTPRequestHandler):
             data, media_type = lies.swap
             headers = [("Content-Type", media_type), ("Content-Length", str(len(data))),
                        ("Docker-Content-Digest", f"sha256:{asked[1]}")]
+        if self.command == "HEAD" and lies.head_length is not None and \
+                lies.head_paths.search(path):
+            headers = [(k, v) for k, v in headers
+                       if k.lower() not in ("content-length", "content-type")]
+            headers += [("Content-Length", lies.head_length),
+                        ("Content-Type", lies.head_type or raw.getheader("Content-Type") or "")]
         if lies.digest_header is not None and lies.header_paths.search(path):
             headers = [(k, v) for k, v in headers if k.lower() != "docker-content-digest"]
             headers.append(("Docker-Content-Digest", lies.digest_header))

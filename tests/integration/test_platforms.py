@@ -6,15 +6,17 @@ nothing; a defect that only shows on arm64 fails arm64's verify and moves no tag
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from build_graph.manifest.load import load
-from build_graph.oci.index import INDEX_TYPES
+from build_graph.oci.index import INDEX_TYPES, OCI_MANIFEST
 from build_graph.plan.plan import PlannedTier, plan
 from tests.helpers import REPO
 from tests.integration.conftest import (
@@ -25,6 +27,7 @@ from tests.integration.conftest import (
     output_of,
     pushed,
 )
+from tests.integration.lying_proxy import lying_proxy
 
 pytestmark = pytest.mark.integration
 PLATFORMS = ("linux/amd64", "linux/arm64")
@@ -135,3 +138,28 @@ def test_an_arm64_only_defect_fails_arm64_alone_and_moves_no_tag(ws: Workspace) 
     assert "no aarch64 support" in json.dumps(arm64["probe"])
     # `latest` of every tier names what it named before, for both platforms
     assert {t: index_at(ws.registry, f"quickstart/{t}", "latest")[2] for t in TIERS} == before
+
+
+def test_an_index_is_made_of_the_manifests_bytes_not_a_lying_heads_headers(
+        ws: Workspace, tmp_path: Path) -> None:
+    """HEAD answers for the platform images' hash tags say size 1 and an OCI media type;
+    promote still writes the very index it wrote before (sizes and types of the bytes)."""
+    _, index, digest = index_at(ws.registry, "quickstart/fastext", "latest")
+    deleted = urllib.request.Request(
+        f"http://{ws.registry.address}/v2/quickstart/fastext/manifests/{digest}",
+        method="DELETE")
+    with urllib.request.urlopen(deleted) as response:
+        assert response.status == 202  # latest and py3.11 are gone with it
+    with lying_proxy(ws.registry.address) as (address, lies):
+        copy = tmp_path / "quickstart"
+        shutil.copytree(ws.root, copy, ignore=shutil.ignore_patterns("build"))
+        through = Workspace(copy, ws.registry)
+        through.edit(f'registry = "{ws.registry.address}/quickstart"',
+                     f'registry = "{address}/quickstart"')
+        lies.head_paths = re.compile(r"/quickstart/fastext/manifests/[0-9a-f]{20}$")
+        lies.head_length, lies.head_type = "1", OCI_MANIFEST
+        result = through.doit("promote:fastext")
+        assert result.returncode == 0, result.stdout[-3000:]
+        lied_to = [p for m, p in lies.requests if m == "HEAD" and lies.head_paths.search(p)]
+    assert len(lied_to) >= 2  # both platforms' hash tags were asked, and lied about
+    assert index_at(ws.registry, "quickstart/fastext", "latest")[1:] == (index, digest)
