@@ -1,12 +1,21 @@
 """`python -m build_graph ci --github`: a GitHub Actions workflow that runs the stack on
 many machines, one job per (variant, tier), `needs:` following the tier graph.
 
-Every job runs `doit promote:<tier>[@variant]` against the shared registry and compiler
-cache store named in images.toml; the registry is the truth (README, "Records"), so a job
-finds its parents' images and reports there and rebuilds nothing another job made. A tier
-whose verify needs a GPU (it promises device code and verify.gpu = "required") runs on the
-GPU runner labels. The YAML is written by hand: every scalar is a JSON string (valid YAML),
-so no value can change the document's structure.
+A tier built for the build host only is one job, `doit promote:<tier>[@variant]`. A tier
+built per platform (images.toml `platforms`) is one job per platform image, `doit
+<tier>/<arch>` (that image's build, push and verify, on a runner of that platform: arm64
+jobs on Arm runners), and one promote job for the tier, `doit promote:<tier>`, which waits
+for every platform job of the tier and writes the index: promote is one task per tier (there
+is no `promote:<tier>/arm64`). A platform job waits for its parent's and builder's image of
+the same platform only: it builds on the parent's hash tag, which the parent's platform job
+pushed, not on the parent's human tags.
+
+Every job runs against the shared registry and compiler cache store named in images.toml;
+the registry is the truth (README, "Records"), so a job finds its parents' images and
+reports there and rebuilds nothing another job made. A tier whose verify needs a GPU (it
+promises device code and verify.gpu = "required") runs on the GPU runner labels of its
+platform. The YAML is written by hand: every scalar is a JSON string (valid YAML), so no
+value can change the document's structure.
 """
 
 from __future__ import annotations
@@ -21,13 +30,19 @@ from importlib import metadata
 from build_graph.log import shown
 from build_graph.manifest.expectation import expectation_for
 from build_graph.manifest.model import Stack
-from build_graph.plan.plan import PlannedTier
+from build_graph.oci.platforms import parse_platform
+from build_graph.plan.plan import PlannedTier, groups
 
 _SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # GitHub's rule for secret names
 LOGIN_USER = "_json_key_base64"  # --login-user's default: an Artifact Registry key, base64
 _LOGIN_USER = re.compile(r"[A-Za-z0-9_.@+-]+")
 # Pinned to a commit, not a tag: a tag can be moved to other code (zizmor: unpinned-uses).
 CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683"  # v4.2.2
+# Runner labels of linux/arm64 images' jobs: GitHub's hosted Arm runner builds and verifies
+# them natively (no emulation). No hosted Arm runner has a GPU: an arm64 image whose verify
+# needs one (a Grace host: GH200, GB200) goes to a self-hosted Arm GPU runner by default.
+ARM64_RUNS_ON = ("ubuntu-24.04-arm",)
+ARM64_GPU_RUNS_ON = ("self-hosted", "linux", "ARM64", "gpu")
 
 
 def setup_command() -> str:
@@ -81,9 +96,57 @@ def needs_gpu(stack: Stack, tier: PlannedTier) -> bool:
     return want.wants_gpu and want.gpu_policy == "required"
 
 
+@dataclass(frozen=True)
+class CiJob:
+    """One job (GitHub) or step (Cloud Build): what it runs and the jobs it waits for."""
+
+    key: str  # a tier's key ('base', 'base/arm64'), or a per-platform tier's group key
+    target: str  # the doit task it runs: 'promote:base', 'base/arm64'
+    needs: tuple[str, ...]  # the keys of the jobs it waits for
+    tier: PlannedTier  # its image; for a promote job, the group's first image
+    what: str  # its step's name
+
+    @property
+    def per_platform(self) -> bool:
+        """A platform image's job (build, push, verify): it runs on that platform's runner."""
+        return self.tier.platform is not None and self.key == self.tier.key
+
+
+def ci_jobs(planned: Sequence[PlannedTier]) -> list[CiJob]:
+    """The jobs of a plan, parents first. A host-only tier: one job through promote. A tier
+    built per platform: a job per platform image (`doit <tier>/<arch>`: through verify),
+    waiting for its parent's and builder's images of that platform; then its promote job
+    (`promote:<tier>`, one per tier: it writes the index), waiting for every platform job
+    of the tier and for the parent's promote (promote:<tier> depends on it in doit too)."""
+    by_key = {t.key: t for t in planned}
+    by_group = groups(list(planned))
+    jobs: list[CiJob] = []
+    for tier in planned:
+        after = tuple(dict.fromkeys(k for k in (tier.parent_key, tier.builder_key) if k))
+        if tier.platform is None:
+            jobs.append(CiJob(tier.key, f"promote:{tier.key}", after, tier,
+                              f"build, push, verify, promote {tier.key}"))
+            continue
+        jobs.append(CiJob(tier.key, tier.key, after, tier, f"build, push, verify {tier.key}"))
+        images = by_group[tier.group_key]
+        if tier is images[-1]:  # plan order: a tier's platforms are next to each other
+            parent = [by_key[tier.parent_key].group_key] if tier.parent_key else []
+            jobs.append(CiJob(tier.group_key, f"promote:{tier.group_key}",
+                              (*(t.key for t in images), *parent), images[0],
+                              f"promote {tier.group_key} ("
+                              f"{', '.join(str(t.platform) for t in images)})"))
+    return jobs
+
+
+def is_arm64(tier: PlannedTier) -> bool:
+    return tier.platform is not None and parse_platform(tier.platform).architecture == "arm64"
+
+
 def github_workflow(stack: Stack, planned: Sequence[PlannedTier], manifest: str,
                     runs_on: Sequence[str], gpu_runs_on: Sequence[str], *,
-                    setup: str | None = None, login: Login | None = None) -> str:
+                    setup: str | None = None, login: Login | None = None,
+                    arm64_runs_on: Sequence[str] = ARM64_RUNS_ON,
+                    arm64_gpu_runs_on: Sequence[str] = ARM64_GPU_RUNS_ON) -> str:
     q = json.dumps
     host = stack.registry.split("/", 1)[0]
     # The login's docker config lives in the job's temp folder, which the runner empties
@@ -106,7 +169,9 @@ def github_workflow(stack: Stack, planned: Sequence[PlannedTier], manifest: str,
         f"# Written by `python -m build_graph ci --github` from {shown(manifest)}; "
         "regenerate it",
         "# after adding or removing tiers. One job per (variant, tier); needs: follow the",
-        "# tier graph; every job promotes its tier against the shared registry.",
+        "# tier graph; every job promotes its tier against the shared registry. A tier built",
+        "# per platform: a job per platform image (build, push, verify on that platform's",
+        "# runner), then one job that promotes the tier (one index per human tag).",
         f"name: {q('images: ' + stack.name)}",
         "\"on\":",
         "  push:",
@@ -119,12 +184,22 @@ def github_workflow(stack: Stack, planned: Sequence[PlannedTier], manifest: str,
         f"  contents: {q('read')}",
         "jobs:",
     ]
-    for tier in planned:
-        labels = gpu_runs_on if needs_gpu(stack, tier) else runs_on
-        after = needs(tier)  # GitHub's schema refuses an empty needs: list
+    for job in ci_jobs(planned):
+        tier = job.tier
+        gpu = needs_gpu(stack, tier)
+        if job.per_platform and is_arm64(tier):
+            labels = arm64_gpu_runs_on if gpu else arm64_runs_on
+        elif job.per_platform or tier.platform is None:
+            labels = gpu_runs_on if gpu else runs_on
+        else:
+            # A per-platform tier's promote verifies nothing itself: its platform jobs
+            # stored their reports (a CPU runner counts a GPU runner's), and it writes the
+            # index from the registry alone.
+            labels = runs_on
+        after = [job_id(k) for k in job.needs]  # GitHub's schema refuses an empty needs: list
         lines += [
-            f"  {job_id(tier.key)}:",
-            f"    name: {q(tier.key)}",
+            f"  {job_id(job.key)}:",
+            f"    name: {q(job.key)}",
             f"    runs-on: [{', '.join(q(label) for label in labels)}]",
             *([f"    needs: [{', '.join(q(n) for n in after)}]"] if after else []),
             "    steps:",
@@ -135,8 +210,8 @@ def github_workflow(stack: Stack, planned: Sequence[PlannedTier], manifest: str,
             *login_steps,
             f"      - name: {q('set up build-graph')}",
             f"        run: {q(setup or setup_command())}",
-            f"      - name: {q('build, push, verify, promote ' + tier.key)}",
+            f"      - name: {q(job.what)}",
             *config_env,
-            f"        run: {q(f'.venv/bin/doit {target} promote:{tier.key}')}",
+            f"        run: {q(f'.venv/bin/doit {target} {job.target}')}",
         ]
     return "\n".join(lines) + "\n"

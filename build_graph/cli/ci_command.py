@@ -7,7 +7,13 @@ import argparse
 import sys
 
 from build_graph.cli import cloudbuild
-from build_graph.cli.ci import LOGIN_USER, Login, github_workflow
+from build_graph.cli.ci import (
+    ARM64_GPU_RUNS_ON,
+    ARM64_RUNS_ON,
+    LOGIN_USER,
+    Login,
+    github_workflow,
+)
 from build_graph.errors import EXIT_CONFIG, BuildGraphError
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
@@ -21,7 +27,8 @@ class CiOptionError(BuildGraphError):
 # cloudbuild_config, whose own defaults apply to what is not given); None: not given.
 _CLOUD_BUILD = {"--step-image": "step_image", "--machine-type": "machine_type",
                 "--timeout-hours": "hours", "--service-account": "service_account"}
-_GITHUB = {"--login-secret": "login_secret", "--login-user": "login_user"}
+_GITHUB = {"--login-secret": "login_secret", "--login-user": "login_user",
+           "--arm64-runs-on": "arm64_runs_on", "--arm64-gpu-runs-on": "arm64_gpu_runs_on"}
 
 
 def document(args: argparse.Namespace) -> str:
@@ -43,7 +50,9 @@ def document(args: argparse.Namespace) -> str:
     except ValueError as exc:
         raise CiOptionError(str(exc)) from None
     return github_workflow(stack, plan(stack), str(args.manifest), args.runs_on,
-                           args.gpu_runs_on, setup=args.setup, login=login)
+                           args.gpu_runs_on, setup=args.setup, login=login,
+                           arm64_runs_on=args.arm64_runs_on or ARM64_RUNS_ON,
+                           arm64_gpu_runs_on=args.arm64_gpu_runs_on or ARM64_GPU_RUNS_ON)
 
 
 def _refuse_the_other_engines(args: argparse.Namespace) -> None:

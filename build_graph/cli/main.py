@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from build_graph import settings
-from build_graph.cli.ci import LOGIN_USER
+from build_graph.cli.ci import ARM64_GPU_RUNS_ON, ARM64_RUNS_ON, LOGIN_USER
 from build_graph.cli.cloudbuild import DEFAULT_HOURS, DEFAULT_MACHINE, STEP_IMAGE
 from build_graph.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, DeletesRefused, run_cli
 from build_graph.fs import write_if_changed
@@ -232,6 +232,13 @@ def parser() -> argparse.ArgumentParser:
     ci.add_argument("--gpu-runs-on", nargs="+", default=["self-hosted", "gpu"],
                     metavar="LABEL", help="runner labels of tiers whose verify needs a GPU "
                     "(default: self-hosted gpu)")
+    ci.add_argument("--arm64-runs-on", nargs="+", metavar="LABEL",
+                    help="GitHub: runner labels of linux/arm64 images' jobs (default: "
+                         f"{' '.join(ARM64_RUNS_ON)}, GitHub's hosted Arm runner)")
+    ci.add_argument("--arm64-gpu-runs-on", nargs="+", metavar="LABEL",
+                    help="GitHub: runner labels of linux/arm64 images whose verify needs a "
+                         "GPU (default: " + " ".join(ARM64_GPU_RUNS_ON) + "; GitHub hosts no "
+                         "Arm runner with a GPU: a self-hosted Grace machine, say)")
     ci.add_argument("--setup", metavar="COMMAND",
                     help="the set-up command of a fresh runner (default: a .venv with "
                          "build-graph==<this version> from the runner's package index)")

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -13,7 +16,7 @@ from build_graph.cli import main as cli
 from build_graph.cli.ci import job_id
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
-from tests.helpers import REPO
+from tests.helpers import MINIMAL, REPO, write_manifest
 
 
 @pytest.mark.parametrize("manifest", [REPO / "images.toml",
@@ -142,3 +145,148 @@ def test_the_set_up_says_when_the_runners_python_is_too_old(tmp_path: Path) -> N
     assert result.returncode == 1
     assert result.stderr.strip() == ("build-graph needs Python >= 3.11 on the runner; python3 "
                                      "here is Python 3.10.12")
+
+
+# A tier built per platform: a job per platform image, then one promote job per tier.
+TWO = '["linux/amd64", "linux/arm64"]'
+QUICKSTART_TIERS = ["builder", "fastext", "base", "training", "runner"]
+
+
+def two_platform_quickstart(tmp_path: Path) -> Path:
+    """The quickstart with `platforms = ["linux/amd64", "linux/arm64"]` in [stack]."""
+    folder = tmp_path / "quickstart"
+    shutil.copytree(REPO / "examples" / "quickstart", folder,
+                    ignore=shutil.ignore_patterns("build"))
+    manifest = folder / "images.toml"
+    registry = 'registry = "127.0.0.1:5000/quickstart"\n'
+    text = manifest.read_text()
+    assert registry in text
+    manifest.write_text(text.replace(registry, f"{registry}platforms = {TWO}\n", 1))
+    return manifest
+
+
+def workflow_of(manifest: Path, tmp_path: Path, *extra: str) -> dict[str, Any]:
+    out = tmp_path / "images.yml"
+    assert cli.main(["ci", "--github", "--manifest", str(manifest), "--output", str(out),
+                     *extra]) == 0
+    jobs: dict[str, Any] = yaml.safe_load(out.read_text())["jobs"]
+    return jobs
+
+
+def doit_command(manifest: Path, target: str) -> str:
+    return f".venv/bin/doit {shlex.quote(f'manifest={manifest}')} {target}"
+
+
+def test_a_two_platform_stack_has_a_job_per_image_and_a_promote_job_per_tier(
+        tmp_path: Path) -> None:
+    manifest = two_platform_quickstart(tmp_path)
+    jobs = workflow_of(manifest, tmp_path)
+    assert list(jobs) == [job for tier in QUICKSTART_TIERS
+                          for job in (f"{tier}-amd64", f"{tier}-arm64", tier)]
+    # A platform image waits for its parent's and builder's images of its platform only
+    # (it builds on the parent's hash tag, which that job pushed); a tier's promote waits
+    # for all its platforms and for its parent's promote.
+    assert {job: spec.get("needs") for job, spec in jobs.items()} == {
+        "builder-amd64": None, "builder-arm64": None,
+        "builder": ["builder-amd64", "builder-arm64"],
+        "fastext-amd64": ["builder-amd64"], "fastext-arm64": ["builder-arm64"],
+        "fastext": ["fastext-amd64", "fastext-arm64"],
+        "base-amd64": ["fastext-amd64"], "base-arm64": ["fastext-arm64"],
+        "base": ["base-amd64", "base-arm64", "fastext"],
+        "training-amd64": ["base-amd64"], "training-arm64": ["base-arm64"],
+        "training": ["training-amd64", "training-arm64", "base"],
+        "runner-amd64": ["training-amd64"], "runner-arm64": ["training-arm64"],
+        "runner": ["runner-amd64", "runner-arm64", "training"]}
+    for tier in QUICKSTART_TIERS:
+        for arch, labels in (("amd64", ["ubuntu-latest"]), ("arm64", ["ubuntu-24.04-arm"])):
+            job = jobs[f"{tier}-{arch}"]
+            assert job["name"] == f"{tier}/{arch}" and job["runs-on"] == labels
+            assert job["steps"][-1]["run"] == doit_command(manifest, f"{tier}/{arch}")
+            assert job["steps"][-1]["name"] == f"build, push, verify {tier}/{arch}"
+        promote = jobs[tier]
+        assert promote["name"] == tier and promote["runs-on"] == ["ubuntu-latest"]
+        assert promote["steps"][-1]["run"] == doit_command(manifest, f"promote:{tier}")
+    custom = workflow_of(manifest, tmp_path, "--runs-on", "x86", "--arm64-runs-on",
+                         "self-hosted", "arm")
+    assert {job: spec["runs-on"] for job, spec in custom.items()} == {
+        job: (["self-hosted", "arm"] if job.endswith("-arm64") else ["x86"]) for job in custom}
+
+
+def test_every_doit_target_of_the_workflow_and_the_cloud_build_is_a_task(
+        tmp_path: Path) -> None:
+    """What `doit list --all` shows for the stack, through dodo.py: `promote:base/arm64`
+    does not exist, so no job may run it."""
+    manifest = two_platform_quickstart(tmp_path)
+    jobs = workflow_of(manifest, tmp_path)
+    targets = [job["steps"][-1]["run"].split()[-1] for job in jobs.values()]
+    build = tmp_path / "cloudbuild.yaml"
+    assert cli.main(["ci", "--cloudbuild", "--manifest", str(manifest), "--output",
+                     str(build)]) == 0
+    steps = yaml.safe_load(build.read_text())["steps"]
+    step_targets = [step["args"][-1].split()[-1] for step in steps
+                    if step["args"][-1].startswith(".venv/bin/doit ")]
+    planned = plan(load(manifest))
+    expected = {*(t.key for t in planned), *(f"promote:{t.group_key}" for t in planned)}
+    assert set(targets) == set(step_targets) == expected
+    assert len(targets) == len(step_targets) == len(expected)  # each once
+    listed = subprocess.run([sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"),
+                             f"manifest={manifest}", "list", "--all"], capture_output=True,
+                            text=True, check=True, cwd=REPO, timeout=120)
+    tasks = {line.split()[0] for line in listed.stdout.splitlines() if line.strip()}
+    assert expected <= tasks, expected - tasks
+    assert "promote:base/arm64" not in tasks
+
+
+def test_arm64_images_that_need_a_gpu_go_to_arm_gpu_runners(tmp_path: Path) -> None:
+    manifest = write_manifest(tmp_path, MINIMAL.replace(
+        'registry = "127.0.0.1:5000/demo"',
+        f'registry = "127.0.0.1:5000/demo"\nplatforms = {TWO}') + '\n[gpu]\narch_list = ["9.0"]\n')
+    jobs = workflow_of(manifest, tmp_path, "--gpu-runs-on", "self-hosted", "h100")
+    assert {job: spec["runs-on"] for job, spec in jobs.items()} == {
+        "base-amd64": ["self-hosted", "h100"],
+        "base-arm64": ["self-hosted", "linux", "ARM64", "gpu"],  # no hosted Arm GPU runner
+        # promote verifies nothing itself: the platform jobs stored their reports
+        "base": ["ubuntu-latest"]}
+    jobs = workflow_of(manifest, tmp_path, "--arm64-gpu-runs-on", "self-hosted", "gh200")
+    assert jobs["base-arm64"]["runs-on"] == ["self-hosted", "gh200"]
+
+
+def test_a_host_only_tier_beside_a_per_platform_one_keeps_its_one_job(tmp_path: Path) -> None:
+    manifest = write_manifest(tmp_path, MINIMAL + f"""
+[tiers.multi]
+from = "debian:bookworm-slim"
+template = "python-runtime.Dockerfile.j2"
+platforms = {TWO}
+""")
+    jobs = workflow_of(manifest, tmp_path)
+    assert list(jobs) == ["base", "multi-amd64", "multi-arm64", "multi"]
+    assert jobs["base"]["name"] == "base" and "needs" not in jobs["base"]
+    assert jobs["base"]["steps"][-1] == {"name": "build, push, verify, promote base",
+                                         "run": doit_command(manifest, "promote:base")}
+    assert jobs["multi"]["needs"] == ["multi-amd64", "multi-arm64"]
+
+
+def test_the_two_platform_workflow_is_valid_for_github_and_clean_under_zizmor(
+        tmp_path: Path) -> None:
+    manifest = two_platform_quickstart(tmp_path)
+    workflow = tmp_path / "repo" / ".github" / "workflows" / "images.yml"
+    workflow.parent.mkdir(parents=True)
+    assert cli.main(["ci", "--github", "--manifest", str(manifest), "--output",
+                     str(workflow), "--login-secret", "REGISTRY_KEY"]) == 0
+    schema = subprocess.run([_tool("check-jsonschema"), "--builtin-schema",
+                             "vendor.github-workflows", str(workflow)],
+                            capture_output=True, text=True, check=False)
+    assert schema.returncode == 0, schema.stdout + schema.stderr
+    lint = subprocess.run([_tool("zizmor"), "--offline", "--no-progress",
+                           str(tmp_path / "repo")], capture_output=True, text=True, check=False)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    assert "No findings to report" in lint.stdout + lint.stderr
+
+
+@pytest.mark.parametrize("option", ["--arm64-runs-on", "--arm64-gpu-runs-on"])
+def test_the_arm64_runner_options_are_githubs_only(
+        option: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "ci.yml"
+    assert cli.main(["ci", "--cloudbuild", "--manifest", str(REPO / "images.toml"),
+                     "--output", str(out), option, "arm"]) == 2
+    assert not out.exists() and f"{option}: an option for GitHub" in capsys.readouterr().err

@@ -13,7 +13,8 @@ from google.cloud.devtools.cloudbuild_v1.types import Build
 from google.protobuf import json_format
 
 from build_graph.cli import main as cli
-from build_graph.cli.cloudbuild import step_id
+from build_graph.cli.ci import ci_jobs
+from build_graph.cli.cloudbuild import BINFMT_IMAGE, EMULATION_STEP, step_id
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
 from tests.helpers import REPO, write_manifest
@@ -35,12 +36,17 @@ def test_cloud_build_parses_the_config_and_its_steps_are_the_plan(manifest: Path
                                                                   tmp_path: Path) -> None:
     data, build = config(tmp_path, manifest)
     planned = plan(load(manifest))
+    jobs = ci_jobs(planned)
     ids = [step.id for step in build.steps]
-    assert ids == ["set up build-graph", *(step_id(t.key) for t in planned)]
+    # Stacks with linux/arm64 images (examples/cuda/grace.toml) register QEMU first.
+    emulation = [EMULATION_STEP] if any(t.platform == "linux/arm64" for t in planned) else []
+    assert ids == ["set up build-graph", *emulation, *(step_id(j.key) for j in jobs)]
     for before, step in zip(ids, build.steps[1:], strict=False):
         assert list(step.wait_for) == [before]  # one doit run per stack at a time
-    for tier, step in zip(planned, build.steps[1:], strict=True):
-        assert step.args[-1].endswith(f" promote:{tier.key}")
+    for job, step in zip(jobs, build.steps[1 + len(emulation):], strict=True):
+        assert step.args[-1].endswith(f" {job.target}")
+        assert job.target in {f"promote:{t.group_key}" for t in planned} | {
+            t.key for t in planned if t.platform}
     host = load(manifest).registry.split("/")[0]
     assert f"gcloud auth configure-docker {host} --quiet" in build.steps[0].args[-1]
     assert build.timeout.seconds == 12 * 3600
@@ -115,3 +121,40 @@ def test_the_first_step_names_a_tool_the_step_image_lacks(tmp_path: Path) -> Non
                             capture_output=True, text=True, check=False)
     assert result.returncode == 1
     assert "the step image has no docker: pass ci --step-image IMAGE" in result.stderr
+
+
+def test_a_two_platform_stack_registers_emulation_then_builds_each_platform_then_promotes(
+        tmp_path: Path) -> None:
+    """Cloud Build's workers are amd64: arm64 images build under QEMU, registered by a
+    privileged binfmt step before any image; each tier: its platforms, then its promote."""
+    manifest = write_manifest(tmp_path, """
+        [stack]
+        name = "demo"
+        registry = "us-docker.pkg.dev/seeds/gpu"
+        platforms = ["linux/amd64", "linux/arm64"]
+
+        [versions]
+        python = "3.11"
+
+        [tiers.base]
+        from = "debian:bookworm-slim"
+        template = "python-runtime.Dockerfile.j2"
+
+        [tiers.app]
+        parent = "base"
+        template = "training.Dockerfile.j2"
+        """)
+    _, build = config(tmp_path, manifest)
+    ids = [step.id for step in build.steps]
+    assert ids == ["set up build-graph", EMULATION_STEP, "base-amd64", "base-arm64", "base",
+                   "app-amd64", "app-arm64", "app"]
+    emulation = build.steps[1]
+    assert emulation.entrypoint == "docker"
+    assert list(emulation.args) == ["run", "--privileged", "--rm", BINFMT_IMAGE, "--install",
+                                    "arm64"]
+    assert [list(step.wait_for) for step in build.steps[1:]] == [[i] for i in ids[:-1]]
+    assert [step.args[-1].split()[-1] for step in build.steps[2:]] == [
+        "base/amd64", "base/arm64", "promote:base", "app/amd64", "app/arm64", "promote:app"]
+    # A stack of the build host's platform only has no emulation step.
+    _, host_only = config(tmp_path, REPO / "examples" / "quickstart" / "images.toml")
+    assert EMULATION_STEP not in {step.id for step in host_only.steps}
