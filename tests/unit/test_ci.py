@@ -153,7 +153,8 @@ QUICKSTART_TIERS = ["builder", "fastext", "base", "training", "runner"]
 
 
 def two_platform_quickstart(tmp_path: Path) -> Path:
-    """The quickstart with `platforms = ["linux/amd64", "linux/arm64"]` in [stack]."""
+    """The quickstart with `platforms = ["linux/amd64", "linux/arm64"]` in [stack], from
+    the two-platform seed (a local-only image serves one platform: refused), pinned."""
     folder = tmp_path / "quickstart"
     shutil.copytree(REPO / "examples" / "quickstart", folder,
                     ignore=shutil.ignore_patterns("build"))
@@ -161,7 +162,11 @@ def two_platform_quickstart(tmp_path: Path) -> Path:
     registry = 'registry = "127.0.0.1:5000/quickstart"\n'
     text = manifest.read_text()
     assert registry in text
-    manifest.write_text(text.replace(registry, f"{registry}platforms = {TWO}\n", 1))
+    text = text.replace(registry, f"{registry}platforms = {TWO}\n", 1)
+    manifest.write_text(text.replace('"debian:{debian}-slim"',
+                                     '"127.0.0.1:5000/seed/debian:{debian}-slim"'))
+    (folder / "images.lock").write_text(
+        '[from]\n"127.0.0.1:5000/seed/debian:bookworm-slim" = "sha256:' + "1" * 64 + '"\n')
     return manifest
 
 
