@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -36,6 +37,7 @@ class Expectation:
     # say so and its code run as that machine (None: the build host's, not checked)
     platform: str | None = None
     machine: str | None = None  # what `uname -m` says in it ('aarch64'), with `platform`
+    pip_check_allow: tuple[str, ...] = ()  # normalized names whose pip check lines pass
 
     @property
     def wants_gpu(self) -> bool:
@@ -73,4 +75,10 @@ def expectation(chain: list[VerifySpec], variant: VariantSpec) -> Expectation:
         max_size_bytes=next((s.max_size_bytes for s in reversed(chain) if s.max_size_bytes),
                             None),
         smoke=tuple(cmd for spec in chain for cmd in spec.smoke),
-        gpu_policy="optional" if policy == "optional" else "required")
+        gpu_policy="optional" if policy == "optional" else "required",
+        pip_check_allow=tuple(sorted({_normal(n) for s in chain for n in s.pip_check_allow})))
+
+
+def _normal(name: str) -> str:
+    """A distribution name as PEP 503 compares them."""
+    return re.sub(r"[-_.]+", "-", name).lower()

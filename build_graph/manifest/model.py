@@ -99,6 +99,7 @@ class VerifySpec:
     # is upstream's prebuilt wheel; the promise is about the libraries this stack compiles)
     torch_archs: bool = True
     gpu: str | None = None  # "required" or "optional"; None inherits (default "required")
+    pip_check_allow: tuple[str, ...] = ()  # distributions whose pip check lines are accepted
 
 
 @dataclass(frozen=True)

@@ -271,6 +271,7 @@ def _resolve_verify(spec: schema.Verify, versions: Mapping[str, str],
                       archs=spec.archs,
                       max_size_bytes=size, smoke=tuple(spec.smoke),
                       cuda_libraries=tuple(spec.cuda_libraries), gpu=spec.gpu,
+                      pip_check_allow=tuple(spec.pip_check_allow),
                       torch_archs=spec.torch_archs)
 
 

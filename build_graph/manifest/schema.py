@@ -96,6 +96,9 @@ class Verify(Strict):
     conda: bool = False
     single_python: bool = True
     pip_check: bool = True
+    # distributions whose `pip check` complaints are known and accepted (an upstream wheel
+    # whose WHEEL tag pip does not know, say); inherited down the tier chain
+    pip_check_allow: list[Name] = Field(default_factory=list)
     packages: dict[Name, Text] = Field(default_factory=dict)
     archs: bool = True
     torch_archs: bool = True

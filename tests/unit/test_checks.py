@@ -237,3 +237,24 @@ def test_prebuilt_torch_is_left_out_of_the_arch_promise_when_asked(tmp_path: Pat
     assert "torch arch list" not in found  # upstream's list, not this stack's promise
     assert found["archs in _ops.so"].status == "fail"  # the compiled library still is
     assert "missing SASS 9.0, PTX 9.0" in found["archs in _ops.so"].actual
+
+
+def test_pip_check_allow_accepts_only_the_named_distributions_lines(tmp_path: Path) -> None:
+    text = GPU_STACK.replace(
+        'packages = { setuptools = ">=70", torch = "==2.7.0" }',
+        'packages = { setuptools = ">=70", torch = "==2.7.0" }\n'
+        'pip_check_allow = ["nvidia_cusparselt.cu13"]')
+    want = expectation_for(load_text(tmp_path, text).variants[0], "child")  # inherited
+    assert want.pip_check_allow == ("nvidia-cusparselt-cu13",)
+    upstream = "nvidia-cusparselt-cu13 0.8.0 is not supported on this platform"
+    allowed = {r.name: r for r in evaluate(want, probe(pip_check={"ok": False,
+                                                                    "output": upstream}))}
+    assert allowed["pip check"].status == "pass"
+    assert upstream in allowed["pip check"].actual
+    broken = f"{upstream}\ntorchvision 0.22.0 has requirement torch==2.7.0, but you have 2.6.0."
+    found = {r.name: r for r in evaluate(want, probe(pip_check={"ok": False, "output": broken}))}
+    assert found["pip check"].status == "fail"
+    assert found["pip check"].actual.startswith("torchvision 0.22.0 has requirement")
+    plain = _want(tmp_path)  # nothing allowed: the upstream line fails as before
+    assert {r.name: r for r in evaluate(plain, probe(pip_check={
+        "ok": False, "output": upstream}))}["pip check"].status == "fail"
