@@ -1,8 +1,9 @@
 """A multi-platform tag's bytes: the image index referring to one verified image per platform.
 
-Made here from what the registry said about each platform's hash tag (digest, size, media
-type: registry/api.py checked them at the door), deterministically: the same platform
-images give the same bytes, so the same digest, on every runner. That is how a fresh runner
+Made here from each platform image's manifest as read by digest (its bytes hashed at the
+door, registry/api.py; size and media type those of the bytes: stages/promote.py's
+entry_of), deterministically: the same platform images give the same bytes, so the same
+digest, on every runner. That is how a fresh runner
 tells that a human tag already names the index it would write, without reading it back.
 
 Docker's manifest list when every platform image is a Docker manifest (what `docker push`
