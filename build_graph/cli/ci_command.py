@@ -12,10 +12,13 @@ from build_graph.cli.ci import (
     ARM64_RUNS_ON,
     LOGIN_USER,
     Login,
+    ci_jobs,
     github_workflow,
+    job_id,
 )
-from build_graph.errors import EXIT_CONFIG, BuildGraphError
+from build_graph.errors import EXIT_CONFIG, BuildGraphError, ConfigError, ConfigIssue
 from build_graph.manifest.load import load
+from build_graph.manifest.model import Stack
 from build_graph.plan.plan import plan
 
 
@@ -35,6 +38,7 @@ def document(args: argparse.Namespace) -> str:
     """The workflow or the Cloud Build config for `args.manifest`."""
     _refuse_the_other_engines(args)
     stack = load(args.manifest)
+    _refuse_twin_ids(stack)
     if args.cloudbuild:
         given = {dest: getattr(args, dest) for dest in _CLOUD_BUILD.values()
                  if getattr(args, dest) is not None}
@@ -62,3 +66,15 @@ def _refuse_the_other_engines(args: argparse.Namespace) -> None:
         engine, them = ("--github", "Cloud Build") if args.github else ("--cloudbuild", "GitHub")
         raise CiOptionError(f"{', '.join(wrong)}: an option for {them}, not {engine}; "
                             "drop it or write the other engine's config")
+
+
+def _refuse_twin_ids(stack: Stack) -> None:
+    """Two jobs whose ids come out the same ('base/arm64' and a tier named 'base-arm64')
+    would make one file with a job twice: refused, naming both."""
+    seen: dict[str, str] = {}
+    for job in ci_jobs(plan(stack)):
+        taken = seen.setdefault(job_id(job.key), job.key)
+        if taken != job.key:
+            raise ConfigError([ConfigIssue(stack.manifest, "tiers", f"{taken!r} and "
+                                           f"{job.key!r} would both be the CI job "
+                                           f"{job_id(job.key)!r}; rename one of the tiers")])

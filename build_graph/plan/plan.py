@@ -16,7 +16,7 @@ from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.layout import TierFolder
 from build_graph.manifest.expectation import Expectation, expectation_for
 from build_graph.manifest.model import Source, Stack, TierSpec, VariantSpec
-from build_graph.oci.platforms import host_platform, parse_platform
+from build_graph.oci.platforms import parse_platform
 from build_graph.plan.context import ContextError, context_files, source_files
 from build_graph.plan.hashing import content_hash, file_digest
 from build_graph.plan.lock import LOCAL, Lock, lock_path, pinned_image, read_lock
@@ -115,10 +115,11 @@ def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier
     parent = done[(tier.parent, platform)] if tier.parent else None
     builder = done[(tier.compile.builder, platform)] if tier.compile else None
     pin = lock.images.get(str(tier.from_image)) if parent is None else None
-    if pin == LOCAL and platform is not None and not _host_only(tier.platforms):
+    if pin == LOCAL and platform is not None:
         raise ConfigError([ConfigIssue(lock_path(stack.manifest), f'from."{tier.from_image}"',
             f"{tier.from_image} exists only in this Docker daemon ({LOCAL!r}): one image of "
-            f"one platform, and tiers.{tier.name} is built for {', '.join(tier.platforms)}; "
+            f"one platform, and tiers.{tier.name} is built per platform "
+            f"({', '.join(tier.platforms)}); "
             "name a `from` image in a registry that holds each platform (an index, as "
             "debian, ubuntu and nvidia/cuda are; `scripts/services.sh arm64` puts "
             "127.0.0.1:5000/seed/debian:bookworm-slim in the loopback registry)")])
@@ -172,12 +173,6 @@ def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier
         expect=replace(expectation_for(variant, tier.name), platform=platform,
                        machine=parse_platform(platform).machine if platform else None),
         inputs=inputs)
-
-
-def _host_only(platforms: tuple[str, ...]) -> bool:
-    """A declared list of exactly the build host's platform (a local image serves it)."""
-    host = host_platform()
-    return host is not None and platforms == (host.text,)
 
 
 def _short(text: str) -> str:

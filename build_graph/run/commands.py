@@ -131,7 +131,11 @@ class TierInfo(Info):  # type: ignore[misc]
         if errors:
             return _could_not_ask(errors)
         if not pending:
-            out.write("Up to date: built, pushed, verified and promoted; a run does nothing.\n")
+            promoted = any(name.startswith("promote:") for name in facts.get("tasks") or [
+                "promote:"])
+            out.write("Up to date: built, pushed, verified and promoted; a run does nothing.\n"
+                      if promoted else "Up to date: built, pushed and verified (its tier's "
+                      f"index: doit info {task.name.rsplit('/', 1)[0]}).\n")
             return 0
         out.write(f"A run would {', '.join(stage for stage, _ in pending)}:\n")
         for stage, stage_task in pending:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from build_graph.errors import BuildFailed, UntrustedAnswer
 from build_graph.log import log, progress, shown
 from build_graph.oci.digest import Digest, parse_digest
-from build_graph.oci.index import Entry, Index, build_index
+from build_graph.oci.index import OCI_MANIFEST, Entry, Index, build_index
 from build_graph.oci.platforms import parse_platform
 from build_graph.oci.refs import Presence, parse_ref
 from build_graph.plan.plan import PlannedTier
@@ -94,7 +94,7 @@ def copy_manifest(tier: PlannedTier, digest: Digest, tags: tuple[str, ...],
 
 # A tier built per platform: one index per human tag, of every platform's verified image.
 
-_ENTRIES: dict[tuple[str, Digest], Entry] = {}  # (repository, digest) -> its checked entry
+_ENTRIES: dict[tuple[str, Digest, str | None], Entry] = {}  # checked entries, per platform
 
 
 def entry_of(image: PlannedTier, digest: Digest) -> Entry:
@@ -103,7 +103,7 @@ def entry_of(image: PlannedTier, digest: Digest) -> Entry:
     bytes, never a HEAD's headers; the manifest must be one image, and its config must
     state the platform the entry will claim. Read once per process (a digest's bytes never
     change)."""
-    key = (image.repository, digest)
+    key = (image.repository, digest, image.platform)
     if key in _ENTRIES:
         return _ENTRIES[key]
     assert image.platform is not None  # planned so: images of a tier built per platform
@@ -119,7 +119,8 @@ def entry_of(image: PlannedTier, digest: Digest) -> Entry:
     if config is None:
         raise UntrustedAnswer(f"{image.repository}@{digest} ({image.key}) is an index, not "
                               "one platform's image: no index refers to it")
-    if body.get("mediaType", manifest.media_type) != manifest.media_type:
+    # Docker's schema 2 requires the field; only an OCI manifest may leave it out.
+    if body.get("mediaType", OCI_MANIFEST) != manifest.media_type:
         raise UntrustedAnswer(f"{image.repository}@{digest} was served as "
                               f"{manifest.media_type} but says it is {body.get('mediaType')}")
     stated = json.loads(api.get_blob(ref, config))

@@ -255,6 +255,9 @@ def test_pip_check_allow_accepts_only_the_named_distributions_lines(tmp_path: Pa
     found = {r.name: r for r in evaluate(want, probe(pip_check={"ok": False, "output": broken}))}
     assert found["pip check"].status == "fail"
     assert found["pip check"].actual.startswith("torchvision 0.22.0 has requirement")
+    missing = "nvidia-cusparselt-cu13 0.8.0 requires nvidia-foo, which is not installed."
+    still = {r.name: r for r in evaluate(want, probe(pip_check={"ok": False, "output": missing}))}
+    assert still["pip check"].status == "fail"  # only the unknown-tag line is accepted
     plain = _want(tmp_path)  # nothing allowed: the upstream line fails as before
     assert {r.name: r for r in evaluate(plain, probe(pip_check={
         "ok": False, "output": upstream}))}["pip check"].status == "fail"

@@ -295,3 +295,13 @@ def test_the_arm64_runner_options_are_githubs_only(
     assert cli.main(["ci", "--cloudbuild", "--manifest", str(REPO / "images.toml"),
                      "--output", str(out), option, "arm"]) == 2
     assert not out.exists() and f"{option}: an option for GitHub" in capsys.readouterr().err
+
+
+def test_a_tier_whose_job_id_another_platform_job_takes_is_refused(tmp_path: Path) -> None:
+    manifest = two_platform_quickstart(tmp_path)
+    manifest.write_text(manifest.read_text() + '\n[tiers.base-arm64]\nparent = "base"\n'
+                        'template = "training.Dockerfile.j2"\nplatforms = ["linux/amd64"]\n')
+    out = tmp_path / "images.yml"
+    assert cli.main(["ci", "--github", "--manifest", str(manifest), "--output",
+                     str(out)]) == 2
+    assert not out.exists()

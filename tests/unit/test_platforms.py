@@ -246,9 +246,12 @@ def test_a_from_image_only_this_daemon_has_cannot_serve_two_platforms(tmp_path: 
     assert issue.file.name == "images.lock" and issue.key == 'from."debian:bookworm-slim"'
     assert "exists only in this Docker daemon" in issue.message
     host = host_platform()
-    assert host is not None  # the build host's platform alone: a local image serves it
+    assert host is not None  # even the host's own platform alone: built per platform
     manifest.write_text(STACK.replace(TWO, f'["{host.text}"]'))
-    assert next(p.key for p in plan(load(manifest))) == f"base/{host.short}"
+    with pytest.raises(ConfigError):
+        plan(load(manifest))
+    manifest.write_text(STACK.replace(f"platforms = {TWO}\n", ""))  # the host's, as before
+    assert [p.key for p in plan(load(manifest))] == ["base", "app"]
 
 
 def test_a_gpu_required_arm64_tier_is_told_who_can_verify_it(tmp_path: Path) -> None:
