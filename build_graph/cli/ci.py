@@ -86,11 +86,6 @@ def job_id(key: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "-", key)
 
 
-def needs(tier: PlannedTier) -> list[str]:
-    """The tiers a tier's job waits for: its parent and the builder of its compile."""
-    return [job_id(k) for k in dict.fromkeys([tier.parent_key, tier.builder_key]) if k]
-
-
 def needs_gpu(stack: Stack, tier: PlannedTier) -> bool:
     want = expectation_for(stack.variant(tier.spec.variant), tier.spec.name)
     return want.wants_gpu and want.gpu_policy == "required"

@@ -19,7 +19,7 @@ from build_graph.cli.ci import (
 from build_graph.errors import EXIT_CONFIG, BuildGraphError, ConfigError, ConfigIssue
 from build_graph.manifest.load import load
 from build_graph.manifest.model import Stack
-from build_graph.plan.plan import plan
+from build_graph.plan.plan import PlannedTier, plan
 
 
 class CiOptionError(BuildGraphError):
@@ -38,11 +38,12 @@ def document(args: argparse.Namespace) -> str:
     """The workflow or the Cloud Build config for `args.manifest`."""
     _refuse_the_other_engines(args)
     stack = load(args.manifest)
-    _refuse_twin_ids(stack)
+    planned = plan(stack)
+    _refuse_twin_ids(stack, planned)
     if args.cloudbuild:
         given = {dest: getattr(args, dest) for dest in _CLOUD_BUILD.values()
                  if getattr(args, dest) is not None}
-        text = cloudbuild.cloudbuild_config(stack, plan(stack), str(args.manifest),
+        text = cloudbuild.cloudbuild_config(stack, planned, str(args.manifest),
                                             setup=args.setup, **given)
         note = cloudbuild.cache_note(stack)
         if note:
@@ -53,7 +54,7 @@ def document(args: argparse.Namespace) -> str:
                  if args.login_secret else None)
     except ValueError as exc:
         raise CiOptionError(str(exc)) from None
-    return github_workflow(stack, plan(stack), str(args.manifest), args.runs_on,
+    return github_workflow(stack, planned, str(args.manifest), args.runs_on,
                            args.gpu_runs_on, setup=args.setup, login=login,
                            arm64_runs_on=args.arm64_runs_on or ARM64_RUNS_ON,
                            arm64_gpu_runs_on=args.arm64_gpu_runs_on or ARM64_GPU_RUNS_ON)
@@ -68,11 +69,11 @@ def _refuse_the_other_engines(args: argparse.Namespace) -> None:
                             "drop it or write the other engine's config")
 
 
-def _refuse_twin_ids(stack: Stack) -> None:
+def _refuse_twin_ids(stack: Stack, planned: list[PlannedTier]) -> None:
     """Two jobs whose ids come out the same ('base/arm64' and a tier named 'base-arm64')
     would make one file with a job twice: refused, naming both."""
     seen: dict[str, str] = {}
-    for job in ci_jobs(plan(stack)):
+    for job in ci_jobs(planned):
         taken = seen.setdefault(job_id(job.key), job.key)
         if taken != job.key:
             raise ConfigError([ConfigIssue(stack.manifest, "tiers", f"{taken!r} and "

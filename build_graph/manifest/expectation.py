@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Literal
+
+from packaging.utils import canonicalize_name
 
 from build_graph.gpu.archs import parse_target, split_arch_list
 from build_graph.manifest.model import VariantSpec, VerifySpec
@@ -76,9 +77,5 @@ def expectation(chain: list[VerifySpec], variant: VariantSpec) -> Expectation:
                             None),
         smoke=tuple(cmd for spec in chain for cmd in spec.smoke),
         gpu_policy="optional" if policy == "optional" else "required",
-        pip_check_allow=tuple(sorted({_normal(n) for s in chain for n in s.pip_check_allow})))
-
-
-def _normal(name: str) -> str:
-    """A distribution name as PEP 503 compares them."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+        pip_check_allow=tuple(sorted({canonicalize_name(n) for s in chain
+                                      for n in s.pip_check_allow})))

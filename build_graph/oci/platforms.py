@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import platform as host
 from dataclasses import dataclass
+from typing import Any
 
 from build_graph.errors import did_you_mean
 
@@ -59,6 +60,18 @@ def parse_platform(text: str) -> Platform:
         raise ValueError(f"{text!r}: write {_ALIASES[text]!r} (Docker's name for it)")
     raise ValueError(f"{text!r} is not a platform this tool builds for"
                      f"{did_you_mean(text, SUPPORTED)}; supported: {', '.join(SUPPORTED)}")
+
+
+def stated_platform(document: Any) -> str | None:
+    """'linux/arm64' from what an image config, or an index entry's `platform` object,
+    states: its `os` and `architecture` (Go's GOOS/GOARCH; a `variant` such as arm64's 'v8'
+    is left out, as parse_platform does); None when either is missing or not a plain name."""
+    if not isinstance(document, dict):
+        return None
+    names = [document.get("os"), document.get("architecture")]
+    if not all(isinstance(n, str) and n and "/" not in n for n in names):
+        return None
+    return "/".join(str(n) for n in names)
 
 
 def host_platform() -> Platform | None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from build_graph.errors import RegistryError, UntrustedAnswer
 from build_graph.oci.digest import Digest, parse_digest
+from build_graph.oci.platforms import stated_platform
 from build_graph.oci.refs import Presence, Ref, parse_ref
 from build_graph.oci.retention import Image, Repository, tag_kind
 from build_graph.registry import api
@@ -46,16 +47,14 @@ def _with_entries(ref: Ref) -> Image:
     index as an image manifest would otherwise hide the index's entries, and `prune --yes`
     could delete the platform images `latest` refers to. Human tags are few and manifests
     are small, so the extra GET per human tag costs little."""
-    answer = api.head_manifest(ref)
-    if answer.presence is Presence.ERROR:
-        raise RegistryError(answer.error or f"{ref.host}: no answer about {ref.reference}")
-    if answer.digest is None:
-        return Image(None, problem=f"{ref.reference} was listed but is gone")
+    head = _digest_only(ref)
+    if head.digest is None:
+        return head
     try:
-        body: Any = json.loads(api.get_manifest(ref.at(str(answer.digest))).body)
+        body: Any = json.loads(api.get_manifest(ref.at(str(head.digest))).body)
     except (UntrustedAnswer, ValueError) as exc:
-        return Image(answer.digest, problem=f"its manifest could not be read ({exc})")
-    return human_tag_image(answer.digest, body)
+        return Image(head.digest, problem=f"its manifest could not be read ({exc})")
+    return human_tag_image(head.digest, body)
 
 
 def human_tag_image(digest: Digest, body: Any) -> Image:
@@ -135,19 +134,7 @@ def _from_config(ref: Ref, digest: Digest, config: Digest,
     labels = (config_data.get("config") or {}).get("Labels") or {}
     stack = labels.get(STACK_LABEL) if isinstance(labels, dict) else None
     return Image(digest, created, layers, stack=stack if isinstance(stack, str) else None,
-                 platform=config_platform(config_data))
-
-
-def config_platform(config: Any) -> str | None:
-    """'linux/arm64' from an image config's `os` and `architecture` (Go's GOOS/GOARCH; a
-    `variant` such as arm64's 'v8' is left out, as oci/platforms.py does); None when either
-    is missing or not a plain name."""
-    if not isinstance(config, dict):
-        return None
-    names = [config.get("os"), config.get("architecture")]
-    if not all(isinstance(n, str) and n and "/" not in n for n in names):
-        return None
-    return "/".join(str(n) for n in names)
+                 platform=stated_platform(config_data))
 
 
 def _timestamp(text: str) -> datetime.datetime:

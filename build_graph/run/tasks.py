@@ -184,23 +184,27 @@ class StackTasks:
     def _group_task(self, key: str, images: list[PlannedTier]) -> DoitTask:
         """`doit <tier>` of a tier built per platform: every platform, then the index."""
         first = images[0]
-        platforms = ", ".join(str(t.platform) for t in images)
         parent = self.by_key[first.parent_key].group_key if first.parent_key else None
         tasks = [f"{stage}:{t.key}" for t in images for stage in STAGES if stage != "promote"]
 
         def each(fn: Callable[[PlannedTier], list[str]]) -> list[str]:
             return [f"{t.key}: {line}" for t in images for line in fn(t)]
 
-        doc = f"{self.describe(first).split(' (')[0]} ({platforms}: one index per human tag)"
-        return {"basename": key, "actions": None, "task_dep": [f"promote:{key}"], "doc": doc,
+        return {"basename": key, "actions": None, "task_dep": [f"promote:{key}"],
+                "doc": self._group_doc(images),
                 "meta": {"tier": {
                     "key": key, "base": f"on {parent}" if parent else
                     f"from {first.spec.from_image}",
-                    "summary": f"{self._summary(first)}; {platforms}",
+                    "summary": f"{self._summary(first)}; "
+                               + ", ".join(str(t.platform) for t in images),
                     "description": first.spec.description or first.spec.name,
                     "tasks": [*tasks, f"promote:{key}"],
                     "changes": partial(each, explain.changes),
                     "registry": partial(each, self.registry_holds)}}}
+
+    def _group_doc(self, images: list[PlannedTier]) -> str:
+        platforms = ", ".join(str(t.platform) for t in images)
+        return f"{self.describe(images[0]).split(' (')[0]} ({platforms}: one index per human tag)"
 
     def registry_holds(self, tier: PlannedTier) -> list[str]:
         return account.registry_holds(tier, self.holdings)
@@ -211,7 +215,7 @@ class StackTasks:
             for key, images in self.groups.items():
                 task = (self._promote_index(images) if images[0].platform
                         else self._promote(images[0]))
-                doc = (self._group_task(key, images)["doc"] if images[0].platform
+                doc = (self._group_doc(images) if images[0].platform
                        else self.describe(images[0]))
                 yield {"basename": name, "name": key, "doc": doc, **task}
             return
@@ -273,17 +277,15 @@ class StackTasks:
         verify_first = {image.key: partial(verify_stage.verify, image, self.holdings)
                         for image in images}
         return {"actions": [action("promote", first, promote.promote_index, images,
-                                   self.holdings, verify_first, folder=self.group_folder(first),
-                                   key=first.group_key)],
+                                   self.holdings, verify_first, key=first.group_key,
+                                   # the tier's own folder, above its platforms': the log
+                                   folder=self.stack.build_folder.tier(first.spec.variant,
+                                                                       first.spec.name))],
                 "task_dep": deps,
                 "uptodate": [Condition(
                     f"every human tag ({', '.join(first.human_tags) or 'none'}) names the "
                     f"index of the verified images of {', '.join(str(i.platform) for i in images)}",
                     promote.index_promoted, images, self.holdings)]}
-
-    def group_folder(self, tier: PlannedTier) -> TierFolder:
-        """The tier's own folder, above its platforms' (its promote log goes there)."""
-        return self.stack.build_folder.tier(tier.spec.variant, tier.spec.name)
 
     def _promote(self, tier: PlannedTier) -> DoitTask:
         deps = [f"verify:{tier.key}"]
@@ -296,4 +298,3 @@ class StackTasks:
                     f"every human tag ({', '.join(tier.human_tags) or 'none'}) names the "
                     "verified digest in the registry",
                     promote.promoted, tier, self.holdings)]}
-

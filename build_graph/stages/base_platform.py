@@ -18,6 +18,7 @@ from functools import cache
 from build_graph.errors import BuildFailed, BuildGraphError
 from build_graph.log import progress
 from build_graph.oci.digest import parse_digest
+from build_graph.oci.platforms import stated_platform
 from build_graph.oci.refs import parse_ref
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry import api
@@ -49,7 +50,11 @@ def platforms_of(reference: str) -> frozenset[str]:
     ref = parse_ref(reference)
     body = json.loads(api.get_manifest(ref).body)
     if "manifests" in body:
-        return frozenset(f"{m['platform']['os']}/{m['platform']['architecture']}"
-                         for m in body["manifests"] if isinstance(m.get("platform"), dict))
-    config = json.loads(api.get_blob(ref, parse_digest(body["config"]["digest"])))
-    return frozenset({f"{config['os']}/{config['architecture']}"})
+        stated = [stated_platform(m["platform"]) for m in body["manifests"]
+                  if isinstance(m.get("platform"), dict)]
+    else:
+        stated = [stated_platform(json.loads(api.get_blob(
+            ref, parse_digest(body["config"]["digest"]))))]
+    if None in stated:
+        raise ValueError("an image or index entry that states no os/architecture")
+    return frozenset(p for p in stated if p)

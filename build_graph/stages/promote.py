@@ -16,7 +16,7 @@ from build_graph.errors import BuildFailed, UntrustedAnswer
 from build_graph.log import log, progress, shown
 from build_graph.oci.digest import Digest, parse_digest
 from build_graph.oci.index import OCI_MANIFEST, Entry, Index, build_index
-from build_graph.oci.platforms import parse_platform
+from build_graph.oci.platforms import parse_platform, stated_platform
 from build_graph.oci.refs import Presence, parse_ref
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry import api
@@ -123,8 +123,7 @@ def entry_of(image: PlannedTier, digest: Digest) -> Entry:
     if body.get("mediaType", OCI_MANIFEST) != manifest.media_type:
         raise UntrustedAnswer(f"{image.repository}@{digest} was served as "
                               f"{manifest.media_type} but says it is {body.get('mediaType')}")
-    stated = json.loads(api.get_blob(ref, config))
-    said = f"{stated.get('os')}/{stated.get('architecture')}"
+    said = stated_platform(json.loads(api.get_blob(ref, config))) or "unstated-platform"
     if said != platform.text:
         raise UntrustedAnswer(f"{image.repository}@{digest} ({image.key}) is a {said} image, "
                               f"not {platform.text}: no index will call it that")
@@ -170,6 +169,7 @@ def promote_index(images: list[PlannedTier], holdings: Availability,
     runner moves meanwhile changes nothing it says."""
     first = images[0]
     digests: list[Digest] = []
+    gpus: list[str] = []
     for image in images:
         probe = holdings.require(image.image)
         if probe.digest is None:
@@ -179,11 +179,13 @@ def promote_index(images: list[PlannedTier], holdings: Availability,
             log(f"[{image.key}] {image.image} names {probe.digest}, which has no passing "
                 "report yet: verifying it first")
             verify_first[image.key]()
-        if trust.passing_report(image, probe.digest, holdings, fresh=True) is None:
+        report = trust.passing_report(image, probe.digest, holdings, fresh=True)
+        if report is None:
             raise BuildFailed(f"{first.group_key}: {image.image} ({probe.digest}, "
                               f"{image.platform}) has no passing verify report; human tags "
                               "stay where they were, for every platform")
         digests.append(probe.digest)
+        gpus.append(shown(report.get("gpu", "")))
     index = index_of(images, digests)
     moving = tuple(t for t in first.human_tags
                    if _tag_digest(first, t, holdings, fresh=True) != index.digest)
@@ -195,8 +197,6 @@ def promote_index(images: list[PlannedTier], holdings: Availability,
             holdings.forget(first.human_ref(name))
         log(f"[{first.group_key}] {first.repository}:{name} -> {index.digest} (an index of "
             f"{', '.join(str(i.platform) for i in images)})")
-    gpus = [shown(trust.passing_report(i, d, holdings).get("gpu", ""))  # type: ignore[union-attr]
-            for i, d in zip(images, digests, strict=True)]
     for image, gpu in zip(images, gpus, strict=True):
         if not gpu.startswith(("passed", "not applicable")):
             progress(f"[{image.key}] promoted with GPU {gpu} (verify.gpu = \"optional\")")

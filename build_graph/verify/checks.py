@@ -6,9 +6,10 @@ in CHECKS. A check that cannot be judged says 'not checked' with the reason, nev
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
+
+from packaging.utils import canonicalize_name
 
 from build_graph.manifest.expectation import Expectation
 from build_graph.verify.device import (
@@ -121,7 +122,7 @@ _UNSUPPORTED = "is not supported on this platform"
 def _pip_name(line: str) -> str:
     """The distribution a `pip check` line is about ('nvidia-cusparselt-cu13 0.8.0 is not
     supported on this platform'), PEP 503-normalized."""
-    return re.sub(r"[-_.]+", "-", line.split()[0]).lower() if line.split() else ""
+    return canonicalize_name(line.split()[0]) if line.split() else ""
 
 
 def check_packages(want: Expectation, probe: dict[str, Any]) -> list[Result]:

@@ -214,7 +214,7 @@ def test_builds_of_an_unknown_platform_are_ranked_among_themselves() -> None:
 
 
 def test_the_platform_is_the_configs_os_and_architecture() -> None:
-    from build_graph.registry.catalog import config_platform
+    from build_graph.oci.platforms import stated_platform as config_platform
 
     assert config_platform({"os": "linux", "architecture": "arm64", "variant": "v8"}) == \
         "linux/arm64"
