@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -49,6 +51,14 @@ def one_error(folder: Path, text: str, key: str) -> str:
     matching = [e for e in config_errors(folder, text) if e.startswith(f"{key}: ")]
     assert len(matching) == 1, matching
     return matching[0]
+
+
+def doit(manifest: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`doit` on `manifest`, from the repository root (where pyproject.toml registers the
+    commands); `list` without --status asks neither Docker nor the registry."""
+    return subprocess.run([sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"),
+                           f"manifest={manifest}", *args], capture_output=True, text=True,
+                          check=False, cwd=REPO, timeout=120)
 
 
 def summary_rows(text: str) -> dict[str, list[str]]:

@@ -58,16 +58,21 @@ def _tool(name: str) -> str:
 @pytest.mark.parametrize("manifest", SHIPPED, ids=lambda p: p.parent.name)
 def test_the_workflow_is_valid_for_github_and_clean_under_zizmor(manifest: Path,
                                                                  tmp_path: Path) -> None:
-    workflow = tmp_path / ".github" / "workflows" / "images.yml"
+    assert_valid_for_github(manifest, tmp_path)
+
+
+def assert_valid_for_github(manifest: Path, repo: Path) -> None:
+    """The workflow written to `repo`/.github/workflows passes GitHub's schema and zizmor.
+    With the login step: its secret reaches the step as an environment variable only."""
+    workflow = repo / ".github" / "workflows" / "images.yml"
     workflow.parent.mkdir(parents=True)
-    # With the login step: its secret reaches the step as an environment variable only.
     assert cli.main(["ci", "--github", "--manifest", str(manifest), "--output",
                      str(workflow), "--login-secret", "REGISTRY_KEY"]) == 0
     schema = subprocess.run([_tool("check-jsonschema"), "--builtin-schema",
                              "vendor.github-workflows", str(workflow)],
                             capture_output=True, text=True, check=False)
     assert schema.returncode == 0, schema.stdout + schema.stderr
-    lint = subprocess.run([_tool("zizmor"), "--offline", "--no-progress", str(tmp_path)],
+    lint = subprocess.run([_tool("zizmor"), "--offline", "--no-progress", str(repo)],
                           capture_output=True, text=True, check=False)
     assert lint.returncode == 0, lint.stdout + lint.stderr
     assert "No findings to report" in lint.stdout + lint.stderr
@@ -273,19 +278,7 @@ platforms = {TWO}
 
 def test_the_two_platform_workflow_is_valid_for_github_and_clean_under_zizmor(
         tmp_path: Path) -> None:
-    manifest = two_platform_quickstart(tmp_path)
-    workflow = tmp_path / "repo" / ".github" / "workflows" / "images.yml"
-    workflow.parent.mkdir(parents=True)
-    assert cli.main(["ci", "--github", "--manifest", str(manifest), "--output",
-                     str(workflow), "--login-secret", "REGISTRY_KEY"]) == 0
-    schema = subprocess.run([_tool("check-jsonschema"), "--builtin-schema",
-                             "vendor.github-workflows", str(workflow)],
-                            capture_output=True, text=True, check=False)
-    assert schema.returncode == 0, schema.stdout + schema.stderr
-    lint = subprocess.run([_tool("zizmor"), "--offline", "--no-progress",
-                           str(tmp_path / "repo")], capture_output=True, text=True, check=False)
-    assert lint.returncode == 0, lint.stdout + lint.stderr
-    assert "No findings to report" in lint.stdout + lint.stderr
+    assert_valid_for_github(two_platform_quickstart(tmp_path), tmp_path / "repo")
 
 
 @pytest.mark.parametrize("option", ["--arm64-runs-on", "--arm64-gpu-runs-on"])

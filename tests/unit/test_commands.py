@@ -6,11 +6,9 @@ registers the commands); `list` without --status asks neither Docker nor the reg
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.helpers import MINIMAL, REPO, one_error, write_manifest
+from tests.helpers import MINIMAL, doit, one_error, write_manifest
 
 STACK = MINIMAL + """
 [tiers.app]
@@ -18,12 +16,6 @@ parent = "base"
 template = "training.Dockerfile.j2"
 description = "the app"
 """
-
-
-def doit(manifest: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"),
-                           f"manifest={manifest}", *args], capture_output=True, text=True,
-                          check=False, cwd=REPO, timeout=120)
 
 
 def test_list_is_one_line_per_tier(tmp_path: Path) -> None:

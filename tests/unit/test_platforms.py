@@ -4,8 +4,6 @@ keys and hashes, and the index a human tag names."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +21,15 @@ from build_graph.oci.index import (
 )
 from build_graph.oci.platforms import Platform, parse_platform
 from build_graph.plan.plan import groups, plan
-from tests.helpers import MINIMAL, REPO, config_errors, load_text, one_error, write_manifest
+from tests.helpers import (
+    MINIMAL,
+    REPO,
+    config_errors,
+    doit,
+    load_text,
+    one_error,
+    write_manifest,
+)
 
 TWO = '["linux/amd64", "linux/arm64"]'
 STACK = MINIMAL.replace('registry = "127.0.0.1:5000/demo"',
@@ -161,12 +167,6 @@ compile = {{ builder = "builder", script = "c.sh.j2" }}
     assert key_fields(amd) == ("demo", "ext", "default@linux-amd64")
     folder = stack.build_folder.ccache("default", "ext", "linux/arm64")
     assert folder.name == "ext@linux-arm64"
-
-
-def doit(manifest: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"),
-                           f"manifest={manifest}", *args], capture_output=True, text=True,
-                          check=False, cwd=REPO, timeout=120)
 
 
 def test_doit_list_shows_each_platform_and_one_promote_per_tier(tmp_path: Path) -> None:
