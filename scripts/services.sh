@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Start (or stop) the real parts the quickstart and the tests use, idempotently:
-#   - a Docker engine, if none answers (no bridge network: containers use the host's)
+#   - a Docker engine, if none answers: a current one from Debian's archive in the containerd
+#     image store (scripts/engine.sh; BUILD_GRAPH_STORE=classic for the classic store); `up`
+#     prints the exports (DOCKER_HOST, PATH) that point clients at it, for prepare.sh to eval
 #   - a CNCF distribution registry on 127.0.0.1:${REGISTRY_PORT:-5000}
 #   - fake-gcs-server (a GCS emulator) on 127.0.0.1:${GCS_PORT:-4443}
 #   - debian:bookworm-slim, seeded with debootstrap only when it cannot be pulled
@@ -37,15 +39,19 @@ wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
   done
 }
 
-docker_up() {
-  if docker info >/dev/null 2>&1; then return 0; fi
-  apt_install docker.io
-  log "starting dockerd (no bridge, host networking)"
-  # No bridge: this machine may use no private-range addresses (shared/ENVIRONMENT.md).
-  setsid dockerd --bridge=none --iptables=false --ip-masq=false \
-    >"$state/dockerd.log" 2>&1 < /dev/null &
-  echo $! >"$state/dockerd.pid"
-  wait_for 60 dockerd docker info
+docker_up() {  # prints the exports that point docker-py and the CLI at the engine in use
+  if [ -n "${DOCKER_HOST:-}" ] || docker info >/dev/null 2>&1; then
+    # The user's own engine (DOCKER_HOST, or the default socket answers): used as it is.
+    log "using the Docker engine that answers: $(docker version --format 'Docker Engine {{.Server.Version}} (API {{.Server.APIVersion}}, floor {{.Server.MinAPIVersion}})' 2>&1 | head -1)," \
+        "$(docker info --format '{{range .DriverStatus}}{{if eq (index . 0) "driver-type"}}containerd image store{{end}}{{end}}' 2>/dev/null | grep . || echo 'classic image store')"
+    return 0
+  fi
+  # None answers: a current engine from Debian's archive (scripts/engine.sh), in the store
+  # fresh installs get (containerd) unless BUILD_GRAPH_STORE=classic.
+  "$here/scripts/engine.sh" up "${BUILD_GRAPH_STORE:-containerd}"
+  local exports; exports=$("$here/scripts/engine.sh" env)
+  eval "$exports"
+  echo "$exports"
 }
 
 registry_up() {
@@ -310,9 +316,9 @@ case "${1:-up}" in
     log "up" ;;
   arm64) docker_up; registry_up; gcs_up; seed_debian; arm64_up ;;
   # binfmt registrations are the kernel's, shared by everything on the host: down leaves them.
-  down) stop_pid gcs; stop_pid registry; stop_pid dockerd; log "down" ;;
+  down) stop_pid gcs; stop_pid registry; "$here/scripts/engine.sh" down; log "down" ;;
   status)
-    docker info >/dev/null 2>&1 && echo "docker: up" || echo "docker: down"
+    "$here/scripts/engine.sh" status
     curl -fsS "http://127.0.0.1:$registry_port/v2/" >/dev/null 2>&1 && echo "registry: up" || echo "registry: down"
     curl -fsS "http://127.0.0.1:$gcs_port/storage/v1/b" >/dev/null 2>&1 && echo "gcs: up" || echo "gcs: down"
     arm64_status ;;

@@ -17,12 +17,14 @@ from typing import IO, TYPE_CHECKING
 
 from build_graph.docker.connection import (
     client,
+    daemon_info,
     short_error,
 )
 from build_graph.errors import BuildFailed, RegistryError, UntrustedAnswer
 from build_graph.log import last_output, log
 from build_graph.oci import problems
 from build_graph.oci.digest import Digest, parse_digest
+from build_graph.oci.platforms import stated_platform
 from build_graph.oci.refs import registry_of
 
 # docker-py (and requests under it) is imported on first use: a no-op run whose records
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     pass
 
 _STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)")
+_STATUS_DIGEST = re.compile(r"^\S+: digest: (\S+) size: \d+$")
 
 PUSH_ATTEMPTS = 3
 _SERVER_ERROR = re.compile(r"\bHTTP status: 5\d\d\b|\b5\d\d (?:Internal Server Error|Bad Gateway|"
@@ -48,13 +51,19 @@ def split_ref(ref: str) -> tuple[str, str]:
 
 def local_digest(ref: str) -> str | None:
     """For a local image: the registry digest it was pulled with (RepoDigests), or '' when
-    it has none (built or imported here); None when the daemon has no such image."""
+    it has none (built or imported here); None when the daemon has no such image.
+
+    The containerd image store gives every image a RepoDigests entry, pulled or not (a
+    `docker load`ed or imported image names its own manifest digest there, which no
+    registry holds), so there a local copy proves nothing about any registry: ''."""
     import docker.errors
 
     try:
         image = client().images.get(ref)
     except docker.errors.ImageNotFound:
         return None
+    if containerd_store():
+        return ""
     repo = split_ref(ref)[0]
     for entry in image.attrs.get("RepoDigests") or []:
         name, _, digest = str(entry).partition("@")
@@ -113,9 +122,14 @@ def build(context: IO[bytes], tag: str, *, name: str,
     return image_id
 
 
-def push(ref: str) -> Digest:
-    """Push `ref`; returns the manifest digest the registry reported (parsed: it is the
-    registry's word relayed by the daemon). Raises RegistryError naming the registry.
+def push(ref: str) -> Digest | None:
+    """Push `ref`; returns the digest the daemon says it pushed (parsed), None when its
+    stream named none. Only a note: the digest that counts is the one the registry holds
+    under the tag (stages/push.py asks it). Raises RegistryError naming the registry.
+
+    The daemon says the digest in one of two ways: the classic image store in an `aux`
+    record, the containerd image store (Docker 29's default) only in a status line
+    '<tag>: digest: sha256:... size: N'; both are read, neither is required.
 
     A 5xx from the registry is retried (PUSH_ATTEMPTS in all, backing off): two runners
     pushing the same layers at once can make a registry fail one upload (distribution 2.8
@@ -132,7 +146,7 @@ def push(ref: str) -> Digest:
     raise AssertionError("unreachable")
 
 
-def _push_once(ref: str) -> Digest:
+def _push_once(ref: str) -> Digest | None:
     import docker.errors
 
     repo, tag = split_ref(ref)
@@ -148,15 +162,14 @@ def _push_once(ref: str) -> Digest:
             aux = chunk.get("aux") or {}
             if "Digest" in aux:
                 digest = parse_digest(aux["Digest"])
+            elif digest is None and (said := _STATUS_DIGEST.match(str(chunk.get("status")))):
+                digest = parse_digest(said[1])
     except docker.errors.APIError as exc:
         raise RegistryError(f"push of {ref} to the registry {host} failed: "
                             f"{short_error(exc)}; {problems.hint(host)}") from None
     except ValueError as exc:
         raise UntrustedAnswer(f"push of {ref}: the registry {host} answered a digest that "
                               f"is not one: {exc}") from None
-    if digest is None:
-        raise RegistryError(f"push of {ref} reported no digest; check the registry {host}'s "
-                            "logs")
     return digest
 
 
@@ -179,10 +192,37 @@ def pull(ref: str, platform: str | None = None) -> None:
                             ) from None
 
 
-def image_size(ref: str) -> int | None:
-    """The local image's size in bytes (as `docker images` reports it)."""
-    size = client().images.get(ref).attrs.get("Size")
-    return int(size) if size is not None else None
+def image_size(ref: str, platform: str | None = None) -> int | None:
+    """The local image's uncompressed size in bytes: what `docker images` shows on the
+    classic store (the sum of its unpacked layers), on every store. The containerd image
+    store's own `Size` is compressed content (fastext: 167 MB there, 227 MB unpacked), so
+    there the platform image's `ImageData.Size.Unpacked` is read (API 1.48+, `manifests=1`).
+    None when the daemon cannot say (an older API on the containerd store)."""
+    attrs = client().images.get(ref).attrs
+    if not containerd_store():
+        size = attrs.get("Size")
+        return int(size) if size is not None else None
+    api = client().api  # a requests session: the daemon's own URL scheme, its adapters
+    answer = api.get(f"{api.base_url}/v{api.api_version}/images/{ref}/json",
+                     params={"manifests": "1"})
+    if answer.status_code != 200:
+        return None
+    detail = answer.json()
+    want = platform or f"{attrs.get('Os', '?')}/{attrs.get('Architecture', '?')}"
+    for entry in detail.get("Manifests") or []:
+        data = entry.get("ImageData") or {}
+        if entry.get("Kind") == "image" and stated_platform(data.get("Platform")) == want:
+            unpacked = (data.get("Size") or {}).get("Unpacked")
+            return int(unpacked) if isinstance(unpacked, int) else None
+    return None
+
+
+def containerd_store() -> bool:
+    """Whether the daemon keeps images in the containerd image store (Docker 29's default
+    for fresh installs) rather than the classic graph drivers: its /info says so."""
+    status = daemon_info().get("DriverStatus") or []
+    return any(isinstance(row, list) and row[:1] == ["driver-type"] and
+               "containerd.snapshotter" in str(row[1:]) for row in status)
 
 
 def ensure_local(ref: str, platform: str | None = None) -> None:

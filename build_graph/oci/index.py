@@ -18,14 +18,19 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from build_graph.oci.contents import (
+    DOCKER_LIST,
+    DOCKER_MANIFEST,
+    INDEX_TYPES,
+    OCI_INDEX,
+    OCI_MANIFEST,
+    Descriptor,
+)
 from build_graph.oci.digest import Digest
 from build_graph.oci.platforms import Platform
 
-OCI_INDEX = "application/vnd.oci.image.index.v1+json"
-DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
-DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
-OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-INDEX_TYPES = (OCI_INDEX, DOCKER_LIST)
+__all__ = ["DOCKER_LIST", "DOCKER_MANIFEST", "INDEX_TYPES", "OCI_INDEX", "OCI_MANIFEST",
+           "Entry", "Index", "build_index"]
 
 
 @dataclass(frozen=True)
@@ -45,9 +50,12 @@ class Index:
     digest: Digest
 
 
-def build_index(entries: Sequence[Entry]) -> Index:
-    """The index of `entries`, in their order (images.toml's order of platforms).
-    ValueError for an entry that is itself an index, or two entries of one platform."""
+def build_index(entries: Sequence[Entry], attestations: Sequence[Descriptor] = ()) -> Index:
+    """The index of `entries`, in their order (images.toml's order of platforms), then the
+    `attestations` about them (BuildKit's provenance, as its own index had them: platform
+    `unknown/unknown`, so no runtime pulls one; engines old and new skip them). ValueError
+    for an entry that is itself an index, two entries of one platform, or an attestation
+    about no entry."""
     platforms = [e.platform for e in entries]
     if len(set(platforms)) != len(platforms):
         raise ValueError(f"two images of one platform: {', '.join(p.text for p in platforms)}")
@@ -56,13 +64,19 @@ def build_index(entries: Sequence[Entry]) -> Index:
             raise ValueError(f"{entry.digest} ({entry.platform.text}) is a "
                              f"{entry.media_type or 'manifest of no stated kind'}, not one "
                              "platform's image manifest")
-    docker = all(e.media_type == DOCKER_MANIFEST for e in entries)
+    digests = {e.digest for e in entries}
+    for attestation in attestations:
+        if attestation.about not in digests:
+            raise ValueError(f"the attestation {attestation.digest} is about "
+                             f"{attestation.about}, which is no entry of this index")
+    docker = not attestations and all(e.media_type == DOCKER_MANIFEST for e in entries)
     media_type = DOCKER_LIST if docker else OCI_INDEX
     document = {
         "schemaVersion": 2,
         "mediaType": media_type,
-        "manifests": [{"mediaType": e.media_type, "digest": str(e.digest), "size": e.size,
-                       "platform": e.platform.index_entry()} for e in entries],
+        "manifests": [*({"mediaType": e.media_type, "digest": str(e.digest), "size": e.size,
+                         "platform": e.platform.index_entry()} for e in entries),
+                      *(a.entry() for a in attestations)],
     }
     body = json.dumps(document, indent=2, sort_keys=True).encode() + b"\n"
     return Index(body, media_type, Digest.of(body))

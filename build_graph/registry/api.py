@@ -14,7 +14,8 @@ import urllib.parse
 from dataclasses import dataclass
 
 from build_graph.errors import BuildGraphError, DeletesRefused, UntrustedAnswer
-from build_graph.oci import problems
+from build_graph.oci import contents, problems
+from build_graph.oci.contents import Contents
 from build_graph.oci.digest import Digest, maybe_digest
 from build_graph.oci.refs import MANIFEST_TYPES, Answer, Presence, Ref
 from build_graph.registry.transport import Response, blob_response, client
@@ -96,6 +97,17 @@ def get_manifest(ref: Ref) -> Manifest:
                 f"the registry {ref.host} served other bytes for {ref.repository}@{claimed} "
                 f"(the digest {what}): they hash to {actual}; refusing them")
     return Manifest(response.body, _media_type(ref, response), actual)
+
+
+def read_contents(ref: Ref) -> Contents:
+    """What `ref` names (oci/contents.py), from its manifest's bytes hashed at the door.
+    UntrustedAnswer when the bytes are no image manifest or index."""
+    manifest = get_manifest(ref)
+    try:
+        return contents.parse(manifest.body, manifest.media_type, manifest.digest)
+    except ValueError as exc:
+        raise UntrustedAnswer(f"the registry {ref.host} holds {_where(ref)} as something "
+                              f"that is not an image: {exc}") from None
 
 
 def put_manifest(ref: Ref, body: bytes, media_type: str) -> Digest:

@@ -28,6 +28,8 @@ TIMEOUT_S = 30.0
 _RETRYABLE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
 READ_ATTEMPTS = 3
 _TRANSIENT = frozenset({500, 502, 503, 504})
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+MAX_REDIRECTS = 5
 TOKENS = auth.Tokens()
 
 
@@ -74,6 +76,8 @@ class Client:
                 if auth is not None:
                     sent = {**sent, "Authorization": auth}
                     response = self._send(method, url, sent, body, limit)
+            if method in ("GET", "HEAD") and response.status in REDIRECTS:
+                response = self._follow(method, url, sent, response, limit)
             # A read that met a registry failing for a moment (distribution 2.8 answered 500
             # to a manifest read while a racing runner wrote the same tag) is asked again;
             # writes are not, and the last answer is returned as it is.
@@ -82,6 +86,26 @@ class Client:
                 return response
             time.sleep(0.25 * attempt)
         raise AssertionError("unreachable")
+
+    def _follow(self, method: str, url: str, headers: dict[str, str], response: Response,
+                limit: int | None) -> Response:
+        """A read the registry redirected, as the distribution spec allows (blobs sent to
+        object storage, with a signed URL): followed on this host with our headers, on any
+        other host (scheme, host and port compared) with none, so our credentials never
+        reach a storage server. At most MAX_REDIRECTS hops."""
+        origin = f"{hosts.scheme(self.host)}://{self.host}"
+        here = f"{origin}{url}"
+        for _ in range(MAX_REDIRECTS):
+            location = response.headers.get("location")
+            if response.status not in REDIRECTS or not location:
+                return response
+            here = urllib.parse.urljoin(here, location)
+            parts = urllib.parse.urlsplit(here)
+            if f"{parts.scheme}://{parts.netloc}" != origin:
+                return elsewhere(method, here, {}, limit=limit)
+            path = parts.path + (f"?{parts.query}" if parts.query else "")
+            response = self._send(method, path, headers, None, limit)
+        return response
 
     def _send(self, method: str, url: str, headers: dict[str, str],
               body: bytes | None, limit: int | None = None) -> Response:
@@ -139,37 +163,47 @@ def client(host: str) -> Client:
         return _clients.setdefault(host, Client(host))
 
 
-def fetch(url: str, headers: dict[str, str] | None = None, redirects: int = 5) -> tuple[int, bytes]:
-    """GET an absolute URL (a token service, a blob's storage redirect); follows redirects.
+def fetch(url: str, headers: dict[str, str] | None = None, redirects: int = MAX_REDIRECTS
+          ) -> tuple[int, bytes]:
+    """GET an absolute URL (a token service); follows redirects without `headers`.
     Raises RegistryError, in words, when the host cannot be reached."""
+    response = elsewhere("GET", url, headers or {}, redirects=redirects)
+    return response.status, response.body
+
+
+def elsewhere(method: str, url: str, headers: dict[str, str], *, limit: int | None = None,
+              redirects: int = MAX_REDIRECTS) -> Response:
+    """`method` on an absolute URL another host serves (a token realm, a blob's storage), on
+    a connection of its own; redirects are followed with no headers at all: a storage
+    redirect is a signed URL, and nothing of ours (credentials above all) goes further."""
     parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https"):
+        raise UntrustedAnswer(f"a registry sent us to {url[:200]!r}, which is no HTTP URL")
     cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     try:  # a URL a registry named (a realm, a redirect) may be malformed: that is its error
         conn = cls(parts.netloc, timeout=TIMEOUT_S)
     except (ValueError, http.client.HTTPException) as exc:
         raise problems.unreachable(parts.netloc, exc) from None
     try:
-        conn.request("GET", parts.path + (f"?{parts.query}" if parts.query else ""),
-                     headers=headers or {})
+        conn.request(method, parts.path + (f"?{parts.query}" if parts.query else ""),
+                     headers=headers)
         raw = conn.getresponse()
-        body = raw.read()
-        location = raw.getheader("Location")
+        body = raw.read() if limit is None else raw.read(limit + 1)
+        answer = Response(raw.status, {k.lower(): v for k, v in raw.getheaders()}, body)
     except (OSError, ValueError, http.client.HTTPException) as exc:
         raise problems.unreachable(parts.netloc, exc) from None
     finally:
         conn.close()
-    if raw.status in (301, 302, 303, 307, 308) and location and redirects > 0:
-        # Storage redirects are signed URLs: the registry's credentials do not follow.
-        return fetch(urllib.parse.urljoin(url, location), None, redirects - 1)
-    return raw.status, body
+    if limit is not None and len(body) > limit:
+        raise UntrustedAnswer(f"{parts.netloc} answered {url[:120]} with more than {limit} "
+                              "bytes; refusing it")
+    location = answer.headers.get("location")
+    if answer.status in REDIRECTS and location and redirects > 0:
+        return elsewhere(method, urllib.parse.urljoin(url, location), {}, limit=limit,
+                         redirects=redirects - 1)
+    return answer
 
 
 def blob_response(ref_host: str, repository: str, digest: Digest) -> Response:
-    """GET a blob, following a storage redirect (without the registry's credentials)."""
-    api = client(ref_host)
-    response = api.request("GET", repository, f"blobs/{digest}")
-    if response.status in (301, 302, 303, 307, 308) and "location" in response.headers:
-        status, body = fetch(urllib.parse.urljoin(
-            f"{hosts.scheme(ref_host)}://{ref_host}/", response.headers["location"]))
-        response = Response(status, {}, body)
-    return response
+    """GET a blob (a storage redirect is followed by Client.request, without credentials)."""
+    return client(ref_host).request("GET", repository, f"blobs/{digest}")

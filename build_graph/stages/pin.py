@@ -34,7 +34,10 @@ def resolve(ref: str) -> str:
     if local is not None:
         if probe.presence is Presence.ERROR:  # air-gapped hosts pin this way: say why
             progress(f"note: {ref}: its registry could not be asked ({probe.error}); "
-                     "pinned from the Docker daemon's copy instead")
+                     + ("pinned from the Docker daemon's copy instead" if local else
+                        "pinned as local: the Docker daemon's copy names no registry digest "
+                        "(built, imported or loaded here, or kept in the containerd image "
+                        "store, which cannot say where an image came from)"))
         return _checked(ref, local, "the Docker daemon") if local else LOCAL
     if probe.presence is Presence.ERROR:
         raise RegistryError(f"cannot pin {ref}: its registry did not answer ({probe.error}) "

@@ -14,8 +14,9 @@ from collections.abc import Callable
 
 from build_graph.errors import BuildFailed, UntrustedAnswer
 from build_graph.log import log, progress, shown
-from build_graph.oci.digest import Digest, parse_digest
-from build_graph.oci.index import OCI_MANIFEST, Entry, Index, build_index
+from build_graph.oci.contents import Descriptor
+from build_graph.oci.digest import Digest
+from build_graph.oci.index import Entry, Index, build_index
 from build_graph.oci.platforms import parse_platform, stated_platform
 from build_graph.oci.refs import Presence, parse_ref
 from build_graph.plan.plan import PlannedTier
@@ -94,51 +95,54 @@ def copy_manifest(tier: PlannedTier, digest: Digest, tags: tuple[str, ...],
 
 # A tier built per platform: one index per human tag, of every platform's verified image.
 
-_ENTRIES: dict[tuple[str, Digest, str | None], Entry] = {}  # checked entries, per platform
+_ENTRIES: dict[tuple[str, Digest, str | None], tuple[Entry, tuple[Descriptor, ...]]] = {}
 
 
-def entry_of(image: PlannedTier, digest: Digest) -> Entry:
-    """One platform's index entry, from the manifest's own bytes read by digest (hashed at
-    the door, api.get_manifest): the size and media type the index claims are those of the
-    bytes, never a HEAD's headers; the manifest must be one image, and its config must
-    state the platform the entry will claim. Read once per process (a digest's bytes never
-    change)."""
+def entry_of(image: PlannedTier, digest: Digest) -> tuple[Entry, tuple[Descriptor, ...]]:
+    """One platform's index entry and the attestations about it, from what the hash tag's
+    digest names (oci/contents.py, the bytes read by digest and hashed at the door): the
+    image itself, or an index of exactly one image plus its attestations (what the
+    containerd image store pushes). The entry's size and media type are those of the image
+    manifest's bytes, never a HEAD's headers; its config must state the platform the entry
+    will claim. Read once per process (a digest's bytes never change)."""
     key = (image.repository, digest, image.platform)
     if key in _ENTRIES:
         return _ENTRIES[key]
     assert image.platform is not None  # planned so: images of a tier built per platform
     platform = parse_platform(image.platform)
     ref = parse_ref(image.image).at(str(digest))
-    manifest = api.get_manifest(ref)
-    try:
-        body = json.loads(manifest.body)
-        config = parse_digest(body["config"]["digest"]) if "manifests" not in body else None
-    except (ValueError, KeyError, TypeError) as exc:
-        raise UntrustedAnswer(f"{image.repository}@{digest} is not an image manifest: {exc}"
-                              ) from None
-    if config is None:
-        raise UntrustedAnswer(f"{image.repository}@{digest} ({image.key}) is an index, not "
-                              "one platform's image: no index refers to it")
-    # Docker's schema 2 requires the field; only an OCI manifest may leave it out.
-    if body.get("mediaType", OCI_MANIFEST) != manifest.media_type:
-        raise UntrustedAnswer(f"{image.repository}@{digest} was served as "
-                              f"{manifest.media_type} but says it is {body.get('mediaType')}")
-    said = stated_platform(json.loads(api.get_blob(ref, config))) or "unstated-platform"
+    named = api.read_contents(ref)
+    attestations: tuple[Descriptor, ...] = ()
+    if named.is_index:
+        try:
+            inner = named.single_image()
+        except ValueError as exc:
+            raise UntrustedAnswer(f"{image.repository}@{digest} ({image.key}): {exc}; no index "
+                                  "of ours refers to it") from None
+        assert inner is not None
+        attestations = named.attestations_of(inner.digest)
+        named = api.read_contents(ref.at(str(inner.digest)))
+        if named.is_index:
+            raise UntrustedAnswer(f"{image.repository}@{inner.digest} ({image.key}) is an "
+                                  "index inside an index, not one platform's image")
+    assert named.config is not None
+    said = stated_platform(json.loads(api.get_blob(ref, named.config))) or "unstated-platform"
     if said != platform.text:
-        raise UntrustedAnswer(f"{image.repository}@{digest} ({image.key}) is a {said} image, "
-                              f"not {platform.text}: no index will call it that")
-    _ENTRIES[key] = Entry(platform, digest, len(manifest.body), manifest.media_type)
+        raise UntrustedAnswer(f"{image.repository}@{named.digest} ({image.key}) is a {said} "
+                              f"image, not {platform.text}: no index will call it that")
+    entry = Entry(platform, named.digest, named.size, named.media_type)
+    _ENTRIES[key] = (entry, attestations)
     return _ENTRIES[key]
 
 
 def index_of(images: list[PlannedTier], digests: list[Digest]) -> Index:
-    """The index of exactly these digests (one per platform image), entries in platform
-    order: the same images give the same bytes on every runner, whatever order
-    images.toml lists its platforms in."""
-    entries = sorted((entry_of(i, d) for i, d in zip(images, digests, strict=True)),
-                     key=lambda e: e.platform.text)
+    """The index of exactly these digests' images (one per platform image), entries in
+    platform order, then the attestations BuildKit made about them: the same images give the
+    same bytes on every runner, whatever order images.toml lists its platforms in."""
+    found = sorted((entry_of(i, d) for i, d in zip(images, digests, strict=True)),
+                   key=lambda pair: pair[0].platform.text)
     try:
-        return build_index(entries)
+        return build_index([e for e, _ in found], [a for _, about in found for a in about])
     except ValueError as exc:
         raise BuildFailed(f"{images[0].group_key}: no index can refer to these images: {exc}"
                           ) from None

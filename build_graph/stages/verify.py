@@ -19,8 +19,9 @@ from build_graph.layout import PROBE_DIR, PROBE_REPORT
 from build_graph.log import log, progress, shown
 from build_graph.manifest.expectation import Expectation
 from build_graph.oci.digest import Digest
-from build_graph.oci.refs import Answer, Presence
+from build_graph.oci.refs import Answer, Presence, parse_ref
 from build_graph.plan.plan import PlannedTier
+from build_graph.registry import api
 from build_graph.registry.availability import Availability
 from build_graph.stages import sbom, trust
 from build_graph.verify.checks import evaluate
@@ -55,6 +56,7 @@ def verify(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
         return {"verify": "passed (a report another runner stored)",
                 "gpu": shown(stored.get("gpu", "?"))}
     ref = f"{tier.repository}@{digest}"
+    one_image(tier, digest)
     daemon.ensure_local(ref, tier.platform)
     runtime = connection.gpu_runtime()
     gpu = runtime and trust.native(tier)
@@ -66,7 +68,7 @@ def verify(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
         probe["gpu_absent_reason"] = NO_GPU if not runtime else (
             f"no GPU for {tier.platform} images here: this host runs them under emulation; "
             "a GPU runner of that platform verifies their kernels")
-    probe["image_size_bytes"] = daemon.image_size(ref)
+    probe["image_size_bytes"] = daemon.image_size(ref, tier.platform)
     probe["smoke"] = [run_smoke(ref, command, tier.platform) for command in want.smoke]
     results = evaluate(want, probe)
     stoppers = blocking(results, want)
@@ -84,6 +86,21 @@ def verify(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
     progress(f"[{tier.key}] verified {ref}: {summary(results)}; GPU {gpu_status(results)}")
     log(lines)
     return {"verify": f"passed ({summary(results)})", "gpu": gpu_status(results)}
+
+
+def one_image(tier: PlannedTier, digest: Digest) -> None:
+    """The digest must name one platform's image: an image manifest, or an index of exactly
+    one image (plus attestations, as the containerd image store pushes). An index of several
+    would be verified for the host's platform only and then promoted whole."""
+    named = api.read_contents(parse_ref(tier.image).at(str(digest)))
+    try:
+        inner = named.single_image()
+    except ValueError as exc:
+        raise BuildFailed(f"verify of {tier.key}: {tier.image}: {exc}; a tier's hash tag must "
+                          "name one platform's image (another tool pushed this tag?)") from None
+    if inner is not None and tier.platform and inner.platform not in (None, tier.platform):
+        raise BuildFailed(f"verify of {tier.key}: {tier.image} names an index of a "
+                          f"{inner.platform} image, not {tier.platform}")
 
 
 def publish_sbom(tier: PlannedTier, image: Answer, digest: Digest, inventory: object) -> None:

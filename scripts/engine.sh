@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# A current Docker Engine from Debian's archive, for hosts where no Docker daemon answers:
+# docker.io + docker-cli + docker-buildx + containerd from the `sid` suite (28.5 as of
+# 2026-11; whatever sid carries next is what users get next), `trixie` when sid cannot be
+# installed. It lives in a chroot (${ENGINE_ROOT:-/var/lib/build-graph/engine}) and runs in a
+# private mount namespace: nothing it mounts shows on the host, and nothing is installed into
+# the host's /usr except the buildx plugin link (/usr/local/lib/docker/cli-plugins).
+#
+#   engine.sh up [containerd|classic]   start (or keep) the instance in that image store;
+#                                       containerd is Docker 29's default for fresh installs,
+#                                       classic (overlay2) is what upgraded installs keep
+#   engine.sh env                       the exports that point docker-py and the CLI at it
+#   engine.sh status | down
+#
+# ENGINE_INSTANCE=NAME runs another engine beside the first (own socket, data root, exec
+# root, config and cgroup parent: they share no cache). ENGINE_MIN_API=1.44 gives the daemon
+# Docker 29.0's API floor (DOCKER_MIN_API_VERSION). Containers and builds use the host's
+# network (no bridge: this machine may use no private-range addresses). The host's
+# directories where build-graph's bind-mount sources live (/tmp, /work, /home, /root, /srv,
+# /opt, /var/tmp, and the project's own folder) appear inside at the same paths, so bind
+# mounts resolve as on any same-host daemon.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+root=${ENGINE_ROOT:-/var/lib/build-graph/engine}
+instance=${ENGINE_INSTANCE:-main}
+state=$root/state
+sock=$root/run/$instance.sock
+pidfile=/run/$instance-dockerd.pid  # as the chroot sees it
+data=/var/lib/docker-$instance
+execroot=/run/docker-$instance
+conf=/etc/docker/$instance.json
+mirror=${ENGINE_MIRROR:-http://deb.debian.org/debian}
+packages="docker.io docker-cli docker-buildx containerd runc iptables ca-certificates tini"
+plugin_dir=/usr/local/lib/docker/cli-plugins
+
+log() { echo "engine: $*" >&2; }
+
+wait_for() {  # wait_for SECONDS WHAT COMMAND...
+  local deadline=$((SECONDS + $1)) what=$2; shift 2
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -ge $deadline ] && { log "$what did not come up; see $state/dockerd-$instance.log"; return 1; }
+    sleep 0.5
+  done
+}
+
+apt_host() {
+  command -v "$1" >/dev/null && return 0
+  apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$1" >/dev/null
+}
+
+in_chroot() {  # in_chroot COMMAND: run in the chroot, in a private mount namespace
+  unshare -m --propagation private sh -c "mount --bind '$root' '$root' && mount -t proc proc '$root/proc' &&
+    mount --rbind /sys '$root/sys' && mount --rbind /dev '$root/dev' &&
+    chroot '$root' sh -c \"\$0\"" "$1"
+}
+
+bootstrap() {  # bootstrap SUITE: a minimal Debian of that suite with the engine's packages
+  local suite=$1 tmp=$root.tmp
+  rm -rf "$tmp"
+  log "debootstrap --variant=minbase $suite (about a minute, once per machine)"
+  debootstrap --variant=minbase "$suite" "$tmp" "$mirror" >"$root.debootstrap.log" 2>&1 || return 1
+  # Nothing starts on install; the mirror's sid Release may carry a Valid-Until in this
+  # machine's past ("expired (invalid since ...)"), which is no reason to refuse it here.
+  printf '#!/bin/sh\nexit 101\n' >"$tmp/usr/sbin/policy-rc.d"; chmod +x "$tmp/usr/sbin/policy-rc.d"
+  echo 'Acquire::Check-Valid-Until "false";' >"$tmp/etc/apt/apt.conf.d/99no-valid-until"
+  cp /etc/resolv.conf "$tmp/etc/resolv.conf"
+  local saved=$root; root=$tmp
+  in_chroot "apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $packages" \
+    >>"$saved.debootstrap.log" 2>&1 || { root=$saved; return 1; }
+  root=$saved
+  echo "$suite" >"$tmp/.build-graph-engine"   # written last: a half-made chroot is never used
+  rm -rf "$root"; mv "$tmp" "$root"
+}
+
+setup() {
+  [ -f "$root/.build-graph-engine" ] && return 0
+  [ "$(id -u)" = 0 ] || { log "setting up an engine needs root (or start your own Docker and set DOCKER_HOST)"; return 1; }
+  apt_host debootstrap
+  mkdir -p "$(dirname "$root")"
+  bootstrap sid || { log "sid could not be installed (see $root.debootstrap.log); trying trixie"; bootstrap trixie; }
+}
+
+running() { [ -f "$root$pidfile" ] && kill -0 "$(cat "$root$pidfile")" 2>/dev/null && [ -S "$sock" ]; }
+
+cli() { DOCKER_HOST="unix://$sock" "$root/usr/bin/docker" "$@"; }
+
+current_store() {
+  if grep -q '"containerd-snapshotter": *true' "$root$conf" 2>/dev/null; then echo containerd; else echo classic; fi
+}
+
+stop_dockerd() {  # by its PID only; its supervised containerd exits with it
+  [ -f "$root$pidfile" ] || return 0
+  local pid; pid=$(cat "$root$pidfile")
+  kill -0 "$pid" 2>/dev/null || { rm -f "$root$pidfile"; return 0; }
+  log "stopping dockerd $instance (pid $pid)"
+  kill "$pid"
+  local deadline=$((SECONDS + 60))
+  while kill -0 "$pid" 2>/dev/null; do
+    [ $SECONDS -ge $deadline ] && { log "dockerd $pid still running after 60 s"; return 1; }
+    sleep 0.5
+  done
+  local cpid; cpid=$(cat "$root$execroot/containerd/containerd.pid" 2>/dev/null || true)
+  if [ -n "$cpid" ] && kill -0 "$cpid" 2>/dev/null; then kill "$cpid"; sleep 1; fi
+  rm -f "$root$pidfile"
+}
+
+binds() {  # the host folders bind-mounted at the same paths inside the chroot
+  local dir
+  for dir in /tmp /var/tmp /work /home /root /srv /opt "$here"; do
+    [ -d "$dir" ] && [ "${dir#"$root"}" = "$dir" ] && echo "$dir"
+  done | sort -u
+}
+
+up() {  # up [containerd|classic]
+  local store=${1:-containerd} min_api=${ENGINE_MIN_API:-}
+  case $store in containerd|classic) ;; *) log "store: containerd or classic, not '$store'"; return 2 ;; esac
+  setup
+  mkdir -p "$state" "$plugin_dir"
+  # The buildx plugin where every docker CLI on this host looks for plugins.
+  [ -e "$plugin_dir/docker-buildx" ] || ln -sfn "$root/usr/libexec/docker/cli-plugins/docker-buildx" "$plugin_dir/docker-buildx"
+  # The engine's own CLI for the host, alone in a folder (the chroot's /usr/bin would shadow
+  # the host's python3 and the rest on PATH).
+  mkdir -p "$root/host-bin"; ln -sfn "$root/usr/bin/docker" "$root/host-bin/docker"
+  if running && [ "$(current_store)" = "$store" ] && [ "$(cat "$state/$instance.min-api" 2>/dev/null)" = "$min_api" ]; then
+    describe; return 0
+  fi
+  stop_dockerd
+  mkdir -p "$root/etc/docker" "$root/run"
+  if [ "$store" = containerd ]; then echo '{"features": {"containerd-snapshotter": true}}' >"$root$conf"
+  else echo '{"features": {"containerd-snapshotter": false}}' >"$root$conf"; fi
+  echo "$min_api" >"$state/$instance.min-api"
+  rm -f "$sock"
+  local mounts="mount --bind '$root' '$root' && mount -t proc proc '$root/proc' && mount --rbind /sys '$root/sys' && mount --rbind /dev '$root/dev'"
+  local dir
+  for dir in $(binds); do mkdir -p "$root$dir"; mounts="$mounts && mount --rbind '$dir' '$root$dir'"; done
+  mounts="$mounts && mount --bind /etc/ssl/certs/ca-certificates.crt '$root/etc/ssl/certs/ca-certificates.crt'"
+  log "starting dockerd $instance ($store image store${min_api:+, API floor $min_api}) on unix://$sock"
+  # The chroot is bind-mounted onto itself first: containerd looks its data root up in
+  # /proc/self/mountinfo ("Can't find mount point of /var/lib/docker" otherwise).
+  setsid unshare -m --propagation private sh -c "$mounts &&
+    exec env ${min_api:+DOCKER_MIN_API_VERSION=$min_api} chroot '$root' /usr/sbin/dockerd -H unix:///run/$instance.sock \
+      --config-file $conf --data-root $data --exec-root $execroot --pidfile $pidfile \
+      --bridge=none --iptables=false --ip6tables=false --ip-masq=false --cgroup-parent=/build-graph-$instance" \
+    >>"$state/dockerd-$instance.log" 2>&1 </dev/null &
+  wait_for 90 "dockerd $instance" cli info
+  describe
+}
+
+describe() {  # one line: which engine, which store, which API floor
+  log "$(cli version --format 'Docker Engine {{.Server.Version}} (API {{.Server.APIVersion}}, floor {{.Server.MinAPIVersion}})' 2>/dev/null)," \
+      "$(current_store) image store, buildx $(cli buildx version 2>/dev/null | awk '{print $2}'), unix://$sock"
+}
+
+env_for() {
+  echo "export DOCKER_HOST=unix://$sock"
+  echo "export PATH=$root/host-bin:\$PATH"
+}
+
+status() {
+  if running; then describe; else echo "engine $instance: down"; fi
+}
+
+case "${1:-status}" in
+  up) up "${2:-containerd}" ;;
+  env) env_for ;;
+  status) status ;;
+  down) stop_dockerd; find /sys/fs/cgroup -depth -type d -path "*build-graph-$instance*" -exec rmdir {} \; 2>/dev/null || true ;;
+  *) echo "usage: $0 up [containerd|classic]|env|status|down" >&2; exit 2 ;;
+esac
