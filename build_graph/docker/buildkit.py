@@ -24,8 +24,9 @@ from functools import cache
 from pathlib import Path
 from typing import IO
 
+from build_graph.docker import connection
 from build_graph.docker.connection import check_context, endpoint
-from build_graph.errors import BuildFailed
+from build_graph.errors import BuildFailed, DaemonUnreachable, EnvironmentProblem
 from build_graph.log import last_output, log
 from build_graph.oci.platforms import emulation_hint
 
@@ -34,18 +35,59 @@ _CANDIDATES = ("docker", "/usr/bin/docker")
 
 @cache
 def cli() -> tuple[str, ...] | None:
-    """The command line that builds with BuildKit here (without its arguments), or None."""
+    """The command line that builds with BuildKit here (without its arguments), or None when
+    no docker CLI is installed at all (the classic builder then builds).
+
+    Only a CLI the daemon accepts: one whose API version is at least the daemon's floor
+    (Docker 29.0-29.2 refuse clients below 1.44, so Debian 12's 20.10 at /usr/bin/docker,
+    API 1.41, is passed over there). EnvironmentProblem, naming what to install, when CLIs
+    are installed but the daemon refuses every one."""
     if os.environ.get("BUILD_GRAPH_BUILDER") == "classic":
         return None
     found = [p for p in dict.fromkeys(shutil.which(c) or c for c in _CANDIDATES)
              if Path(p).is_file()]
-    for exe in found:
+    floor = _daemon_floor()
+    usable = [exe for exe in found if floor is None or _client_api(exe) >= floor]
+    for exe in usable:
         if _run([exe, "buildx", "version"]).returncode == 0:
             return (exe, "buildx", "build", "--load")
-    for exe in found:
+    for exe in usable:
         if "--secret" in _run([exe, "build", "--help"]).stdout:
             return (exe, "build")
+    if found and floor is not None and len(usable) < len(found):
+        refused = ", ".join(f"{exe} (API {'.'.join(map(str, _client_api(exe)))})"
+                            for exe in found if exe not in usable)
+        raise EnvironmentProblem(
+            f"the Docker daemon accepts API {'.'.join(map(str, floor))} or newer and no docker "
+            f"CLI here that speaks it builds with BuildKit (refused: {refused}); install the "
+            "buildx plugin (Debian: docker-buildx; Docker's packages: docker-buildx-plugin) "
+            "and a current docker CLI")
     return None
+
+
+def _daemon_floor() -> tuple[int, ...] | None:
+    """The oldest API version the daemon accepts; None when no daemon answers (the build
+    then fails on that, in its own words)."""
+    try:
+        return _version(str(connection.daemon_version().get("MinAPIVersion", "")))
+    except DaemonUnreachable:
+        return None
+
+
+@cache
+def _client_api(exe: str) -> tuple[int, ...]:
+    """The API version a docker CLI speaks at most; (0,) when it cannot say. Printed even
+    when the daemon then refuses that CLI (it exits 1 after the client's part)."""
+    out = _run([exe, "version", "--format", "{{.Client.APIVersion}}"]).stdout.strip()
+    return _version(out.splitlines()[0] if out else "") or (0,)
+
+
+def _version(text: str) -> tuple[int, ...] | None:
+    """'1.44' -> (1, 44); None for anything else."""
+    parts = text.strip().split(".")
+    if not text.strip() or not all(p.isascii() and p.isdigit() for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
 
 
 def _run(command: list[str]) -> subprocess.CompletedProcess[str]:

@@ -93,6 +93,17 @@ def daemon_info() -> dict[str, Any]:
     return info
 
 
+@cache
+def daemon_version() -> dict[str, Any]:
+    """The daemon's /version (its own API version and the oldest it accepts, MinAPIVersion),
+    asked once per process."""
+    host = endpoint()
+    if host.startswith("unix://"):
+        return _get_over_socket(host.removeprefix("unix://"), "/version")
+    version: dict[str, Any] = client().version()
+    return version
+
+
 def gpu_runtime() -> bool:
     """Whether containers here can be given GPUs (the daemon knows the nvidia runtime)."""
     return "nvidia" in (daemon_info().get("Runtimes") or {})

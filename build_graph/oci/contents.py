@@ -124,7 +124,7 @@ def parse(body: bytes, media_type: str, digest: Digest) -> Contents:
                        for layer in document["layers"])
         return Contents(digest, media_type, len(body),
                         config=parse_digest(document["config"]["digest"]), layers=layers)
-    except (KeyError, TypeError) as exc:
+    except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(f"{digest} is neither an image manifest nor an index (missing or "
                          f"malformed {exc})") from None
 
@@ -135,6 +135,8 @@ def _index(document: dict[str, Any], media_type: str, digest: Digest, size: int)
         raise TypeError("'manifests'")
     images, attestations = [], []
     for entry in entries:
+        if not isinstance(entry, dict):
+            raise TypeError("'manifests' entry")
         platform = entry.get("platform")
         annotations = entry.get("annotations") or {}
         if not isinstance(annotations, dict) or not all(

@@ -26,6 +26,7 @@ keeps more. A single-platform stack has one group: `keep` means what it meant be
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import re
 from collections.abc import Iterable, Mapping
@@ -66,6 +67,9 @@ class Image:
     refers_to: tuple[Digest, ...] = ()
     # 'linux/arm64': the config's os/architecture (hash tags); None when unknown
     platform: str | None = None
+    # for a hash tag naming an index of one image (the containerd image store pushes so):
+    # the manifests inside it (the platform image, its attestations), deleted with it
+    contains: tuple[Digest, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,8 @@ class Decision:
     delete: bool
     why: str
     artifacts: tuple[tuple[str, Digest], ...] = ()  # (tag, manifest digest) to delete with it
+    # manifests inside the image's index, deleted after it (none that a kept image shares)
+    inner: tuple[Digest, ...] = ()
 
 
 def decide(repo: Repository, planned: Iterable[str], policy: Policy) -> list[Decision]:
@@ -120,14 +126,30 @@ def decide(repo: Repository, planned: Iterable[str], policy: Policy) -> list[Dec
         tags = by_digest[digest]
         platform = _platform(repo, tags)
         rank = ranks[platform] = ranks.get(platform, -1) + 1
-        why = (f"kept: the index under the human tag {indexed[digest]!r} refers to it"
-               if digest in indexed else
+        inside = _contains(repo, tags)
+        index_tag = next((indexed[d] for d in (digest, *inside) if d in indexed), None)
+        why = (f"kept: the index under the human tag {index_tag!r} refers to it"
+               if index_tag is not None else
                _keeps(repo, tags, (rank, platform), planned_tags, policy, unread))
         hashes = tuple(t for t in tags if tag_kind(t) == "hash")
         decisions.append(Decision(repo.name, digest, hashes, delete=why is None,
                                   why=why or _old(repo, tags, policy),
-                                  artifacts=_artifacts_of(repo, digest)))
-    return decisions
+                                  artifacts=_artifacts_of(repo, digest), inner=inside))
+    return _shared_inner_kept(repo, decisions)
+
+
+def _contains(repo: Repository, tags: list[str]) -> tuple[Digest, ...]:
+    return tuple(dict.fromkeys(d for t in tags for d in repo.tags[t].contains))
+
+
+def _shared_inner_kept(repo: Repository, decisions: list[Decision]) -> list[Decision]:
+    """A manifest inside a deleted image's index stays when anything staying names it or
+    holds it (identical builds share their platform manifest)."""
+    doomed = {d.digest for d in decisions if d.delete}
+    staying = {x for image in repo.tags.values() if image.digest not in doomed
+               for x in (image.digest, *image.contains, *image.refers_to) if x is not None}
+    return [dataclasses.replace(d, inner=tuple(x for x in d.inner if x not in staying))
+            if d.delete else dataclasses.replace(d, inner=()) for d in decisions]
 
 
 def _keeps(repo: Repository, tags: list[str], rank: tuple[int, str | None], planned: set[str],

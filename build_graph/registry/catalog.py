@@ -11,12 +11,15 @@ a `problem`, which the retention rules keep.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 from typing import Any
 
 from build_graph.errors import RegistryError, UntrustedAnswer
-from build_graph.oci.digest import Digest, parse_digest
+from build_graph.oci import contents
+from build_graph.oci.contents import OCI_INDEX, OCI_MANIFEST
+from build_graph.oci.digest import Digest
 from build_graph.oci.platforms import stated_platform
 from build_graph.oci.refs import Presence, Ref, parse_ref
 from build_graph.oci.retention import Image, Repository, tag_kind
@@ -39,14 +42,11 @@ def read_repository(repository: str) -> Repository:
 
 
 def _with_entries(ref: Ref) -> Image:
-    """A human tag: its digest, and where it names an index (a tier built per platform),
-    the platform images the index refers to, which prune must then keep.
-
-    The manifest is always read (by the digest HEAD gave, so get_manifest checks its bytes)
-    and judged by its body, never by the Content-Type: a registry or proxy that labels an
-    index as an image manifest would otherwise hide the index's entries, and `prune --yes`
-    could delete the platform images `latest` refers to. Human tags are few and manifests
-    are small, so the extra GET per human tag costs little."""
+    """A human tag: its digest, and where it names an index (a tier built per platform, or
+    any image the containerd store pushed), the manifests the index refers to, which prune
+    must then keep. Judged by the body (oci/contents.py), never by the Content-Type: a
+    registry or proxy that labels an index as an image manifest would otherwise hide the
+    index's entries, and `prune --yes` could delete the images `latest` refers to."""
     head = _digest_only(ref)
     if head.digest is None:
         return head
@@ -58,35 +58,19 @@ def _with_entries(ref: Ref) -> Image:
 
 
 def human_tag_image(digest: Digest, body: Any) -> Image:
-    """What a human tag's manifest (parsed JSON, whatever its media type) says: an index
-    (any body with a `manifests` key) with the digests it refers to, or an image manifest;
-    anything else, or an index whose entries cannot all be read, is a `problem` (which
-    keeps the whole repository: the tag may name any of its images)."""
-    if isinstance(body, dict) and "manifests" in body:
-        try:
-            entries = body["manifests"]
-            if not isinstance(entries, list):
-                raise TypeError(f"'manifests' is a {type(entries).__name__}, not a list")
-            return Image(digest, refers_to=tuple(parse_digest(m["digest"]) for m in entries))
-        except (ValueError, KeyError, TypeError) as exc:
-            return Image(digest, problem=f"an index whose entries could not be read ({exc})")
-    if _image_parts(body) is None:
-        return Image(digest, problem="its manifest is neither an image index nor an image "
-                                     "manifest")
-    return Image(digest)
-
-
-def _image_parts(body: Any) -> tuple[Digest, tuple[tuple[Digest, int], ...]] | None:
-    """(config digest, layers) of an image manifest's body; None for anything else (an
-    index included)."""
-    if not isinstance(body, dict) or "manifests" in body:
-        return None
+    """What a human tag's manifest (parsed JSON, whatever its Content-Type) refers to, read
+    as its own body says (oci/contents.py); anything that is no image manifest or index is
+    a `problem` (which keeps the whole repository: the tag may name any of its images)."""
+    index = isinstance(body, dict) and "manifests" in body
+    stated = body.get("mediaType") if isinstance(body, dict) else None
+    kind = stated if isinstance(stated, str) else OCI_INDEX if index else OCI_MANIFEST
     try:
-        layers = tuple((parse_digest(layer["digest"]), int(layer["size"]))
-                       for layer in body["layers"])
-        return parse_digest(body["config"]["digest"]), layers
-    except (ValueError, KeyError, TypeError):
-        return None
+        named = contents.parse(json.dumps(body).encode(), kind, digest)
+    except ValueError as exc:
+        return Image(digest, problem=f"an index whose entries could not be read ({exc})"
+                     if index else "its manifest is neither an image index nor an image "
+                     "manifest")
+    return Image(digest, refers_to=named.refers_to)
 
 
 def _digest_only(ref: Ref) -> Image:
@@ -99,20 +83,23 @@ def _digest_only(ref: Ref) -> Image:
 
 
 def _image(ref: Ref) -> Image:
+    """A hash tag: one image, or an index of one image and its attestations (read through
+    to the image: its layers, config and platform)."""
     head = _digest_only(ref)
     if head.digest is None:
         return head
     try:
-        body: Any = json.loads(api.get_manifest(ref.at(str(head.digest))).body)
+        named = api.read_contents(ref.at(str(head.digest)))
+        contains = named.refers_to
+        if (inner := named.single_image()) is not None:
+            named = api.read_contents(ref.at(str(inner.digest)))
     except (UntrustedAnswer, ValueError) as exc:
         return Image(head.digest, problem=f"its manifest could not be read ({exc})")
-    if isinstance(body, dict) and "manifests" in body:  # whatever its media type says
-        return Image(head.digest, problem="a multi-platform index (prune reads single "
-                                          "images only)")
-    if (parts := _image_parts(body)) is None:
-        return Image(head.digest, problem="its manifest is not an image manifest")
-    config, layers = parts
-    return _from_config(ref, head.digest, config, layers)
+    if named.config is None:
+        return Image(head.digest, problem="an index inside an index (prune reads one "
+                                          "platform's image per hash tag)")
+    image = _from_config(ref, head.digest, named.config, named.layers)
+    return dataclasses.replace(image, contains=contains)
 
 
 def _from_config(ref: Ref, digest: Digest, config: Digest,

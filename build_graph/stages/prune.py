@@ -88,6 +88,8 @@ def delete(pruning: Pruning, say: Callable[[str], None]) -> int:
         for _tag, artifact in d.artifacts:
             api.delete_manifest(ref, artifact)
         api.delete_manifest(ref, d.digest)
+        for inner in d.inner:  # untagged now; a registry's plain garbage collection keeps
+            api.delete_manifest(ref, inner)  # every manifest, so their layers too
         deleted += 1
         extra = f" and {len(d.artifacts)} artifact(s)" if d.artifacts else ""
         say(f"{'deleted':<12} {d.repository}:{','.join(d.tags)} ({d.digest.hex[:12]})"

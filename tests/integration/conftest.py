@@ -89,22 +89,28 @@ class Registry(LoopbackServer):
             return []
 
     def manifest_and_config(self, repo: str, tag: str) -> list[bytes]:
-        """The pushed manifest of repo:tag and its config blob, as the registry serves them."""
-        import json
+        """What repo:tag travels as: its manifest (an index too, where the engine pushed one:
+        the containerd image store does), the platform image's manifest and its config blob,
+        read through the one reader of what a tag names (oci/contents.py)."""
+        from build_graph.oci.refs import parse_ref
+        from build_graph.registry import api
 
-        request = urllib.request.Request(
-            f"http://{self.address}/v2/{repo}/manifests/{tag}",
-            headers={"Accept": "application/vnd.docker.distribution.manifest.v2+json"})
-        with urllib.request.urlopen(request) as resp:
-            manifest = resp.read()
-        digest = json.loads(manifest)["config"]["digest"]
-        with urllib.request.urlopen(f"http://{self.address}/v2/{repo}/blobs/{digest}") as resp:
-            return [manifest, resp.read()]
+        ref = parse_ref(f"{self.address}/{repo}:{tag}")
+        named = api.read_contents(ref)
+        texts = [api.get_manifest(ref).body]
+        if (inner := named.single_image()) is not None:
+            texts.append(api.get_manifest(ref.at(str(inner.digest))).body)
+            named = api.read_contents(ref.at(str(inner.digest)))
+        assert named.config is not None
+        return [*texts, api.get_blob(ref, named.config)]
 
     def digest(self, repo: str, tag: str) -> str | None:
+        """The digest repo:tag names (whatever kind of manifest), None when absent."""
+        from build_graph.oci.refs import MANIFEST_TYPES
+
         request = urllib.request.Request(
             f"http://{self.address}/v2/{repo}/manifests/{tag}", method="HEAD",
-            headers={"Accept": "application/vnd.docker.distribution.manifest.v2+json"})
+            headers={"Accept": ", ".join(MANIFEST_TYPES)})
         try:
             with urllib.request.urlopen(request) as resp:
                 return str(resp.headers["Docker-Content-Digest"])
