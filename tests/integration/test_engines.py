@@ -1,0 +1,170 @@
+"""The engines users run, side by side: the quickstart on Docker's classic image store (an
+upgraded install) and on a daemon with Docker 29.0's API floor (1.44), each a dockerd of its
+own (scripts/engine.sh: own socket, data root and containerd; no cache shared with the main
+engine), seeded with `docker save | docker load` as a user's machine would be. The main
+engine (the containerd image store, Docker 29's default) runs every other test."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from build_graph.manifest.expectation import Expectation
+from build_graph.plan.lock import LOCAL, read_lock
+from build_graph.verify.checks import check_size
+from tests.helpers import REPO
+from tests.integration.conftest import Registry, built, make_workspace, pushed
+
+pytestmark = pytest.mark.integration
+ENGINE = REPO / "scripts" / "engine.sh"
+TIERS = ("builder", "fastext", "base", "training", "runner")
+
+
+@dataclass(frozen=True)
+class Engine:
+    host: str  # DOCKER_HOST of this engine
+    store: str
+
+    def env(self, **more: str) -> dict[str, str]:
+        return {**os.environ, "DOCKER_HOST": self.host, **more}
+
+    def docker(self, *args: str, stdin: bytes | None = None) -> bytes:
+        done = subprocess.run(["docker", *args], env=self.env(), input=stdin,
+                              capture_output=True, check=False, timeout=600)
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+        return done.stdout
+
+
+def start_engine(instance: str, store: str, min_api: str = "") -> Engine:
+    """scripts/engine.sh's engine `instance` in `store`, seeded with debian:bookworm-slim
+    from the engine the tests run on (docker save | docker load)."""
+    env = {**os.environ, "ENGINE_INSTANCE": instance, "ENGINE_MIN_API": min_api}
+    subprocess.run([str(ENGINE), "up", store], env=env, check=True, timeout=600)
+    exports = subprocess.run([str(ENGINE), "env"], env=env, check=True, capture_output=True,
+                             text=True).stdout
+    host = next(line.split("=", 1)[1] for line in exports.splitlines()
+                if line.startswith("export DOCKER_HOST="))
+    engine = Engine(host, store)
+    try:
+        engine.docker("image", "inspect", "debian:bookworm-slim")
+    except AssertionError:
+        image = subprocess.run(["docker", "save", "debian:bookworm-slim"], capture_output=True,
+                               check=True, timeout=600).stdout
+        engine.docker("load", stdin=image)
+    return engine
+
+
+def stop_engine(instance: str) -> None:
+    subprocess.run([str(ENGINE), "down"], env={**os.environ, "ENGINE_INSTANCE": instance},
+                   check=False, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def classic() -> Iterator[Engine]:
+    yield start_engine("classic", "classic")
+    stop_engine("classic")
+
+
+@pytest.fixture(scope="module")
+def floor() -> Iterator[Engine]:
+    yield start_engine("floor", "containerd", min_api="1.44")
+    stop_engine("floor")
+
+
+def promoted_everywhere(registry: Registry) -> None:
+    for tier in TIERS:
+        tags = registry.tags(f"quickstart/{tier}")
+        hashes = [t for t in tags if len(t) == 20]
+        assert "latest" in tags and hashes, (tier, tags)
+        latest = registry.digest(f"quickstart/{tier}", "latest")
+        assert latest in {registry.digest(f"quickstart/{tier}", h) for h in hashes}, tier
+
+
+def test_the_quickstart_promotes_in_one_run_on_the_classic_store(
+        tmp_path: Path, registry: Registry, classic: Engine) -> None:
+    ws = make_workspace(tmp_path, registry)
+    first = ws.doit(env={"DOCKER_HOST": classic.host})
+    assert first.returncode == 0, first.stderr[-3000:]
+    promoted_everywhere(registry)
+    again = ws.doit(env={"DOCKER_HOST": classic.host})
+    assert again.returncode == 0 and not built(again.stdout) and not pushed(again.stdout)
+
+
+def test_a_daemon_with_docker_29s_api_floor_builds_the_quickstart(
+        tmp_path: Path, floor: Engine) -> None:
+    """Docker 29.0-29.2 refuse clients below API 1.44: the CLI chosen must speak it. The
+    seed was loaded (`docker load`), never pushed: in the containerd store it still has a
+    RepoDigests entry, which must not become a registry pin."""
+    registry = Registry(tmp_path / "registry", _port())
+    (tmp_path / "registry").mkdir()
+    registry.start()
+    try:
+        ws = make_workspace(tmp_path, registry)
+        run = ws.doit(env={"DOCKER_HOST": floor.host})
+        assert run.returncode == 0, run.stderr[-3000:]
+        promoted_everywhere(registry)
+        assert read_lock(ws.root / "images.lock").images["debian:bookworm-slim"] == LOCAL
+    finally:
+        registry.stop()
+
+
+def test_a_cli_the_daemon_refuses_is_never_chosen(tmp_path: Path, floor: Engine,
+                                                  old_cli: Path) -> None:
+    """Debian 12's docker 20.10 CLI (API 1.41), alone on PATH against a 1.44 floor: one line
+    naming what to install, before anything is built."""
+    ws = make_workspace(tmp_path, Registry(tmp_path, _port()))
+    path = f"{old_cli.parent}:/usr/sbin:/usr/bin:/sbin:/bin"
+    run = ws.doit("build:builder", env={"DOCKER_HOST": floor.host, "PATH": path})
+    assert run.returncode != 0
+    assert "API 1.44 or newer" in run.stderr and "buildx" in run.stderr, run.stderr[-2000:]
+    assert f"{old_cli} (API 1.41)" in run.stderr
+    assert "Traceback" not in run.stderr and not built(run.stdout)
+
+
+def test_max_size_gives_one_verdict_on_both_stores(tmp_path: Path, classic: Engine) -> None:
+    """verify.max_size is unpacked bytes on every store: the containerd store's own `Size`
+    (compressed) would pass an image of 64 MiB of zeros under a limit it is over."""
+    main = Engine(os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock"), "containerd")
+    (tmp_path / "Dockerfile").write_text(
+        "FROM debian:bookworm-slim\nRUN head -c 67108864 /dev/zero > /zeros\n")
+    sizes = {}
+    for engine in (main, classic):
+        engine.docker("buildx", "build", "--load", "--network=host", "-t", "sizes:1",
+                      str(tmp_path))
+        sizes[engine.host] = int(subprocess.run(
+            [sys.executable, "-c", "from build_graph.docker import daemon; "
+             "print(daemon.image_size('sizes:1'))"], env=engine.env(), check=True,
+            capture_output=True, text=True).stdout)
+    first, second = sizes.values()
+    assert abs(first - second) < 0.1 * max(first, second), sizes
+    limit = 64 << 20  # the zeros alone; the image is more
+    want = Expectation(python="3.11", conda=False, single_python=True, pip_check=True,
+                       packages={}, cuda=None, max_size_bytes=limit)
+    verdicts = {h: check_size(want, {"image_size_bytes": s})[0].status for h, s in sizes.items()}
+    assert set(verdicts.values()) == {"fail"}, (sizes, verdicts)
+
+
+def _port() -> int:
+    from tests.integration.conftest import free_port
+
+    return free_port()
+
+
+@pytest.fixture(scope="module")
+def old_cli(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Debian 12's own docker CLI (docker.io 20.10, API 1.41), unpacked from its package."""
+    folder = tmp_path_factory.mktemp("old-cli")
+    subprocess.run(["apt-get", "download", "docker.io/bookworm"], cwd=folder, check=True,
+                   capture_output=True, timeout=600)
+    deb = next(folder.glob("docker.io_20.10*.deb"))
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(folder / "root")], check=True)
+    cli = folder / "bin" / "docker"
+    cli.parent.mkdir()
+    cli.symlink_to(folder / "root" / "usr" / "bin" / "docker")
+    return cli
