@@ -26,7 +26,8 @@ def registry_holds(tier: PlannedTier, holdings: Availability) -> list[str]:
     lines = [f"{tier.image} = {image.digest}"]
     for name in tier.human_tags:
         tag = holdings.registry(f"{tier.repository}:{name}")
-        index = " (an index of every platform's image)" if tag.media_type in INDEX_TYPES else ""
+        index = (" (an index of every platform's image)" if tier.platform is not None
+                 and tag.media_type in INDEX_TYPES else "")
         where = ("the same digest" if tag.digest == image.digest else f"{tag.digest}{index}"
                  if tag.digest else "could not ask" if tag.error else "absent")
         lines.append(f"{tier.repository}:{name} -> {where}")

@@ -17,7 +17,6 @@ from functools import cache
 
 from build_graph.errors import BuildFailed, BuildGraphError
 from build_graph.log import progress
-from build_graph.oci.digest import parse_digest
 from build_graph.oci.platforms import stated_platform
 from build_graph.oci.refs import parse_ref
 from build_graph.plan.plan import PlannedTier
@@ -44,17 +43,16 @@ def check(tier: PlannedTier) -> None:
 
 @cache
 def platforms_of(reference: str) -> frozenset[str]:
-    """'os/architecture' of every image the reference names: an index's entries, or the one
-    image's config. Errors raise (RegistryError, UntrustedAnswer; ValueError and the like
-    for bytes that are not what their media type says)."""
+    """'os/architecture' of every image the reference names (oci/contents.py): an index's
+    platform entries (attestations aside), or the one image's config. Errors raise
+    (RegistryError, UntrustedAnswer; ValueError for an entry or config that states no
+    os/architecture)."""
     ref = parse_ref(reference)
-    body = json.loads(api.get_manifest(ref).body)
-    if "manifests" in body:
-        stated = [stated_platform(m["platform"]) for m in body["manifests"]
-                  if isinstance(m.get("platform"), dict)]
+    named = api.read_contents(ref)
+    if named.config is not None:
+        stated = [stated_platform(json.loads(api.get_blob(ref, named.config)))]
     else:
-        stated = [stated_platform(json.loads(api.get_blob(
-            ref, parse_digest(body["config"]["digest"]))))]
+        stated = [d.platform for d in named.images]
     if None in stated:
         raise ValueError("an image or index entry that states no os/architecture")
     return frozenset(p for p in stated if p)

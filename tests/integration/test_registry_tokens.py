@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Answer, Presence, parse_ref
 from build_graph.registry import api, transport
 from build_graph.registry import auth as registry_auth
@@ -25,9 +26,11 @@ TOKEN = "tok-3f2a"
 
 
 class TokenRegistry(ThreadingHTTPServer):
-    """Answers manifest HEADs to holders of TOKEN; its /token realm trades ci:right for it."""
+    """Answers manifest HEADs to holders of TOKEN; its /token realm trades ci:right for it;
+    a blob GET is redirected to `storage`."""
 
     realm = ""
+    storage = ""
     token_requests = 0
     lock = threading.Lock()
 
@@ -56,6 +59,13 @@ class Handler(BaseHTTPRequestHandler):
                                                  'service="test"'})
 
     def do_GET(self) -> None:
+        if "/blobs/" in self.path:  # object storage serves blobs: a signed redirect there
+            if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                self._send(401, {"WWW-Authenticate": f'Bearer realm="{self.server.realm}",'
+                                                     'service="test"'})
+            else:
+                self._send(307, {"Location": f"{self.server.storage}{self.path}?sig=abc"})
+            return
         with self.server.lock:
             self.server.token_requests += 1
         time.sleep(0.2)  # a slow login: concurrent questions arrive while it runs
@@ -142,3 +152,48 @@ def test_a_malformed_realm_is_an_error_in_words_not_a_crash(
     probes = ask_sixteen(host)
     assert {p.presence for p in probes} == {Presence.ERROR}
     assert "127.0.0.1:x" in str(probes[0].error) and "Error" not in str(probes[0].error)
+
+
+BLOB = b"layer bytes from object storage"
+
+
+class Storage(ThreadingHTTPServer):
+    """Object storage behind a registry's redirect: serves BLOB, keeps every request's
+    headers."""
+
+    seen: list[dict[str, str]]
+
+
+class StorageHandler(BaseHTTPRequestHandler):
+    server: Storage
+
+    def log_message(self, *args: object) -> None:
+        return
+
+    def do_GET(self) -> None:
+        self.server.seen.append(dict(self.headers.items()))
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(BLOB)))
+        self.end_headers()
+        self.wfile.write(BLOB)
+
+
+def test_a_blob_redirected_to_storage_is_read_without_our_credentials(
+        server: TokenRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cloud registries send blob reads to their storage with a signed URL (a 307): followed,
+    and nothing of ours, the registry's token above all, goes to the other host."""
+    storage = Storage(("127.0.0.1", 0), StorageHandler)
+    storage.seen = []
+    threading.Thread(target=storage.serve_forever, daemon=True).start()
+    try:
+        server.storage = f"http://127.0.0.1:{storage.server_address[1]}"
+        host = f"127.0.0.1:{server.server_address[1]}"
+        login(tmp_path, monkeypatch, host, "right")
+        digest = Digest.of(BLOB)
+        assert api.get_blob(parse_ref(f"{host}/team/app:v1"), digest) == BLOB
+        assert len(storage.seen) == 1
+        assert not any(k.lower() in ("authorization", "cookie") for k in storage.seen[0])
+        assert TOKEN not in json.dumps(storage.seen)
+    finally:
+        storage.shutdown()
+        storage.server_close()
