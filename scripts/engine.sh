@@ -14,7 +14,9 @@
 #
 # ENGINE_INSTANCE=NAME runs another engine beside the first (own socket, data root, exec
 # root, config and cgroup parent: they share no cache). ENGINE_MIN_API=1.44 gives the daemon
-# Docker 29.0's API floor (DOCKER_MIN_API_VERSION). Containers and builds use the host's
+# Docker 29.0's API floor (DOCKER_MIN_API_VERSION); ENGINE_TCP=PORT also listens on
+# tcp://127.0.0.1:PORT (loopback only, no TLS: a "remote" daemon for tests). `purge` stops an
+# instance and removes its data. Containers and builds use the host's
 # network (no bridge: this machine may use no private-range addresses). The host's
 # directories where build-graph's bind-mount sources live (/tmp, /work, /home, /root, /srv,
 # /opt, /var/tmp, and the project's own folder) appear inside at the same paths, so bind
@@ -114,7 +116,8 @@ binds() {  # the host folders bind-mounted at the same paths inside the chroot
 }
 
 up() {  # up [containerd|classic]
-  local store=${1:-containerd} min_api=${ENGINE_MIN_API:-}
+  local store=${1:-containerd} min_api=${ENGINE_MIN_API:-} tcp=${ENGINE_TCP:-}
+  local wanted="$min_api|$tcp"
   case $store in containerd|classic) ;; *) log "store: containerd or classic, not '$store'"; return 2 ;; esac
   setup
   mkdir -p "$state" "$plugin_dir"
@@ -123,14 +126,14 @@ up() {  # up [containerd|classic]
   # The engine's own CLI for the host, alone in a folder (the chroot's /usr/bin would shadow
   # the host's python3 and the rest on PATH).
   mkdir -p "$root/host-bin"; ln -sfn "$root/usr/bin/docker" "$root/host-bin/docker"
-  if running && [ "$(current_store)" = "$store" ] && [ "$(cat "$state/$instance.min-api" 2>/dev/null)" = "$min_api" ]; then
+  if running && [ "$(current_store)" = "$store" ] && [ "$(cat "$state/$instance.options" 2>/dev/null)" = "$wanted" ]; then
     describe; return 0
   fi
   stop_dockerd
   mkdir -p "$root/etc/docker" "$root/run"
   if [ "$store" = containerd ]; then echo '{"features": {"containerd-snapshotter": true}}' >"$root$conf"
   else echo '{"features": {"containerd-snapshotter": false}}' >"$root$conf"; fi
-  echo "$min_api" >"$state/$instance.min-api"
+  echo "$wanted" >"$state/$instance.options"
   rm -f "$sock"
   local mounts="mount --bind '$root' '$root' && mount -t proc proc '$root/proc' && mount --rbind /sys '$root/sys' && mount --rbind /dev '$root/dev'"
   local dir
@@ -139,8 +142,13 @@ up() {  # up [containerd|classic]
   log "starting dockerd $instance ($store image store${min_api:+, API floor $min_api}) on unix://$sock"
   # The chroot is bind-mounted onto itself first: containerd looks its data root up in
   # /proc/self/mountinfo ("Can't find mount point of /var/lib/docker" otherwise).
-  setsid unshare -m --propagation private sh -c "$mounts &&
-    exec env ${min_api:+DOCKER_MIN_API_VERSION=$min_api} chroot '$root' /usr/sbin/dockerd -H unix:///run/$instance.sock \
+  # pivot_root, not chroot: the daemon's / is its mount namespace's root, as on a machine of
+  # its own. Under a chroot, runc's `exec` into a container did not see the container's bind
+  # mounts ("chdir to cwd (/src) ... no such file or directory"); the host's root is then
+  # unmounted from the namespace, so nothing outside the list above is reachable.
+  mkdir -p "$root/.host"
+  setsid unshare -m --propagation private sh -c "$mounts && cd '$root' && pivot_root . .host &&
+    umount -l /.host && exec env ${min_api:+DOCKER_MIN_API_VERSION=$min_api} /usr/sbin/dockerd -H unix:///run/$instance.sock ${tcp:+-H tcp://127.0.0.1:$tcp --tls=false} \
       --config-file $conf --data-root $data --exec-root $execroot --pidfile $pidfile \
       --bridge=none --iptables=false --ip6tables=false --ip-masq=false --cgroup-parent=/build-graph-$instance" \
     >>"$state/dockerd-$instance.log" 2>&1 </dev/null &
@@ -162,10 +170,15 @@ status() {
   if running; then describe; else echo "engine $instance: down"; fi
 }
 
+remove_cgroups() {  # the empty cgroups runc and BuildKit left under the cgroup parent
+  find /sys/fs/cgroup -depth -type d -path "*build-graph-$instance*" -exec rmdir {} \; 2>/dev/null || true
+}
+
 case "${1:-status}" in
   up) up "${2:-containerd}" ;;
   env) env_for ;;
   status) status ;;
-  down) stop_dockerd; find /sys/fs/cgroup -depth -type d -path "*build-graph-$instance*" -exec rmdir {} \; 2>/dev/null || true ;;
-  *) echo "usage: $0 up [containerd|classic]|env|status|down" >&2; exit 2 ;;
+  down) stop_dockerd; remove_cgroups ;;
+  purge) stop_dockerd; remove_cgroups; rm -rf "${root:?}$data" "${root:?}$execroot" "$state/$instance".* ;;
+  *) echo "usage: $0 up [containerd|classic]|env|status|down|purge" >&2; exit 2 ;;
 esac

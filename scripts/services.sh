@@ -17,7 +17,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 state=${SERVICES_DIR:-$here/.services}
 registry_port=${REGISTRY_PORT:-5000}
 gcs_port=${GCS_PORT:-4443}
-python=${PYTHON:-python3}
+# The project's own venv (scripts/bootstrap.sh): the arm64 seed is written with its registry client.
+python=${PYTHON:-$([ -x "$here/.venv/bin/python" ] && echo "$here/.venv/bin/python" || echo python3)}
 mkdir -p "$state"
 
 log() { echo "services: $*" >&2; }
@@ -158,12 +159,8 @@ manifest_head() {  # manifest_head REF -> "MEDIATYPE DIGEST SIZE" of seed_repo:R
       END {if (t && d && n) print t, d, n; else exit 1}'
 }
 
-manifest_platform() {  # manifest_platform REF -> "OS ARCH [VARIANT]", from the image's config blob
-  local config
-  config=$(curl -fsS -H "Accept: $manifest_types" "$registry_url/$seed_repo/manifests/$1" |
-    "$python" -c 'import json, sys; print(json.load(sys.stdin)["config"]["digest"])') || return 1
-  curl -fsSL "$registry_url/$seed_repo/blobs/$config" |
-    "$python" -c 'import json, sys; c = json.load(sys.stdin); print(c["os"], c["architecture"], c.get("variant", ""))'
+manifest_platform() {  # manifest_platform REF -> "OS ARCH", of the image seed_repo:REF names
+  "$python" "$here/scripts/seed-index.py" platform "127.0.0.1:$registry_port/$seed_repo:$1" | tr / ' '
 }
 
 seed_index_ok() {  # the index tag exists and refers to an amd64 and an arm64 manifest
@@ -258,26 +255,10 @@ CONF
   : >"$root/etc/hostname"
 }
 
-seed_index() {  # PUTs seed/debian:bookworm-slim: an OCI index of the -amd64 and -arm64 tags
-  local entries="" arch head platform
-  for arch in amd64 arm64; do
-    head=$(manifest_head "$seed_tag-$arch") || { log "$seed_repo:$seed_tag-$arch is not in the registry"; return 1; }
-    platform=$(manifest_platform "$seed_tag-$arch") || { log "cannot read $seed_repo:$seed_tag-$arch's config"; return 1; }
-    [ "$(echo "$platform" | cut -d' ' -f2)" = "$arch" ] ||
-      { log "$seed_repo:$seed_tag-$arch is $platform, not $arch"; return 1; }
-    entries+="$head $platform"$'\n'
-  done
-  local index="$state/seed-index.json"
-  printf '%s' "$entries" | "$python" -c 'import json, sys
-manifests = []
-for line in sys.stdin.read().splitlines():
-    media_type, digest, size, os_, arch = line.split()[:5]
-    manifests.append({"mediaType": media_type, "digest": digest, "size": int(size),
-                      "platform": {"architecture": arch, "os": os_}})
-json.dump({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
-           "manifests": manifests}, sys.stdout, indent=2)' >"$index"
-  curl -fsS -X PUT -H "Content-Type: application/vnd.oci.image.index.v1+json" --data-binary "@$index" \
-    "$registry_url/$seed_repo/manifests/$seed_tag" >/dev/null || { log "the registry refused the index $index"; return 1; }
+seed_index() {  # PUTs seed/debian:bookworm-slim: an OCI index of the -amd64 and -arm64 images
+  local image="127.0.0.1:$registry_port/$seed_repo:$seed_tag"
+  "$python" "$here/scripts/seed-index.py" index "$image" "$image-amd64" "$image-arm64" >/dev/null ||
+    { log "the seed index $image could not be written"; return 1; }
 }
 
 arm64_up() {

@@ -52,6 +52,11 @@ class Lies:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # What a request line it cannot parse (a TLS ClientHello) is answered with: a status line,
+    # as Go's servers answer. The containerd image store's pusher tries HTTPS first on a
+    # loopback registry and falls back to HTTP only when the answer starts with "HTTP/";
+    # Python's default (HTTP/0.9: a bare body) left every push through the proxy failing.
+    default_request_version = "HTTP/1.1"
     upstream: str
     lies: Lies
 

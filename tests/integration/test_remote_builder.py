@@ -10,9 +10,8 @@ compile's sources and cache go in, the wheels and the cache come back.
 from __future__ import annotations
 
 import json
-import shutil
+import os
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import REPO
 from tests.integration.conftest import Registry, free_port, make_workspace
 
 pytestmark = pytest.mark.integration
@@ -28,56 +28,34 @@ TIERS = ("builder", "fastext", "base", "training", "runner")
 
 @dataclass
 class Daemon:
-    """A dockerd of the test's own, on a Unix socket and on tcp://127.0.0.1 (no TLS: loopback)."""
+    """A dockerd of the test's own (scripts/engine.sh's instance `remote`: its own data root,
+    exec root and containerd), on a Unix socket and on tcp://127.0.0.1 (no TLS: loopback)."""
 
-    root: Path
     port: int
-    process: subprocess.Popen[bytes] | None = None
 
     @property
     def tcp(self) -> str:
         return f"tcp://127.0.0.1:{self.port}"
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "ENGINE_INSTANCE": "remote", "ENGINE_TCP": str(self.port)}
 
     def docker(self, *args: str, stdin: bytes | None = None) -> str:
         return subprocess.run(["docker", "-H", self.tcp, *args], check=True, input=stdin,
                               capture_output=True, timeout=300).stdout.decode()
 
     def start(self) -> None:
-        self.process = subprocess.Popen(
-            ["dockerd", "--bridge=none", "--iptables=false", "--ip-masq=false",
-             f"--data-root={self.root / 'data'}", f"--exec-root={self.root / 'exec'}",
-             f"--pidfile={self.root / 'docker.pid'}", f"-H=unix://{self.root / 'docker.sock'}",
-             f"-H={self.tcp}"],
-            stdout=(self.root / "dockerd.log").open("wb"), stderr=subprocess.STDOUT,
-            start_new_session=True)
-        deadline = time.monotonic() + 90
-        while subprocess.run(["docker", "-H", self.tcp, "info"], capture_output=True,
-                             check=False).returncode != 0:
-            assert self.process.poll() is None, (self.root / "dockerd.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "the second dockerd did not answer in 90 s"
-            time.sleep(0.5)
+        subprocess.run([str(REPO / "scripts" / "engine.sh"), "up", "containerd"],
+                       env=self.env(), check=True, timeout=300)
 
     def stop(self) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=30)
-            self.process = None
-        # Its overlay and shm mounts may outlive it: unmount them, deepest first.
-        mounts = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text()
-                  .splitlines() if line.split()[4].startswith(f"{self.root}/")]
-        for point in sorted(mounts, key=len, reverse=True):
-            subprocess.run(["umount", "-l", point], check=False, capture_output=True)
-        shutil.rmtree(self.root, ignore_errors=True)
+        subprocess.run([str(REPO / "scripts" / "engine.sh"), "purge"], env=self.env(),
+                       check=False, timeout=300)
 
 
 @pytest.fixture(scope="module")
 def remote() -> Iterator[Daemon]:
-    # Under /tmp with a short name: the Unix sockets' paths have a 108-byte limit.
-    daemon = Daemon(Path(tempfile.mkdtemp(prefix="bg-dockerd-", dir="/tmp")), free_port())
+    daemon = Daemon(free_port())
     try:
         daemon.start()
         # The quickstart starts from debian:bookworm-slim: seeded from the main daemon.
