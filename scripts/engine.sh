@@ -15,7 +15,10 @@
 # ENGINE_INSTANCE=NAME runs another engine beside the first (own socket, data root, exec
 # root, config and cgroup parent: they share no cache). ENGINE_MIN_API=1.44 gives the daemon
 # Docker 29.0's API floor (DOCKER_MIN_API_VERSION); ENGINE_TCP=PORT also listens on
-# tcp://127.0.0.1:PORT (loopback only, no TLS: a "remote" daemon for tests). `purge` stops an
+# tcp://127.0.0.1:PORT (loopback only, no TLS: a "remote" daemon for tests); ENGINE_CA_DIR=DIR
+# (a host folder under one of the bound ones below) adds its CA certificates to what the
+# daemon trusts besides the system's (Go's SSL_CERT_DIR: a token service's, whose requests do
+# not read /etc/docker/certs.d), read once when it starts. `purge` stops an
 # instance and removes its data. Containers and builds use the host's
 # network (no bridge: this machine may use no private-range addresses). The host's
 # directories where build-graph's bind-mount sources live (/tmp, /work, /home, /root, /srv,
@@ -116,8 +119,8 @@ binds() {  # the host folders bind-mounted at the same paths inside the chroot
 }
 
 up() {  # up [containerd|classic]
-  local store=${1:-containerd} min_api=${ENGINE_MIN_API:-} tcp=${ENGINE_TCP:-}
-  local wanted="$min_api|$tcp"
+  local store=${1:-containerd} min_api=${ENGINE_MIN_API:-} tcp=${ENGINE_TCP:-} cas=${ENGINE_CA_DIR:-}
+  local wanted="$min_api|$tcp|$cas"
   case $store in containerd|classic) ;; *) log "store: containerd or classic, not '$store'"; return 2 ;; esac
   setup
   mkdir -p "$state" "$plugin_dir"
@@ -148,7 +151,7 @@ up() {  # up [containerd|classic]
   # unmounted from the namespace, so nothing outside the list above is reachable.
   mkdir -p "$root/.host"
   setsid unshare -m --propagation private sh -c "$mounts && cd '$root' && pivot_root . .host &&
-    umount -l /.host && exec env ${min_api:+DOCKER_MIN_API_VERSION=$min_api} /usr/sbin/dockerd -H unix:///run/$instance.sock ${tcp:+-H tcp://127.0.0.1:$tcp --tls=false} \
+    umount -l /.host && exec env ${min_api:+DOCKER_MIN_API_VERSION=$min_api} ${cas:+SSL_CERT_DIR=$cas} /usr/sbin/dockerd -H unix:///run/$instance.sock ${tcp:+-H tcp://127.0.0.1:$tcp --tls=false} \
       --config-file $conf --data-root $data --exec-root $execroot --pidfile $pidfile \
       --bridge=none --iptables=false --ip6tables=false --ip-masq=false --cgroup-parent=/build-graph-$instance" \
     >>"$state/dockerd-$instance.log" 2>&1 </dev/null &

@@ -6,6 +6,8 @@ match gave `localhost.evil.com` and `127.example.com` plain HTTP with credential
 `localhost`, 127.0.0.0/8 and `[::1]`, with any port; plus the hosts the user lists,
 comma-separated, in BUILD_GRAPH_INSECURE_REGISTRIES (compared as written, host:port). That is
 the Docker daemon's own default (it treats 127.0.0.0/8 as insecure and wants the rest listed).
+A loopback registry that speaks TLS (a tunnel to a cloud registry, a local TLS mirror) is
+listed in BUILD_GRAPH_TLS_REGISTRIES and spoken to over HTTPS, as any other host.
 
 Credentials travel only where nobody else can read them: over HTTPS, or to a real loopback
 address. A listed insecure registry that is not loopback is spoken to anonymously.
@@ -18,6 +20,7 @@ import os
 import urllib.parse
 
 INSECURE_ENV = "BUILD_GRAPH_INSECURE_REGISTRIES"
+TLS_ENV = "BUILD_GRAPH_TLS_REGISTRIES"
 
 
 def hostname(host: str) -> str | None:
@@ -49,14 +52,21 @@ def is_loopback(host: str) -> bool:
     return address.is_loopback
 
 
+def listed(variable: str = INSECURE_ENV) -> frozenset[str]:
+    """The hosts the user listed in `variable` (comma-separated host:port)."""
+    raw = os.environ.get(variable, "")
+    return frozenset(h.strip().lower() for h in raw.split(",") if h.strip())
+
+
 def listed_insecure() -> frozenset[str]:
     """The hosts the user listed in BUILD_GRAPH_INSECURE_REGISTRIES."""
-    raw = os.environ.get(INSECURE_ENV, "")
-    return frozenset(h.strip().lower() for h in raw.split(",") if h.strip())
+    return listed(INSECURE_ENV)
 
 
 def plain_http(host: str) -> bool:
     """Whether the registry at `host` is spoken to over plain HTTP (else HTTPS)."""
+    if host.lower() in listed(TLS_ENV):
+        return False
     return is_loopback(host) or host.lower() in listed_insecure()
 
 

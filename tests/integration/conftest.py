@@ -213,14 +213,21 @@ def statuses(ws: Workspace) -> dict[str, str]:
     return found
 
 
-def built(output: str) -> list[str]:
-    """Tier keys that `docker build` ran for, from doit's output."""
-    return [line.split("(tier ", 1)[1].rstrip(")") for line in output.splitlines()
+def _said(output: str | subprocess.CompletedProcess[str]) -> str:
+    """A run's words: its stdout and stderr both (the `+ docker ...` lines go to stderr)."""
+    if isinstance(output, str):
+        return output
+    return output.stdout + output.stderr
+
+
+def built(output: str | subprocess.CompletedProcess[str]) -> list[str]:
+    """Tier keys that `docker build` ran for, from doit's output (or the whole run)."""
+    return [line.split("(tier ", 1)[1].rstrip(")") for line in _said(output).splitlines()
             if line.startswith("+ docker build ")]
 
 
-def pushed(output: str) -> list[str]:
-    return [line.removeprefix("+ docker push ") for line in output.splitlines()
+def pushed(output: str | subprocess.CompletedProcess[str]) -> list[str]:
+    return [line.removeprefix("+ docker push ") for line in _said(output).splitlines()
             if line.startswith("+ docker push ")]
 
 

@@ -93,7 +93,7 @@ def test_the_quickstart_promotes_in_one_run_on_the_classic_store(
     assert first.returncode == 0, first.stderr[-3000:]
     promoted_everywhere(registry)
     again = ws.doit(env={"DOCKER_HOST": classic.host})
-    assert again.returncode == 0 and not built(again.stdout) and not pushed(again.stdout)
+    assert again.returncode == 0 and not built(again) and not pushed(again)
 
 
 def test_a_daemon_with_docker_29s_api_floor_builds_the_quickstart(
@@ -124,7 +124,7 @@ def test_a_cli_the_daemon_refuses_is_never_chosen(tmp_path: Path, floor: Engine,
     assert run.returncode != 0
     assert "API 1.44 or newer" in run.stderr and "buildx" in run.stderr, run.stderr[-2000:]
     assert f"{old_cli} (API 1.41)" in run.stderr
-    assert "Traceback" not in run.stderr and not built(run.stdout)
+    assert "Traceback" not in run.stderr and not built(run)
 
 
 def test_max_size_gives_one_verdict_on_both_stores(tmp_path: Path, classic: Engine) -> None:

@@ -114,7 +114,7 @@ def test_a_fresh_runner_does_nothing(ws: Workspace) -> None:
     shutil.rmtree(ws.root / "build")
     result = ws.doit()
     assert result.returncode == 0, result.stdout[-3000:]
-    assert built(result.stdout) == [] and pushed(result.stdout) == []
+    assert built(result) == [] and pushed(result) == []
     assert "compiling in" not in result.stdout and "] verified " not in result.stdout
     assert "manifest copied" not in result.stdout and "an index of" not in result.stdout
 

@@ -124,7 +124,7 @@ def test_prune_deletes_exactly_the_unneeded_build_and_its_report(history: Histor
     assert "0 image(s) deleted" in again.stdout
     run = history.ws.doit()
     assert run.returncode == 0, run.stdout[-3000:]
-    assert built(run.stdout) == [] and pushed(run.stdout) == []
+    assert built(run) == [] and pushed(run) == []
 
 
 def reports_of_before(tags: list[str], digest: str) -> list[str]:
@@ -188,7 +188,7 @@ def test_an_old_bare_report_still_counts(history: History) -> None:
     assert current_report(history)[1]["mediaType"] == OLD_ARTIFACT_TYPE
     run = history.ws.doit()
     assert run.returncode == 0, run.stdout[-3000:]
-    assert "probe.py" not in run.stdout and built(run.stdout) == [] == pushed(run.stdout)
+    assert "probe.py" not in run.stdout and built(run) == [] == pushed(run)
 
 
 def test_the_sbom_is_stored_beside_the_report_and_lists_what_is_installed(

@@ -128,7 +128,7 @@ def test_a_deleted_image_is_rebuilt_or_pushed_and_latest_repaired_in_one_run(
     assert report_for(origin, "runner", now) is not None
     # and the next run has nothing left to do
     again = origin.doit()
-    assert "-- promote:runner" in again.stdout and built(again.stdout) == []
+    assert "-- promote:runner" in again.stdout and built(again) == []
 
 
 def test_a_new_tag_is_promoted_without_a_pull(origin: Workspace) -> None:
@@ -138,7 +138,7 @@ def test_a_new_tag_is_promoted_without_a_pull(origin: Workspace) -> None:
         result = origin.doit()
         assert result.returncode == 0, result.stdout[-3000:]
         assert [e for e in daemon_events(since) if e[1] == "pull"] == []
-        assert built(result.stdout) == []
+        assert built(result) == []
         assert origin.registry.digest("quickstart/fastext", "stable") == \
             origin.registry.digest("quickstart/fastext", "latest")
         assert "stable -> sha256:" in result.stderr and "0 layer bytes moved" in result.stderr
@@ -177,5 +177,5 @@ def test_racing_runners_on_one_new_hash_both_succeed_and_agree(origin: Workspace
     # Both now agree with the registry: a plain run on either does nothing.
     for ws in workspaces:
         again = ws.doit("promote:raced")
-        assert again.returncode == 0 and built(again.stdout) == []
+        assert again.returncode == 0 and built(again) == []
         assert "-- promote:raced" in again.stdout and "-- verify:raced" in again.stdout

@@ -16,6 +16,7 @@ from build_graph.oci import problems
 from build_graph.oci.digest import Digest, maybe_digest, parse_digest
 from build_graph.oci.hosts import (
     INSECURE_ENV,
+    TLS_ENV,
     is_loopback,
     may_send_credentials,
     plain_http,
@@ -91,6 +92,13 @@ def test_listed_insecure_registries_get_plain_http_exactly(
     assert plain_http("reg.lan:5000") and plain_http("other.lan")
     assert not plain_http("reg.lan:5001") and not plain_http("reg.lan")
     assert not plain_http("evil.reg.lan:5000")
+
+
+def test_a_loopback_registry_listed_for_tls_gets_https_exactly(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TLS_ENV, "127.0.0.1:5443, localhost:8443")
+    assert not plain_http("127.0.0.1:5443") and not plain_http("localhost:8443")
+    assert plain_http("127.0.0.1:5000") and plain_http("localhost:5443")
 
 
 @pytest.mark.parametrize(("url", "allowed"), [
