@@ -182,6 +182,6 @@ case "${1:-status}" in
   env) env_for ;;
   status) status ;;
   down) stop_dockerd; remove_cgroups ;;
-  purge) stop_dockerd; remove_cgroups; rm -rf "${root:?}$data" "${root:?}$execroot" "$state/$instance".* ;;
+  purge) stop_dockerd; remove_cgroups; rm -rf "${root:?}$data" "${root:?}$execroot" "$state/$instance".* "$state/dockerd-$instance.log" ;;
   *) echo "usage: $0 up [containerd|classic]|env|status|down|purge" >&2; exit 2 ;;
 esac

@@ -156,17 +156,17 @@ def _push_once(ref: str) -> Digest | None:
     try:
         for chunk in client().api.push(repo, tag=tag, stream=True, decode=True):
             if "error" in chunk:
+                said = str(chunk["error"]).strip()
                 raise RegistryError(f"push of {ref} refused by the registry {host}: "
-                                    f"{str(chunk['error']).strip()[:300]}; "
-                                    f"{problems.hint(host)}")
+                                    f"{said[:300]}; {problems.hint(host, said)}")
             aux = chunk.get("aux") or {}
             if "Digest" in aux:
                 digest = parse_digest(aux["Digest"])
-            elif digest is None and (said := _STATUS_DIGEST.match(str(chunk.get("status")))):
-                digest = parse_digest(said[1])
+            elif digest is None and (line := _STATUS_DIGEST.match(str(chunk.get("status")))):
+                digest = parse_digest(line[1])
     except docker.errors.APIError as exc:
         raise RegistryError(f"push of {ref} to the registry {host} failed: "
-                            f"{short_error(exc)}; {problems.hint(host)}") from None
+                            f"{short_error(exc)}; {problems.hint(host, str(exc))}") from None
     except ValueError as exc:
         raise UntrustedAnswer(f"push of {ref}: the registry {host} answered a digest that "
                               f"is not one: {exc}") from None
@@ -183,12 +183,13 @@ def pull(ref: str, platform: str | None = None) -> None:
         for chunk in client().api.pull(repo, tag=tag_or_digest, stream=True,
                                        decode=True, platform=platform):
             if "error" in chunk:
+                said = str(chunk["error"]).strip()
                 raise RegistryError(f"pull of {ref} from the registry {registry_of(ref)} "
-                                    f"failed: {str(chunk['error']).strip()[:300]}; "
-                                    f"{problems.hint(registry_of(ref))}")
+                                    f"failed: {said[:300]}; "
+                                    f"{problems.hint(registry_of(ref), said)}")
     except docker.errors.APIError as exc:
         raise RegistryError(f"pull of {ref} from the registry {registry_of(ref)} failed: "
-                            f"{short_error(exc)}; {problems.hint(registry_of(ref))}"
+                            f"{short_error(exc)}; {problems.hint(registry_of(ref), str(exc))}"
                             ) from None
 
 

@@ -55,8 +55,12 @@ def advice(host: str, exc: BaseException) -> str:
             "`from`) and the network")
 
 
-def hint(host: str) -> str:
-    """Advice for a failure the Docker daemon reports about `host` (its words, not ours)."""
+def hint(host: str, said: str = "") -> str:
+    """Advice for a failure the Docker daemon reports about `host` (`said`: its words)."""
+    if "x509:" in said or "tls:" in said:
+        return ("the Docker daemon does not trust a certificate on the way: a registry's CA "
+                f"goes in its /etc/docker/certs.d/{host}/ca.crt, a token service's in the "
+                "system trust store of the daemon's machine (or its SSL_CERT_DIR)")
     if is_loopback(host):
         return f"is it running? ({START_LOCAL})"
     return f"are you logged in (`docker login {host}`), and does it answer?"

@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -18,51 +17,18 @@ import pytest
 from build_graph.manifest.expectation import Expectation
 from build_graph.plan.lock import LOCAL, read_lock
 from build_graph.verify.checks import check_size
-from tests.helpers import REPO
-from tests.integration.conftest import Registry, built, make_workspace, pushed
+from tests.integration.conftest import (
+    Engine,
+    Registry,
+    built,
+    make_workspace,
+    pushed,
+    start_engine,
+    stop_engine,
+)
 
 pytestmark = pytest.mark.integration
-ENGINE = REPO / "scripts" / "engine.sh"
 TIERS = ("builder", "fastext", "base", "training", "runner")
-
-
-@dataclass(frozen=True)
-class Engine:
-    host: str  # DOCKER_HOST of this engine
-    store: str
-
-    def env(self, **more: str) -> dict[str, str]:
-        return {**os.environ, "DOCKER_HOST": self.host, **more}
-
-    def docker(self, *args: str, stdin: bytes | None = None) -> bytes:
-        done = subprocess.run(["docker", *args], env=self.env(), input=stdin,
-                              capture_output=True, check=False, timeout=600)
-        assert done.returncode == 0, done.stderr.decode()[-2000:]
-        return done.stdout
-
-
-def start_engine(instance: str, store: str, min_api: str = "") -> Engine:
-    """scripts/engine.sh's engine `instance` in `store`, seeded with debian:bookworm-slim
-    from the engine the tests run on (docker save | docker load)."""
-    env = {**os.environ, "ENGINE_INSTANCE": instance, "ENGINE_MIN_API": min_api}
-    subprocess.run([str(ENGINE), "up", store], env=env, check=True, timeout=600)
-    exports = subprocess.run([str(ENGINE), "env"], env=env, check=True, capture_output=True,
-                             text=True).stdout
-    host = next(line.split("=", 1)[1] for line in exports.splitlines()
-                if line.startswith("export DOCKER_HOST="))
-    engine = Engine(host, store)
-    try:
-        engine.docker("image", "inspect", "debian:bookworm-slim")
-    except AssertionError:
-        image = subprocess.run(["docker", "save", "debian:bookworm-slim"], capture_output=True,
-                               check=True, timeout=600).stdout
-        engine.docker("load", stdin=image)
-    return engine
-
-
-def stop_engine(instance: str) -> None:
-    subprocess.run([str(ENGINE), "down"], env={**os.environ, "ENGINE_INSTANCE": instance},
-                   check=False, timeout=120)
 
 
 @pytest.fixture(scope="module")

@@ -1,29 +1,40 @@
 """The quickstart to `latest` against a real distribution registry (Debian's docker-registry
 2.8) that wants tokens and sends blob reads elsewhere, as registries in front of object
-storage do.
+storage do, all of it over TLS that a CA made here vouches for.
 
-The registry's `auth: token` trusts a token service of the test's own, which checks Basic
-credentials (GET; POST's password grant for containerd) and issues RS256 JWTs whose `x5c`
-certificate a CA made here vouches for (the registry's rootcertbundle), granting each scope
-asked. Its `redirect` storage middleware answers every blob GET and HEAD with a 307 to a
-storage server on another port, which serves the registry's files and records every
-request's headers. Build, push, verify and promote of every tier must go through (the
-redirects followed, by the daemon and by our client), no request the storage server saw
-may carry credentials (no Authorization, no password, no token), and a second run changes
-nothing.
+The registry serves HTTPS only (`http.tls`: a certificate for 127.0.0.1, by IP SAN, signed by
+the test CA). Its `auth: token` trusts a token service of the test's own, itself HTTPS under
+the same CA, which checks Basic credentials (GET; POST's password grant for containerd) and
+issues RS256 JWTs whose `x5c` certificate the same CA vouches for (the registry's
+rootcertbundle), granting each scope asked. Its `redirect` storage middleware answers every
+blob GET and HEAD with a 307 to a storage server on another port (plain HTTP: another
+origin, and a downgrade), which serves the registry's files and records every request's
+headers. Build, push, verify and promote of every tier must go through (the redirects
+followed, by the daemon and by our client), no request the storage server saw may carry
+credentials (no Authorization, no password, no token), and a second run changes nothing.
 
-All of it is plain HTTP on 127.0.0.1. TLS is left out for two reasons: oci/hosts.py speaks
-plain HTTP to every loopback registry (there is no way to ask for HTTPS there), and Docker
-28's containerd image store fetches a token with Go's default client, which trusts the
-system's CAs only (/etc/docker/certs.d is not read for a realm): a realm certified by a
-test CA is refused ("x509: certificate signed by unknown authority").
+Nothing trusts the test CA but what is told to: the run's engine is an instance of its own
+(scripts/engine.sh, ENGINE_INSTANCE=tls, purged afterwards) whose dockerd trusts it through
+ENGINE_CA_DIR (Go's SSL_CERT_DIR, read once at start: the containerd image store fetches a
+token with Go's default client, which reads no /etc/docker/certs.d: without it the push
+fails with "x509: certificate signed by unknown authority"); the registry's CA is also in
+the engine's certs.d/127.0.0.1:<port>/ca.crt, as a user would put it, though the daemon
+verifies no certificate of 127.0.0.0/8, its default insecure range (the test passes without
+that file). Our client trusts the CA through SSL_CERT_FILE (the system's bundle plus the
+CA) and speaks HTTPS to this loopback registry because BUILD_GRAPH_TLS_REGISTRIES lists it
+(oci/hosts.py). That the registry answers HTTPS only (a plain-HTTP /v2/ gets no challenge)
+means every push and read of the run went over TLS.
 """
 
 from __future__ import annotations
 
 import base64
 import datetime as dt
+import http.client
+import ipaddress
 import json
+import shutil
+import ssl
 import threading
 import time
 import urllib.error
@@ -42,15 +53,28 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.types import CertificatePublicKeyTypes
-from cryptography.x509.oid import NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from build_graph.registry import auth as registry_auth
-from tests.integration.conftest import Registry, Workspace, built, free_port, make_workspace, pushed
+from tests.integration.conftest import (
+    Engine,
+    Registry,
+    Workspace,
+    built,
+    engine_root,
+    free_port,
+    make_workspace,
+    pushed,
+    start_engine,
+    stop_engine,
+)
 
 pytestmark = pytest.mark.integration
 TIERS = ("builder", "fastext", "base", "training", "runner")
 USER, PASSWORD = "ci", f"pw-{uuid.uuid4().hex}"
 SERVICE, ISSUER = "build-graph-test-registry", "build-graph-test-token-service"
+INSTANCE = "tls"  # the engine of this module's own (scripts/engine.sh)
+SYSTEM_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 
 
 # --- certificates ------------------------------------------------------------------------
@@ -65,8 +89,8 @@ def _pem(cert: x509.Certificate) -> bytes:
 
 @dataclass
 class Pki:
-    """A CA of the test's own; it signs the token service's TLS certificate and the
-    certificate of the key that signs tokens."""
+    """A CA of the test's own; it signs the registry's and the token service's TLS
+    certificate and the certificate of the key that signs tokens."""
 
     key: ec.EllipticCurvePrivateKey = field(
         default_factory=lambda: ec.generate_private_key(ec.SECP256R1()))
@@ -77,7 +101,7 @@ class Pki:
                                ca=True, issuer=None)
 
     def _sign(self, subject: x509.Name, public_key: CertificatePublicKeyTypes, *, ca: bool,
-              issuer: x509.Certificate | None) -> x509.Certificate:
+              issuer: x509.Certificate | None, server: bool = False) -> x509.Certificate:
         now = dt.datetime.now(dt.UTC)
         builder = (x509.CertificateBuilder().subject_name(subject)
                    .issuer_name(issuer.subject if issuer else subject).public_key(public_key)
@@ -94,10 +118,31 @@ class Pki:
         else:
             builder = builder.add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
                 self.key.public_key()), critical=False)
+        if server:  # for 127.0.0.1, by IP SAN: what Go and OpenSSL check
+            builder = (builder.add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+                .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]),
+                               critical=False))
         return builder.sign(self.key, hashes.SHA256())
 
     def issue(self, subject: str, public_key: CertificatePublicKeyTypes) -> x509.Certificate:
         return self._sign(_name(subject), public_key, ca=False, issuer=self.cert)
+
+    def serve(self, folder: Path) -> tuple[Path, Path]:
+        """(certificate, key) as PEM files in `folder`: a server certificate for 127.0.0.1."""
+        key = ec.generate_private_key(ec.SECP256R1())
+        cert = self._sign(_name("127.0.0.1"), key.public_key(), ca=False, issuer=self.cert,
+                          server=True)
+        paths = folder / "server.pem", folder / "server.key"
+        paths[0].write_bytes(_pem(cert))
+        paths[1].write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                               serialization.PrivateFormat.PKCS8,
+                                               serialization.NoEncryption()))
+        return paths
+
+    def client_context(self) -> ssl.SSLContext:
+        """What trusts this CA alone (the test's own reads)."""
+        return ssl.create_default_context(cadata=_pem(self.cert).decode())
 
 
 def _b64url(data: bytes) -> str:
@@ -112,19 +157,21 @@ class TokenService(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, pki: Pki) -> None:
+    def __init__(self, pki: Pki, tls: ssl.SSLContext) -> None:
         super().__init__(("127.0.0.1", 0), TokenHandler)
+        self.socket = tls.wrap_socket(self.socket, server_side=True)
         self.signing_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         signing_cert = pki.issue("build-graph token signer", self.signing_key.public_key())
         self.x5c = [base64.b64encode(signing_cert.public_bytes(
             serialization.Encoding.DER)).decode()]
         self.lock = threading.Lock()
         self.granted: list[str] = []  # the scopes asked by holders of the right password
+        self.methods: set[str] = set()  # how they asked: GET (Basic), POST (password grant)
         self.refused = 0
 
     @property
     def realm(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/token"
+        return f"https://127.0.0.1:{self.server_address[1]}/token"
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         return
@@ -162,6 +209,7 @@ class TokenHandler(BaseHTTPRequestHandler):
             return
         with self.server.lock:
             self.server.granted.extend(scopes)
+            self.server.methods.add(self.command)
         token = self.server.mint(scopes)
         self._send(200, json.dumps({
             "token": token, "access_token": token, "expires_in": 600,
@@ -266,16 +314,18 @@ def _serving(server: ThreadingHTTPServer) -> Iterator[None]:
 
 @dataclass
 class GuardedRegistry(Registry):
-    """docker-registry with token auth (TokenService) and blob reads redirected to a
-    StorageServer; read back here with tokens minted directly."""
+    """docker-registry over HTTPS only, with token auth (TokenService) and blob reads
+    redirected to a StorageServer; read back here with tokens minted directly."""
 
     tokens: TokenService | None = None
     rootcertbundle: Path | None = None
+    tls: tuple[Path, Path] | None = None  # its certificate and key
+    trust: ssl.SSLContext | None = None  # what trusts its certificate, for the test's reads
     storage_url: str = ""
     debug_port: int = field(default_factory=free_port)
 
     def command(self) -> list[str]:
-        assert self.tokens is not None and self.rootcertbundle is not None
+        assert self.tokens is not None and self.rootcertbundle is not None and self.tls
         config = self.folder / "config.yml"
         config.write_text(
             "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n"
@@ -284,11 +334,11 @@ class GuardedRegistry(Registry):
             f"        baseurl: {self.storage_url}\n"
             f"auth:\n  token:\n    realm: {self.tokens.realm}\n    service: {SERVICE}\n"
             f"    issuer: {ISSUER}\n    rootcertbundle: {self.rootcertbundle}\n"
-            f"http:\n  addr: {self.address}\n  debug:\n"
-            f"    addr: 127.0.0.1:{self.debug_port}\n")
+            f"http:\n  addr: {self.address}\n  tls:\n    certificate: {self.tls[0]}\n"
+            f"    key: {self.tls[1]}\n  debug:\n    addr: 127.0.0.1:{self.debug_port}\n")
         return ["docker-registry", "serve", str(config)]
 
-    def health_url(self) -> str:  # /v2/ answers 401 here: the debug server's health check
+    def health_url(self) -> str:  # /v2/ wants TLS and a token: the debug server's (HTTP)
         return f"http://127.0.0.1:{self.debug_port}/debug/health"
 
     def _open(self, method: str, repo: str, path: str,
@@ -297,9 +347,9 @@ class GuardedRegistry(Registry):
         headers = {"Authorization": f"Bearer {self.tokens.mint([f'repository:{repo}:pull'])}"}
         if accept:
             headers["Accept"] = accept
-        request = urllib.request.Request(f"http://{self.address}/v2/{repo}/{path}",
+        request = urllib.request.Request(f"https://{self.address}/v2/{repo}/{path}",
                                          method=method, headers=headers)
-        with urllib.request.urlopen(request) as resp:
+        with urllib.request.urlopen(request, context=self.trust) as resp:
             return dict(resp.headers.items()), resp.read()
 
     def tags(self, repo: str) -> list[str]:
@@ -328,18 +378,40 @@ class Setup:
     registry: GuardedRegistry
     tokens: TokenService
     storage: StorageServer
-    env: dict[str, str]
+    engine: Engine
+    env: dict[str, str]  # what a run needs besides os.environ (and what the test reads with)
+
+
+@contextmanager
+def _trusted_by_engine(host: str, ca: bytes) -> Iterator[None]:
+    """The engine's daemons trust `ca` for the registry at `host` (/etc/docker/certs.d in
+    the engine's root); removed afterwards."""
+    folder = engine_root() / "etc" / "docker" / "certs.d" / host
+    folder.mkdir(parents=True)
+    try:
+        (folder / "ca.crt").write_bytes(ca)
+        yield
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextmanager
 def guarded(folder: Path) -> Iterator[Setup]:
-    """The token service, the storage server and the registry, running."""
+    """This module's engine, the token service, the storage server and the registry, running."""
     pki = Pki()
     ca = folder / "ca.pem"  # the registry's rootcertbundle: it vouches for the token signer
     ca.write_bytes(_pem(pki.cert))
-    tokens = TokenService(pki)
+    (folder / "engine-cas").mkdir()  # the daemon's ENGINE_CA_DIR: for the token realm
+    (folder / "engine-cas" / "ca.crt").write_bytes(_pem(pki.cert))
+    bundle = folder / "bundle.pem"  # our client's SSL_CERT_FILE: the system's CAs and ours
+    bundle.write_bytes(SYSTEM_BUNDLE.read_bytes() + b"\n" + _pem(pki.cert))
+    server_tls = pki.serve(folder)  # the registry's and the token service's
+    serving = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    serving.load_cert_chain(*server_tls)
+    tokens = TokenService(pki, serving)
     registry = GuardedRegistry(folder / "registry", free_port(), tokens=tokens,
-                               rootcertbundle=ca)
+                               rootcertbundle=ca, tls=server_tls,
+                               trust=pki.client_context())
     registry.folder.mkdir()
     storage = StorageServer(registry.folder / "data")
     registry.storage_url = storage.url
@@ -347,12 +419,20 @@ def guarded(folder: Path) -> Iterator[Setup]:
     config.mkdir()
     auth = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
     (config / "config.json").write_text(json.dumps({"auths": {registry.address: {"auth": auth}}}))
-    with _serving(tokens), _serving(storage):
-        registry.start()
-        try:
-            yield Setup(registry, tokens, storage, {"DOCKER_CONFIG": str(config)})
-        finally:
-            registry.stop()
+    try:
+        engine = start_engine(INSTANCE, "containerd", ca_dir=folder / "engine-cas")
+        with (_trusted_by_engine(registry.address, _pem(pki.cert)), _serving(tokens),
+              _serving(storage)):
+            registry.start()
+            try:
+                yield Setup(registry, tokens, storage, engine, {
+                    "DOCKER_HOST": engine.host, "DOCKER_CONFIG": str(config),
+                    "SSL_CERT_FILE": str(bundle),
+                    "BUILD_GRAPH_TLS_REGISTRIES": registry.address})
+            finally:
+                registry.stop()
+    finally:
+        stop_engine(INSTANCE, purge=True)
 
 
 @pytest.fixture(scope="module")
@@ -374,18 +454,30 @@ def blob_reads(storage: StorageServer) -> list[Seen]:
         return [s for s in storage.seen if s.path.startswith("/docker/registry/v2/blobs/")]
 
 
-def test_the_quickstart_reaches_latest_through_tokens_and_storage_redirects(
+def test_the_quickstart_reaches_latest_through_tls_tokens_and_storage_redirects(
         setup: Setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     registry, storage = setup.registry, setup.storage
-    with pytest.raises(urllib.error.HTTPError) as refused:  # the registry really wants tokens
-        urllib.request.urlopen(f"http://{registry.address}/v2/")
+    # The registry speaks TLS only, under the test CA, and wants tokens from an HTTPS realm.
+    with pytest.raises((OSError, http.client.HTTPException)) as plain:
+        urllib.request.urlopen(f"http://{registry.address}/v2/", timeout=10)
+    assert not isinstance(plain.value, urllib.error.HTTPError) or (
+        plain.value.code != 401 and "WWW-Authenticate" not in plain.value.headers), plain.value
+    with pytest.raises(urllib.error.URLError) as untrusted:  # the system's CAs alone
+        urllib.request.urlopen(f"https://{registry.address}/v2/", timeout=10,
+                               context=ssl.create_default_context(cafile=str(SYSTEM_BUNDLE)))
+    assert isinstance(untrusted.value.reason, ssl.SSLCertVerificationError), untrusted.value
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"https://{registry.address}/v2/", timeout=10,
+                               context=registry.trust)
     assert refused.value.code == 401
-    assert "Bearer realm=" in refused.value.headers["WWW-Authenticate"]
+    assert (f'Bearer realm="{setup.tokens.realm}"'
+            in refused.value.headers["WWW-Authenticate"]), refused.value.headers
+    assert setup.tokens.realm.startswith("https://") and storage.url.startswith("http://")
 
     ws: Workspace = make_workspace(tmp_path, registry)
     first = ws.doit(env=setup.env)
     assert first.returncode == 0, first.stderr[-3000:]
-    assert sorted(built(first.stderr)) == sorted(TIERS)  # the steps are logged to stderr
+    assert sorted(built(first)) == sorted(TIERS)
     for tier in TIERS:
         repo = f"quickstart/{tier}"
         tags = registry.tags(repo)
@@ -396,13 +488,16 @@ def test_the_quickstart_reaches_latest_through_tokens_and_storage_redirects(
         if "index" not in latest[1] and "list" not in latest[1]:
             assert latest[0] in {registry.digest(repo, h) for h in hashes}, tier
     assert setup.tokens.granted and not setup.tokens.refused
+    # Both asked the HTTPS realm: the daemon (containerd's password grant) and our client.
+    assert setup.tokens.methods == {"GET", "POST"}, setup.tokens.methods
     # The run's blob reads (the HEADs before an artifact's blob upload) were sent to the
     # storage server and followed there, without credentials.
     assert blob_reads(storage), "no blob read was redirected to the storage server"
     no_credentials_reached(storage)
 
     # A blob GET through the same redirect: each tier's config, read by our client.
-    monkeypatch.setenv("DOCKER_CONFIG", setup.env["DOCKER_CONFIG"])
+    for name in ("DOCKER_CONFIG", "SSL_CERT_FILE", "BUILD_GRAPH_TLS_REGISTRIES"):
+        monkeypatch.setenv(name, setup.env[name])
     registry_auth.credentials.cache_clear()
     try:
         for tier in TIERS:
@@ -415,5 +510,5 @@ def test_the_quickstart_reaches_latest_through_tokens_and_storage_redirects(
 
     again = ws.doit(env=setup.env)
     assert again.returncode == 0, again.stderr[-3000:]
-    assert not built(again.stderr) and not pushed(again.stderr)
+    assert not built(again) and not pushed(again)
     no_credentials_reached(storage)

@@ -190,3 +190,11 @@ def test_a_tag_beside_a_digest_is_not_part_of_the_repository() -> None:
     assert (ref.host, ref.repository, ref.reference) == (
         "127.0.0.1:5000", "team/debian", f"sha256:{HEX}")
     assert parse_ref(f"debian:bookworm@sha256:{HEX}").repository == "library/debian"
+
+
+def test_a_certificate_the_daemon_refuses_is_said_as_such_not_as_a_registry_down() -> None:
+    said = ('failed to fetch oauth token: Post "https://127.0.0.1:39841/token": tls: failed to '
+            "verify certificate: x509: certificate signed by unknown authority")
+    advice = problems.hint("127.0.0.1:5000", said)
+    assert "does not trust a certificate" in advice and "certs.d/127.0.0.1:5000" in advice
+    assert "is it running" in problems.hint("127.0.0.1:5000", "connection refused")
