@@ -84,9 +84,15 @@ def test_a_cli_the_daemon_refuses_is_never_chosen(tmp_path: Path, floor: Engine,
                                                   old_cli: Path) -> None:
     """Debian 12's docker 20.10 CLI (API 1.41), alone on PATH against a 1.44 floor: one line
     naming what to install, before anything is built."""
-    ws = make_workspace(tmp_path, Registry(tmp_path, _port()))
-    path = f"{old_cli.parent}:/usr/sbin:/usr/bin:/sbin:/bin"
-    run = ws.doit("build:builder", env={"DOCKER_HOST": floor.host, "PATH": path})
+    registry = Registry(tmp_path / "registry", _port())  # an empty one: builder is built
+    (tmp_path / "registry").mkdir()
+    registry.start()
+    try:
+        ws = make_workspace(tmp_path, registry)
+        path = f"{old_cli.parent}:/usr/sbin:/usr/bin:/sbin:/bin"
+        run = ws.doit("build:builder", env={"DOCKER_HOST": floor.host, "PATH": path})
+    finally:
+        registry.stop()
     assert run.returncode != 0
     assert "API 1.44 or newer" in run.stderr and "buildx" in run.stderr, run.stderr[-2000:]
     assert f"{old_cli} (API 1.41)" in run.stderr

@@ -16,8 +16,12 @@ from typing import Any
 import pytest
 
 from build_graph.manifest.load import load
+from build_graph.oci import contents
+from build_graph.oci.digest import Digest
 from build_graph.oci.index import INDEX_TYPES, OCI_MANIFEST
+from build_graph.oci.refs import parse_ref
 from build_graph.plan.plan import PlannedTier, plan
+from build_graph.registry import api
 from tests.helpers import REPO
 from tests.integration.conftest import (
     Registry,
@@ -76,21 +80,28 @@ def test_latest_is_an_index_of_every_platforms_verified_image(ws: Workspace) -> 
     for name in TIERS:
         media_type, index, _ = index_at(ws.registry, f"quickstart/{name}", "latest")
         assert media_type in INDEX_TYPES
-        entries = index["manifests"]
-        assert isinstance(entries, list)
-        assert [f"{e['platform']['os']}/{e['platform']['architecture']}" for e in entries] \
-            == list(PLATFORMS)
-        for entry, platform in zip(entries, PLATFORMS, strict=True):
+        named = contents.parse(json.dumps(index).encode(), media_type,
+                               Digest.of(json.dumps(index).encode()))
+        assert [e.platform for e in named.images] == list(PLATFORMS)
+        for entry, platform in zip(named.images, PLATFORMS, strict=True):
             image = tiers[f"{name}/{platform.split('/')[1]}"]
             hash_tag = image.image.rsplit(":", 1)[1]
-            assert entry["digest"] == ws.registry.digest(f"quickstart/{name}", hash_tag)
+            pushed_as = ws.registry.digest(f"quickstart/{name}", hash_tag)
             verified = report(image)
-            assert verified["passed"] is True and verified["digest"] == entry["digest"]
+            assert verified["passed"] is True and verified["digest"] == pushed_as
             assert verified["platform"] == platform
+            # The entry is the platform image the verified digest names: itself (an image
+            # manifest, the classic store) or the one image of its index (the containerd
+            # store, which pushes each image with its provenance attestation).
+            ref = parse_ref(image.image).at(str(pushed_as))
+            inner = api.read_contents(ref).single_image()
+            assert str(entry.digest) == (str(inner.digest) if inner else pushed_as)
             checks = {c["name"]: c for c in verified["checks"]}
             assert checks["platform (machine)"]["status"] == "pass"
             assert checks["platform (machine)"]["actual"] == ("aarch64" if "arm" in platform
                                                               else "x86_64")
+        # Each attestation kept in `latest` is about one of its entries.
+        assert {a.about for a in named.attestations} <= {e.digest for e in named.images}
     # docker itself picks each platform's image from the index that `latest` names. One
     # daemon holds one image per digest reference: the first pull's references go before
     # the second pull (docker 20.10: "Cannot overwrite digest").

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from build_graph.oci.refs import Presence, parse_ref
+from build_graph.registry import api
 from tests.integration.conftest import Registry, Workspace, built, make_workspace, pushed
 
 pytestmark = pytest.mark.integration
@@ -50,7 +52,12 @@ def registry_get(reg: Registry, path: str, method: str = "GET",
 
 
 def manifest(reg: Registry, tag: str) -> dict[str, object]:
-    data = json.loads(registry_get(reg, f"manifests/{tag}", headers={"Accept": MANIFEST_TYPE}))
+    """The image manifest `tag` names: itself, or the one image of its index (the containerd
+    image store pushes every image as an index with its provenance attestation)."""
+    ref = parse_ref(f"{reg.address}/{REPO}:{tag}")
+    if (inner := api.read_contents(ref).single_image()) is not None:
+        ref = ref.at(str(inner.digest))
+    data = json.loads(api.get_manifest(ref).body)
     assert isinstance(data, dict)
     return data
 
@@ -76,10 +83,9 @@ def history(tmp_path_factory: pytest.TempPathFactory, registry: Registry) -> Ite
         runner.append(runner_hash(ws))
     assert len(set(runner)) == 4
     digests = [str(registry.digest(REPO, tag)) for tag in runner]
-    registry_get(registry, "manifests/release", "PUT",
-                 registry_get(registry, f"manifests/{runner[1]}",
-                              headers={"Accept": MANIFEST_TYPE}),
-                 {"Content-Type": MANIFEST_TYPE})
+    second = api.get_manifest(parse_ref(f"{registry.address}/{REPO}:{runner[1]}"))
+    registry_get(registry, "manifests/release", "PUT", second.body,
+                 {"Content-Type": second.media_type})
     config = manifest(registry, runner[0])["config"]
     assert isinstance(config, dict)
     registry_get(registry, f"blobs/{config['digest']}", "DELETE")
@@ -110,11 +116,18 @@ def test_prune_deletes_exactly_the_unneeded_build_and_its_report(history: Histor
     assert f"{sum(freed.values())} bytes" in dry.stdout
     assert freed and sum(freed.values()) > 0
     before = reg.tags(REPO)
+    # What the tag names and holds: on the containerd store an index, the platform image and
+    # its attestation inside it; all go, or a registry's garbage collection keeps the layers.
+    doomed = parse_ref(f"{reg.address}/{REPO}:{unneeded}")
+    named = api.read_contents(doomed)
+    manifests = [named.digest, *named.refers_to]
 
     result = prune_cli(history.ws, "--keep", "1", "--older-than", "0s", "--yes")
 
     assert result.returncode == 0, result.stderr
     assert "1 image(s) deleted" in result.stdout
+    for digest in manifests:
+        assert api.head_manifest(doomed.at(str(digest))).presence is Presence.ABSENT, digest
     gone = {unneeded, *reports_of_before(before, history.digests[2])}
     assert set(reg.tags(REPO)) == set(before) - gone
     for tag in (unreadable, released, current, "release", "latest"):
@@ -176,7 +189,7 @@ def test_the_report_is_an_in_toto_statement(history: History) -> None:
 def test_an_old_bare_report_still_counts(history: History) -> None:
     """A report stored before issue 22 (bare JSON, the old media type) under the same tag:
     the next run reads it and verifies nothing again."""
-    from build_graph.oci.refs import parse_ref
+    from build_graph.oci.refs import Presence, parse_ref
     from build_graph.registry import api, artifacts
     from build_graph.registry.reports import OLD_ARTIFACT_TYPE
 
@@ -225,9 +238,6 @@ class NoDeletes(Registry):
 
 def push_old_image(reg: Registry, repo: str, tag: str) -> None:
     """A small image created in 2020 under `tag`, pushed over the registry's API."""
-    from build_graph.oci.refs import parse_ref
-    from build_graph.registry import api
-
     ref = parse_ref(f"{reg.address}/{repo}:{tag}")
     config = json.dumps({"created": "2020-01-01T00:00:00.123456789Z", "architecture": "amd64",
                          "os": "linux", "rootfs": {"type": "layers", "diff_ids": []},

@@ -237,8 +237,15 @@ def test_a_registry_that_fails_one_push_with_a_5xx_gets_it_again(registry: Regis
             digest = daemon.push(image)
             assert lies.fail_times == 0  # the lie was told, and the push went through
             assert str(digest) == registry.digest("retry/app", "1")
-            lies.fail, lies.fail_times = 401, 1  # not the registry failing: no second try
+            # Not the registry failing: no second try. A new tag, so the manifest is PUT
+            # (an engine skips a PUT the registry already holds, as the containerd store does).
+            other = f"{address}/retry/app:2"
+            client.images.get("debian:bookworm-slim").tag(other)
+            lies.fail, lies.fail_times = 401, 1
+            lies.fail_paths = re.compile(r"/manifests/2$")
             with pytest.raises(RegistryError):
-                daemon.push(image)
+                daemon.push(other)
+            assert lies.fail_times == 0
         finally:
             client.images.remove(image)
+            client.images.remove(f"{address}/retry/app:2")

@@ -71,7 +71,7 @@ def local_traces(registry: Registry) -> tuple[list[str], list[str]]:
     """The main daemon's images and containers (all) of this module's registry."""
     import docker
 
-    main = docker.DockerClient(base_url="unix:///var/run/docker.sock")
+    main = docker.from_env()  # the main daemon: the environment's, not the remote one
     images = sorted(t for i in main.images.list() for t in i.tags
                     if t.startswith(registry.address))
     boxes = sorted(str(c.id) for c in main.containers.list(all=True)
