@@ -189,7 +189,7 @@ def test_the_report_is_an_in_toto_statement(history: History) -> None:
 def test_an_old_bare_report_still_counts(history: History) -> None:
     """A report stored before issue 22 (bare JSON, the old media type) under the same tag:
     the next run reads it and verifies nothing again."""
-    from build_graph.oci.refs import Presence, parse_ref
+    from build_graph.oci.refs import parse_ref
     from build_graph.registry import api, artifacts
     from build_graph.registry.reports import OLD_ARTIFACT_TYPE
 
