@@ -14,32 +14,27 @@ import sys
 
 from build_graph.oci.contents import OCI_INDEX, Contents
 from build_graph.oci.platforms import stated_platform
-from build_graph.oci.refs import Ref, parse_ref
+from build_graph.oci.refs import parse_ref
 from build_graph.registry import api
 
 
-def image(reference: str) -> tuple[Ref, Contents, str]:
-    """The platform image `reference` names (its ref by digest, contents, platform)."""
-    ref = parse_ref(reference)
-    named = api.read_contents(ref)
-    if (inner := named.single_image()) is not None:
-        ref = ref.at(str(inner.digest))
-        named = api.read_contents(ref)
-    if named.config is None:
-        raise SystemExit(f"{reference}: an index inside an index")
-    platform = stated_platform(json.loads(api.get_blob(ref, named.config)))
+def image(reference: str) -> tuple[Contents, str]:
+    """The platform image `reference` names (its contents and its config's platform)."""
+    found = api.read_image(parse_ref(reference))
+    assert found.image.config is not None  # read_image: an image manifest
+    platform = stated_platform(json.loads(api.get_blob(found.ref, found.image.config)))
     if platform is None:
         raise SystemExit(f"{reference}: its config states no platform")
-    return ref, named, platform
+    return found.image, platform
 
 
 def main(command: str, reference: str, *entries: str) -> None:
     if command == "platform":
-        print(image(reference)[2])
+        print(image(reference)[1])
         return
     manifests = []
     for entry in entries:
-        _, named, platform = image(entry)
+        named, platform = image(entry)
         os_, arch = platform.split("/")
         manifests.append({"mediaType": named.media_type, "digest": str(named.digest),
                           "size": named.size, "platform": {"architecture": arch, "os": os_}})

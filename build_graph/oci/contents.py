@@ -15,6 +15,7 @@ Anything that is none of these raises ValueError, in words.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -40,19 +41,15 @@ UNKNOWN_PLATFORM = "unknown/unknown"
 @dataclass(frozen=True)
 class Descriptor:
     """One manifest an index refers to, as the index states it (OCI image spec, descriptor.md).
-    `platform`: the 'os/architecture' its entry states; None when it states none."""
+    `platform`: the 'os/architecture' its entry states; None when it states none. `about`:
+    for an attestation manifest, the digest of the image of this index it is about."""
 
     digest: Digest
     size: int
     media_type: str
     platform: str | None = None
     annotations: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def about(self) -> Digest | None:
-        """For an attestation manifest: the digest of the image it is about."""
-        value = dict(self.annotations).get(REFERENCE_DIGEST)
-        return parse_digest(value) if value is not None else None
+    about: Digest | None = None
 
     def entry(self) -> dict[str, Any]:
         """This descriptor as an index entry (what promote writes)."""
@@ -146,12 +143,32 @@ def _index(document: dict[str, Any], media_type: str, digest: Digest, size: int)
                                 str(entry["mediaType"]),
                                 stated_platform(platform) if isinstance(platform, dict) else None,
                                 tuple(sorted(annotations.items())))
-        if (annotations.get(REFERENCE_TYPE) == ATTESTATION
-                or descriptor.platform == UNKNOWN_PLATFORM):
-            attestations.append(descriptor)
+        if annotations.get(REFERENCE_TYPE) == ATTESTATION or \
+                descriptor.platform == UNKNOWN_PLATFORM:
+            attestations.append(_attestation(digest, descriptor))
         else:
             images.append(descriptor)
+    ours = {i.digest for i in images}
+    for attestation in attestations:
+        if attestation.about not in ours:
+            raise ValueError(f"{digest} holds an attestation ({attestation.digest}) about "
+                             f"{attestation.about}, which is no image of that index")
     return Contents(digest, media_type, size, tuple(images), tuple(attestations))
+
+
+def _attestation(index: Digest, entry: Descriptor) -> Descriptor:
+    """An entry that says it is an attestation, or is of platform unknown/unknown, must be
+    both, and an image manifest saying which image it is about: anything else (an image
+    of a real platform labelled as an attestation, to ride along unverified) is refused."""
+    said = dict(entry.annotations)
+    if said.get(REFERENCE_TYPE) != ATTESTATION or entry.platform != UNKNOWN_PLATFORM:
+        raise ValueError(f"{index}: its entry {entry.digest} (platform {entry.platform}) is "
+                         "neither an image of a platform nor an attestation manifest of "
+                         f"platform {UNKNOWN_PLATFORM}")
+    if entry.media_type not in IMAGE_TYPES or REFERENCE_DIGEST not in said:
+        raise ValueError(f"{index}: its attestation {entry.digest} is no image manifest "
+                         f"saying which image it is about ({REFERENCE_DIGEST})")
+    return dataclasses.replace(entry, about=parse_digest(said[REFERENCE_DIGEST]))
 
 
 def _size(value: object) -> int:

@@ -110,6 +110,36 @@ def read_contents(ref: Ref) -> Contents:
                               f"that is not an image: {exc}") from None
 
 
+@dataclass(frozen=True)
+class PlatformImage:
+    """The one platform image a reference names: `ref` names it by its manifest's digest,
+    `image` is that manifest's contents (config, layers), `named` what the reference itself
+    names (the same, or the index around it, with the image's attestations)."""
+
+    ref: Ref
+    image: Contents
+    named: Contents
+
+
+def read_image(ref: Ref) -> PlatformImage:
+    """The platform image `ref` names: an image manifest, or the one image of an index of
+    one (attestations aside: the containerd image store pushes every image so).
+    UntrustedAnswer for an index of several images, or an index inside an index."""
+    named = read_contents(ref)
+    try:
+        inner = named.single_image()
+    except ValueError as exc:
+        raise UntrustedAnswer(f"{_where(ref)}: {exc}, not one platform's image") from None
+    if inner is None:
+        return PlatformImage(ref.at(str(named.digest)), named, named)
+    at = ref.at(str(inner.digest))
+    image = read_contents(at)
+    if image.is_index:
+        raise UntrustedAnswer(f"{_where(at)} is an index inside the index {named.digest}, "
+                              "not one platform's image")
+    return PlatformImage(at, image, named)
+
+
 def put_manifest(ref: Ref, body: bytes, media_type: str) -> Digest:
     """Store `body` under `ref` (a tag); returns its digest, computed here. The digest the
     registry answers, if any, must be the same, else UntrustedAnswer."""

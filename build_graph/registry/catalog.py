@@ -89,17 +89,12 @@ def _image(ref: Ref) -> Image:
     if head.digest is None:
         return head
     try:
-        named = api.read_contents(ref.at(str(head.digest)))
-        contains = named.refers_to
-        if (inner := named.single_image()) is not None:
-            named = api.read_contents(ref.at(str(inner.digest)))
-    except (UntrustedAnswer, ValueError) as exc:
+        found = api.read_image(ref.at(str(head.digest)))
+    except UntrustedAnswer as exc:
         return Image(head.digest, problem=f"its manifest could not be read ({exc})")
-    if named.config is None:
-        return Image(head.digest, problem="an index inside an index (prune reads one "
-                                          "platform's image per hash tag)")
-    image = _from_config(ref, head.digest, named.config, named.layers)
-    return dataclasses.replace(image, contains=contains)
+    assert found.image.config is not None  # read_image: an image manifest
+    image = _from_config(ref, head.digest, found.image.config, found.image.layers)
+    return dataclasses.replace(image, contains=found.named.refers_to)
 
 
 def _from_config(ref: Ref, digest: Digest, config: Digest,

@@ -110,23 +110,11 @@ def entry_of(image: PlannedTier, digest: Digest) -> tuple[Entry, tuple[Descripto
         return _ENTRIES[key]
     assert image.platform is not None  # planned so: images of a tier built per platform
     platform = parse_platform(image.platform)
-    ref = parse_ref(image.image).at(str(digest))
-    named = api.read_contents(ref)
-    attestations: tuple[Descriptor, ...] = ()
-    if named.is_index:
-        try:
-            inner = named.single_image()
-        except ValueError as exc:
-            raise UntrustedAnswer(f"{image.repository}@{digest} ({image.key}): {exc}; no index "
-                                  "of ours refers to it") from None
-        assert inner is not None
-        attestations = named.attestations_of(inner.digest)
-        named = api.read_contents(ref.at(str(inner.digest)))
-        if named.is_index:
-            raise UntrustedAnswer(f"{image.repository}@{inner.digest} ({image.key}) is an "
-                                  "index inside an index, not one platform's image")
-    assert named.config is not None
-    said = stated_platform(json.loads(api.get_blob(ref, named.config))) or "unstated-platform"
+    found = api.read_image(parse_ref(image.image).at(str(digest)))
+    named, attestations = found.image, found.named.attestations_of(found.image.digest)
+    assert named.config is not None  # read_image: an image manifest
+    said = stated_platform(json.loads(api.get_blob(found.ref, named.config))) \
+        or "unstated-platform"
     if said != platform.text:
         raise UntrustedAnswer(f"{image.repository}@{named.digest} ({image.key}) is a {said} "
                               f"image, not {platform.text}: no index will call it that")

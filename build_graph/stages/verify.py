@@ -14,7 +14,7 @@ from typing import Any
 
 from build_graph.docker import connection, containers, daemon
 from build_graph.docker.containers import Mount
-from build_graph.errors import BuildFailed
+from build_graph.errors import BuildFailed, UntrustedAnswer
 from build_graph.layout import PROBE_DIR, PROBE_REPORT
 from build_graph.log import log, progress, shown
 from build_graph.manifest.expectation import Expectation
@@ -55,8 +55,9 @@ def verify(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
         log(f"[{tier.key}] the registry already holds a passing report for {digest}")
         return {"verify": "passed (a report another runner stored)",
                 "gpu": shown(stored.get("gpu", "?"))}
-    ref = f"{tier.repository}@{digest}"
-    one_image(tier, digest)
+    # What runs is the platform image the digest names, by its own digest: the very image
+    # promote publishes, never one the daemon picks from an index by platform.
+    ref = f"{tier.repository}@{one_image(tier, digest)}"
     daemon.ensure_local(ref, tier.platform)
     runtime = connection.gpu_runtime()
     gpu = runtime and trust.native(tier)
@@ -88,19 +89,20 @@ def verify(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
     return {"verify": f"passed ({summary(results)})", "gpu": gpu_status(results)}
 
 
-def one_image(tier: PlannedTier, digest: Digest) -> None:
-    """The digest must name one platform's image: an image manifest, or an index of exactly
-    one image (plus attestations, as the containerd image store pushes). An index of several
-    would be verified for the host's platform only and then promoted whole."""
-    named = api.read_contents(parse_ref(tier.image).at(str(digest)))
+def one_image(tier: PlannedTier, digest: Digest) -> Digest:
+    """The digest of the one platform image `digest` names (api.read_image): itself, or the
+    image of an index of one plus its attestations (as the containerd image store pushes).
+    An index of several would be verified for one platform and then promoted whole."""
     try:
-        inner = named.single_image()
-    except ValueError as exc:
-        raise BuildFailed(f"verify of {tier.key}: {tier.image}: {exc}; a tier's hash tag must "
-                          "name one platform's image (another tool pushed this tag?)") from None
-    if inner is not None and tier.platform and inner.platform not in (None, tier.platform):
-        raise BuildFailed(f"verify of {tier.key}: {tier.image} names an index of a "
-                          f"{inner.platform} image, not {tier.platform}")
+        found = api.read_image(parse_ref(tier.image).at(str(digest)))
+    except UntrustedAnswer as exc:
+        raise BuildFailed(f"verify of {tier.key}: {exc}; a tier's hash tag must name one "
+                          "platform's image (did another tool push this tag?)") from None
+    stated = found.named.images[0].platform if found.named.is_index else None
+    if tier.platform and stated not in (None, tier.platform):
+        raise BuildFailed(f"verify of {tier.key}: {tier.image} names an index of a {stated} "
+                          f"image, not {tier.platform}")
+    return found.image.digest
 
 
 def publish_sbom(tier: PlannedTier, image: Answer, digest: Digest, inventory: object) -> None:

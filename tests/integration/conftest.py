@@ -96,13 +96,12 @@ class Registry(LoopbackServer):
         from build_graph.registry import api
 
         ref = parse_ref(f"{self.address}/{repo}:{tag}")
-        named = api.read_contents(ref)
+        found = api.read_image(ref)
         texts = [api.get_manifest(ref).body]
-        if (inner := named.single_image()) is not None:
-            texts.append(api.get_manifest(ref.at(str(inner.digest))).body)
-            named = api.read_contents(ref.at(str(inner.digest)))
-        assert named.config is not None
-        return [*texts, api.get_blob(ref, named.config)]
+        if found.named.is_index:
+            texts.append(api.get_manifest(found.ref).body)
+        assert found.image.config is not None
+        return [*texts, api.get_blob(ref, found.image.config)]
 
     def digest(self, repo: str, tag: str) -> str | None:
         """The digest repo:tag names (whatever kind of manifest), None when absent."""

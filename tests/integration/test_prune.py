@@ -54,10 +54,8 @@ def registry_get(reg: Registry, path: str, method: str = "GET",
 def manifest(reg: Registry, tag: str) -> dict[str, object]:
     """The image manifest `tag` names: itself, or the one image of its index (the containerd
     image store pushes every image as an index with its provenance attestation)."""
-    ref = parse_ref(f"{reg.address}/{REPO}:{tag}")
-    if (inner := api.read_contents(ref).single_image()) is not None:
-        ref = ref.at(str(inner.digest))
-    data = json.loads(api.get_manifest(ref).body)
+    data = json.loads(api.get_manifest(api.read_image(parse_ref(f"{reg.address}/{REPO}:{tag}"))
+                                       .ref).body)
     assert isinstance(data, dict)
     return data
 

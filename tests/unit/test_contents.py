@@ -110,3 +110,41 @@ def test_an_attestation_about_no_entry_is_refused() -> None:
     entry = Entry(parse_platform("linux/amd64"), dig(9), 1055, OCI_MANIFEST)
     with pytest.raises(ValueError, match="which is no entry of this index"):
         build_index([entry], named.attestations)
+
+
+def smuggled(entry: dict[str, object]) -> bytes:
+    """The containerd store's push with one more entry."""
+    document = containerd_push(dig(2), dig(3))
+    entries = document["manifests"]
+    assert isinstance(entries, list)
+    return json.dumps({**document, "manifests": [*entries, entry]}).encode()
+
+
+@pytest.mark.parametrize(("entry", "says"), [
+    # an arm64 image labelled as an attestation, to ride along unverified into `latest`
+    ({"mediaType": OCI_MANIFEST, "digest": str(dig(4)), "size": 9,
+      "annotations": {REFERENCE_DIGEST: str(dig(2)), REFERENCE_TYPE: ATTESTATION},
+      "platform": {"architecture": "arm64", "os": "linux"}}, "neither an image of a platform"),
+    # unknown/unknown without saying it is an attestation
+    ({"mediaType": OCI_MANIFEST, "digest": str(dig(4)), "size": 9,
+      "platform": {"architecture": "unknown", "os": "unknown"}}, "neither an image of a platform"),
+    # an attestation about an image the index does not hold
+    ({"mediaType": OCI_MANIFEST, "digest": str(dig(4)), "size": 9,
+      "annotations": {REFERENCE_DIGEST: str(dig(9)), REFERENCE_TYPE: ATTESTATION},
+      "platform": {"architecture": "unknown", "os": "unknown"}}, "which is no image of that"),
+    # an attestation that names no digest, or not a sha256 one
+    ({"mediaType": OCI_MANIFEST, "digest": str(dig(4)), "size": 9,
+      "annotations": {REFERENCE_TYPE: ATTESTATION},
+      "platform": {"architecture": "unknown", "os": "unknown"}}, "saying which image"),
+    ({"mediaType": OCI_MANIFEST, "digest": str(dig(4)), "size": 9,
+      "annotations": {REFERENCE_DIGEST: "md5:abc", REFERENCE_TYPE: ATTESTATION},
+      "platform": {"architecture": "unknown", "os": "unknown"}}, "sha256"),
+    # an index posing as an attestation
+    ({"mediaType": OCI_INDEX, "digest": str(dig(4)), "size": 9,
+      "annotations": {REFERENCE_DIGEST: str(dig(2)), REFERENCE_TYPE: ATTESTATION},
+      "platform": {"architecture": "unknown", "os": "unknown"}}, "no image manifest"),
+])
+def test_nothing_rides_along_as_an_attestation(entry: dict[str, object], says: str) -> None:
+    body = smuggled(entry)
+    with pytest.raises(ValueError, match=says):
+        parse(body, OCI_INDEX, Digest.of(body))

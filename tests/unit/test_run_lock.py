@@ -28,6 +28,8 @@ def doit(manifest: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_second_run_is_refused_while_the_first_holds_the_lock(tmp_path: Path) -> None:
     manifest = write_manifest(tmp_path, MINIMAL)
+    # Pinned already: rendering then asks no registry and no Docker daemon (a unit test).
+    (tmp_path / "images.lock").write_text('[from]\n"debian:bookworm-slim" = "local"\n')
     (tmp_path / "build").mkdir()
     with (tmp_path / "build" / ".doit.lock").open("a+") as held:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
