@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from build_graph.errors import RegistryError
+from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Presence, Ref, parse_ref
 from build_graph.oci.retention import (
     Decision,
@@ -79,6 +80,7 @@ def delete(pruning: Pruning, say: Callable[[str], None]) -> int:
     delete by digest would take that tag too). Raises DeletesRefused (the caller says it in
     one line) when the registry does not allow deletes, RegistryError when it fails."""
     deleted = 0
+    inner: dict[str, set[Digest]] = {}
     for d in (d for d in pruning.decisions if d.delete):
         ref = parse_ref(d.repository)
         if tagged := _tagged_now(ref, d):
@@ -88,13 +90,30 @@ def delete(pruning: Pruning, say: Callable[[str], None]) -> int:
         for _tag, artifact in d.artifacts:
             api.delete_manifest(ref, artifact)
         api.delete_manifest(ref, d.digest)
-        for inner in d.inner:  # untagged now; a registry's plain garbage collection keeps
-            api.delete_manifest(ref, inner)  # every manifest, so their layers too
+        inner.setdefault(d.repository, set()).update(d.inner)
         deleted += 1
         extra = f" and {len(d.artifacts)} artifact(s)" if d.artifacts else ""
         say(f"{'deleted':<12} {d.repository}:{','.join(d.tags)} ({d.digest.hex[:12]})"
             f"{extra}  {d.why}")
+    for repository, digests in inner.items():
+        _delete_untagged(repository, digests)
     return deleted
+
+
+def _delete_untagged(repository: str, digests: set[Digest]) -> None:
+    """The manifests inside deleted images' indexes (a platform image, its attestations):
+    untagged now, and a registry's plain garbage collection keeps every manifest, so their
+    layers too. Last, and only those that nothing tagged in the repository names or holds
+    as the registry reads now (an image kept while prune ran, an identical build pushed
+    meanwhile)."""
+    now = read_repository(repository)
+    if any(i.problem and not (i.contains or i.refers_to) for i in now.tags.values()):
+        return  # a tag whose contents could not be read may hold any of them
+    staying = {x for image in now.tags.values()
+               for x in (image.digest, *image.contains, *image.refers_to) if x is not None}
+    ref = parse_ref(repository)
+    for digest in sorted(digests - staying, key=str):
+        api.delete_manifest(ref, digest)
 
 
 def _tagged_now(ref: Ref, decision: Decision) -> str | None:

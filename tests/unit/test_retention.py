@@ -279,3 +279,38 @@ def test_a_human_tag_whose_manifest_is_neither_keeps_the_whole_repository(
     r = repo(**{htag(1): build(1, 50), "latest": latest})
     assert verdicts(r, set(), Policy("s", 0, datetime.timedelta(0), NOW))[htag(1)] == \
         "kept: the tag 'latest' could not be read, it may name this image"
+
+
+def test_a_deleted_builds_index_takes_its_inner_manifests_but_none_a_kept_one_holds() -> None:
+    """The containerd store pushes each build as an index (the platform image, its
+    attestation): deleting the index leaves those manifests, and their layers, to a garbage
+    collection that keeps every manifest; so they go too, except one a staying build holds
+    (identical builds share their platform manifest)."""
+    import dataclasses
+
+    old = dataclasses.replace(build(1, 50), contains=(dig(11), dig(12)))
+    twin = dataclasses.replace(build(2, 40), contains=(dig(11), dig(22)))  # same image
+    current = dataclasses.replace(build(3, 1), contains=(dig(31), dig(32)))
+    r = repo(**{htag(1): old, htag(2): twin, htag(3): current})
+    policy = Policy("s", 1, datetime.timedelta(days=14), NOW)
+    by_tag = {d.tags[0]: d for d in decide(r, set(), policy)}
+    assert by_tag[htag(1)].delete and by_tag[htag(2)].delete and not by_tag[htag(3)].delete
+    assert set(by_tag[htag(1)].inner) == {dig(11), dig(12)}
+    assert by_tag[htag(3)].inner == ()
+    kept_twin = repo(**{htag(1): old, htag(2): twin, htag(3): current, "release": Image(dig(2))})
+    by_tag = {d.tags[0]: d for d in decide(kept_twin, set(), policy)}
+    assert by_tag[htag(1)].delete and not by_tag[htag(2)].delete
+    assert by_tag[htag(1)].inner == (dig(12),)  # dig(11) is the kept twin's image too
+
+
+def test_an_index_under_a_human_tag_keeps_the_build_whose_image_it_refers_to() -> None:
+    """A per-platform tier's `latest` refers to the platform images inside each build's
+    index, not to the index the hash tag names."""
+    import dataclasses
+
+    inside = dataclasses.replace(build(1, 50), contains=(dig(11), dig(12)))
+    r = repo(**{htag(1): inside, htag(2): build(2, 1),
+                "latest": Image(dig(77), refers_to=(dig(11), dig(99)))})
+    found = verdicts(r, set(), Policy("s", 0, datetime.timedelta(0), NOW))
+    assert found[htag(1)] == "kept: the index under the human tag 'latest' refers to it"
+    assert found[htag(2)] == "delete"
