@@ -3,8 +3,9 @@
 # docker.io + docker-cli + docker-buildx + containerd from the `sid` suite (28.5 as of
 # 2026-11; whatever sid carries next is what users get next), `trixie` when sid cannot be
 # installed. It lives in a chroot (${ENGINE_ROOT:-/var/lib/build-graph/engine}) and runs in a
-# private mount namespace: nothing it mounts shows on the host, and nothing is installed into
-# the host's /usr except the buildx plugin link (/usr/local/lib/docker/cli-plugins).
+# private mount namespace: nothing it mounts shows on the host. On the host itself it installs
+# debootstrap (apt) and links the engine's buildx plugin where every docker CLI looks for
+# plugins (/usr/local/lib/docker/cli-plugins), so the host's own docker CLI builds with it too.
 #
 #   engine.sh up [containerd|classic]   start (or keep) the instance in that image store;
 #                                       containerd is Docker 29's default for fresh installs,
@@ -41,14 +42,6 @@ plugin_dir=/usr/local/lib/docker/cli-plugins
 
 log() { echo "engine: $*" >&2; }
 
-wait_for() {  # wait_for SECONDS WHAT COMMAND...
-  local deadline=$((SECONDS + $1)) what=$2; shift 2
-  until "$@" >/dev/null 2>&1; do
-    [ $SECONDS -ge $deadline ] && { log "$what did not come up; see $state/dockerd-$instance.log"; return 1; }
-    sleep 0.5
-  done
-}
-
 apt_host() {
   command -v "$1" >/dev/null && return 0
   apt-get update -q >/dev/null
@@ -76,18 +69,28 @@ bootstrap() {  # bootstrap SUITE: a minimal Debian of that suite with the engine
     >>"$saved.debootstrap.log" 2>&1 || { root=$saved; return 1; }
   root=$saved
   echo "$suite" >"$tmp/.build-graph-engine"   # written last: a half-made chroot is never used
-  rm -rf "$root"; mv "$tmp" "$root"
+  mv "$tmp" "$root"
 }
 
 setup() {
   [ -f "$root/.build-graph-engine" ] && return 0
   [ "$(id -u)" = 0 ] || { log "setting up an engine needs root (or start your own Docker and set DOCKER_HOST)"; return 1; }
+  if [ -e "$root" ]; then  # never ours to replace: an ENGINE_ROOT that names something else
+    log "$root exists but is no engine of build-graph's (no .build-graph-engine in it); remove it or set ENGINE_ROOT"
+    return 1
+  fi
   apt_host debootstrap
   mkdir -p "$(dirname "$root")"
   bootstrap sid || { log "sid could not be installed (see $root.debootstrap.log); trying trixie"; bootstrap trixie; }
 }
 
-running() { [ -f "$root$pidfile" ] && kill -0 "$(cat "$root$pidfile")" 2>/dev/null && [ -S "$sock" ]; }
+is_process() {  # is_process PIDFILE NAME: the file names a live process called NAME (a pid
+               # file outlives a reboot; its number may belong to another process by now)
+  local pid; pid=$(cat "$1" 2>/dev/null) || return 1
+  [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$2" ]
+}
+
+running() { is_process "$root$pidfile" dockerd && [ -S "$sock" ] && cli info >/dev/null 2>&1; }
 
 cli() { DOCKER_HOST="unix://$sock" "$root/usr/bin/docker" "$@"; }
 
@@ -97,8 +100,8 @@ current_store() {
 
 stop_dockerd() {  # by its PID only; its supervised containerd exits with it
   [ -f "$root$pidfile" ] || return 0
+  is_process "$root$pidfile" dockerd || { rm -f "$root$pidfile"; return 0; }
   local pid; pid=$(cat "$root$pidfile")
-  kill -0 "$pid" 2>/dev/null || { rm -f "$root$pidfile"; return 0; }
   log "stopping dockerd $instance (pid $pid)"
   kill "$pid"
   local deadline=$((SECONDS + 60))
@@ -106,8 +109,9 @@ stop_dockerd() {  # by its PID only; its supervised containerd exits with it
     [ $SECONDS -ge $deadline ] && { log "dockerd $pid still running after 60 s"; return 1; }
     sleep 0.5
   done
-  local cpid; cpid=$(cat "$root$execroot/containerd/containerd.pid" 2>/dev/null || true)
-  if [ -n "$cpid" ] && kill -0 "$cpid" 2>/dev/null; then kill "$cpid"; sleep 1; fi
+  if is_process "$root$execroot/containerd/containerd.pid" containerd; then
+    kill "$(cat "$root$execroot/containerd/containerd.pid")"; sleep 1
+  fi
   rm -f "$root$pidfile"
 }
 
@@ -122,6 +126,10 @@ up() {  # up [containerd|classic]
   local store=${1:-containerd} min_api=${ENGINE_MIN_API:-} tcp=${ENGINE_TCP:-} cas=${ENGINE_CA_DIR:-}
   local wanted="$min_api|$tcp|$cas"
   case $store in containerd|classic) ;; *) log "store: containerd or classic, not '$store'"; return 2 ;; esac
+  # One `up` at a time on this machine: two runners must not both install or start.
+  mkdir -p "$(dirname "$root")"
+  exec 9>"$root.lock"
+  flock 9
   setup
   mkdir -p "$state" "$plugin_dir"
   # The buildx plugin where every docker CLI on this host looks for plugins.
@@ -141,7 +149,12 @@ up() {  # up [containerd|classic]
   local mounts="mount --bind '$root' '$root' && mount -t proc proc '$root/proc' && mount --rbind /sys '$root/sys' && mount --rbind /dev '$root/dev'"
   local dir
   for dir in $(binds); do mkdir -p "$root$dir"; mounts="$mounts && mount --rbind '$dir' '$root$dir'"; done
-  mounts="$mounts && mount --bind /etc/ssl/certs/ca-certificates.crt '$root/etc/ssl/certs/ca-certificates.crt'"
+  # The host's CA bundle, name resolution and hosts file, as they are now (not as copied
+  # when the engine was installed): registries and mirrors resolve and verify as on the host.
+  local file
+  for file in /etc/ssl/certs/ca-certificates.crt /etc/resolv.conf /etc/hosts; do
+    [ -f "$file" ] && { touch "$root$file"; mounts="$mounts && mount --bind '$file' '$root$file'"; }
+  done
   log "starting dockerd $instance ($store image store${min_api:+, API floor $min_api}) on unix://$sock"
   # The chroot is bind-mounted onto itself first: containerd looks its data root up in
   # /proc/self/mountinfo ("Can't find mount point of /var/lib/docker" otherwise).
@@ -154,8 +167,17 @@ up() {  # up [containerd|classic]
     umount -l /.host && exec env ${min_api:+DOCKER_MIN_API_VERSION=$min_api} ${cas:+SSL_CERT_DIR=$cas} /usr/sbin/dockerd -H unix:///run/$instance.sock ${tcp:+-H tcp://127.0.0.1:$tcp --tls=false} \
       --config-file $conf --data-root $data --exec-root $execroot --pidfile $pidfile \
       --bridge=none --iptables=false --ip6tables=false --ip-masq=false --cgroup-parent=/build-graph-$instance" \
-    >>"$state/dockerd-$instance.log" 2>&1 </dev/null &
-  wait_for 90 "dockerd $instance" cli info
+    >>"$state/dockerd-$instance.log" 2>&1 </dev/null 9>&- &  # the daemon never holds the lock
+  local launched=$! deadline=$((SECONDS + 90))
+  until cli info >/dev/null 2>&1; do
+    if ! kill -0 "$launched" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
+      log "dockerd $instance did not come up; the end of $state/dockerd-$instance.log:"
+      tail -n 15 "$state/dockerd-$instance.log" >&2
+      kill "$launched" 2>/dev/null || true
+      return 1
+    fi
+    sleep 0.5
+  done
   describe
 }
 

@@ -41,6 +41,11 @@ wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
 }
 
 docker_up() {  # prints the exports that point docker-py and the CLI at the engine in use
+  if [ -n "${DOCKER_HOST:-}" ] && ! docker info >/dev/null 2>&1; then
+    log "DOCKER_HOST=$DOCKER_HOST: no Docker daemon answers there; start it, or unset DOCKER_HOST" \
+        "to have a current engine started here"
+    return 1
+  fi
   if [ -n "${DOCKER_HOST:-}" ] || docker info >/dev/null 2>&1; then
     # The user's own engine (DOCKER_HOST, or the default socket answers): used as it is.
     log "using the Docker engine that answers: $(docker version --format 'Docker Engine {{.Server.Version}} (API {{.Server.APIVersion}}, floor {{.Server.MinAPIVersion}})' 2>&1 | head -1)," \
@@ -297,9 +302,12 @@ case "${1:-up}" in
     log "up" ;;
   arm64) docker_up; registry_up; gcs_up; seed_debian; arm64_up ;;
   # binfmt registrations are the kernel's, shared by everything on the host: down leaves them.
-  down) stop_pid gcs; stop_pid registry; "$here/scripts/engine.sh" down; log "down" ;;
+  # dockerd.pid: a Docker 20.10 daemon that services.sh started before it used engine.sh
+  down) stop_pid gcs; stop_pid registry; stop_pid dockerd; "$here/scripts/engine.sh" down; log "down" ;;
   status)
-    "$here/scripts/engine.sh" status
+    if [ -n "${DOCKER_HOST:-}" ] || docker info >/dev/null 2>&1; then
+      docker version --format 'docker: up, {{.Server.Version}} at '"${DOCKER_HOST:-the default socket}" 2>&1 | head -1
+    else "$here/scripts/engine.sh" status; fi
     curl -fsS "http://127.0.0.1:$registry_port/v2/" >/dev/null 2>&1 && echo "registry: up" || echo "registry: down"
     curl -fsS "http://127.0.0.1:$gcs_port/storage/v1/b" >/dev/null 2>&1 && echo "gcs: up" || echo "gcs: down"
     arm64_status ;;
