@@ -52,6 +52,18 @@ def is_loopback(host: str) -> bool:
     return address.is_loopback
 
 
+def is_internal(host: str) -> bool:
+    """Loopback, or a link-local address (169.254.0.0/16, fe80::/10: where a cloud machine's
+    metadata service answers). Names other than 'localhost' are not resolved here."""
+    if is_loopback(host):
+        return True
+    name = hostname(host)
+    try:
+        return name is not None and ipaddress.ip_address(name).is_link_local
+    except ValueError:
+        return False
+
+
 def listed(variable: str = INSECURE_ENV) -> frozenset[str]:
     """The hosts the user listed in `variable` (comma-separated host:port)."""
     raw = os.environ.get(variable, "")

@@ -21,6 +21,11 @@ from build_graph.oci.refs import MANIFEST_TYPES, Answer, Presence, Ref
 from build_graph.registry.transport import Response, blob_response, client
 
 _ACCEPT = {"Accept": ", ".join(MANIFEST_TYPES)}
+# What is read into memory, at most: a manifest (the distribution spec asks registries to
+# take manifests of at least 4 MiB), and a blob we read whole (image configs, verify
+# reports, SBOMs). A larger answer, from a registry or a storage it redirects to, is refused.
+MANIFEST_LIMIT = 4 << 20
+BLOB_LIMIT = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,8 @@ def get_manifest(ref: Ref) -> Manifest:
     """The manifest at `ref`, its bytes hashed here: they must match the digest `ref` names
     (if it names one) and the registry's digest header (if it sent one)."""
     response = client(ref.api_host).request("GET", ref.repository,
-                                            f"manifests/{ref.reference}", headers=_ACCEPT)
+                                            f"manifests/{ref.reference}", headers=_ACCEPT,
+                                            limit=MANIFEST_LIMIT)
     if response.status != 200:
         raise problems.refused(ref.host, f"reading the manifest {_where(ref)}",
                                       response.status, response.body)
@@ -196,7 +202,7 @@ def get_blob(ref: Ref, digest: Digest) -> bytes:
 
 def read_blob(ref: Ref, digest: Digest) -> bytes | None:
     """get_blob, but None when the registry definitely lacks the blob (a 404)."""
-    response = blob_response(ref.api_host, ref.repository, digest)
+    response = blob_response(ref.api_host, ref.repository, digest, BLOB_LIMIT)
     if response.status == 404:
         return None
     if response.status != 200:

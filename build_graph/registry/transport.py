@@ -99,7 +99,7 @@ class Client:
             location = response.headers.get("location")
             if response.status not in REDIRECTS or not location:
                 return response
-            here = urllib.parse.urljoin(here, location)
+            here = check_hop(here, urllib.parse.urljoin(here, location))
             parts = urllib.parse.urlsplit(here)
             if f"{parts.scheme}://{parts.netloc}" != origin:
                 return elsewhere(method, here, {}, limit=limit)
@@ -177,8 +177,6 @@ def elsewhere(method: str, url: str, headers: dict[str, str], *, limit: int | No
     a connection of its own; redirects are followed with no headers at all: a storage
     redirect is a signed URL, and nothing of ours (credentials above all) goes further."""
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme not in ("http", "https"):
-        raise UntrustedAnswer(f"a registry sent us to {url[:200]!r}, which is no HTTP URL")
     cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     try:  # a URL a registry named (a realm, a redirect) may be malformed: that is its error
         conn = cls(parts.netloc, timeout=TIMEOUT_S)
@@ -199,11 +197,31 @@ def elsewhere(method: str, url: str, headers: dict[str, str], *, limit: int | No
                               "bytes; refusing it")
     location = answer.headers.get("location")
     if answer.status in REDIRECTS and location and redirects > 0:
-        return elsewhere(method, urllib.parse.urljoin(url, location), {}, limit=limit,
-                         redirects=redirects - 1)
+        return elsewhere(method, check_hop(url, urllib.parse.urljoin(url, location)), {},
+                         limit=limit, redirects=redirects - 1)
     return answer
 
 
-def blob_response(ref_host: str, repository: str, digest: Digest) -> Response:
-    """GET a blob (a storage redirect is followed by Client.request, without credentials)."""
-    return client(ref_host).request("GET", repository, f"blobs/{digest}")
+def check_hop(current: str, target: str) -> str:
+    """`target`, where a redirect from `current` may lead; UntrustedAnswer otherwise: only to
+    HTTP(S), never from HTTPS down to plain HTTP off this machine (a manifest read by tag
+    could then be changed on the way), and never from a registry elsewhere into this
+    machine or its link-local network (a cloud's metadata service lives there)."""
+    here, there = urllib.parse.urlsplit(current), urllib.parse.urlsplit(target)
+    if there.scheme not in ("http", "https") or not there.netloc:
+        raise UntrustedAnswer(f"{here.netloc} sent us to {target[:200]!r}, which is no HTTP "
+                              "URL; refusing it")
+    if here.scheme == "https" and there.scheme == "http" and not hosts.is_loopback(there.netloc):
+        raise UntrustedAnswer(f"{here.netloc} sent us from HTTPS to plain HTTP "
+                              f"({target[:200]}); refusing it")
+    if not hosts.is_loopback(here.netloc) and hosts.is_internal(there.netloc):
+        raise UntrustedAnswer(f"{here.netloc} sent us to {there.netloc}, an address of this "
+                              "machine or its link-local network; refusing it")
+    return target
+
+
+def blob_response(ref_host: str, repository: str, digest: Digest,
+                  limit: int | None = None) -> Response:
+    """GET a blob (a storage redirect is followed by Client.request, without credentials);
+    UntrustedAnswer past `limit` bytes."""
+    return client(ref_host).request("GET", repository, f"blobs/{digest}", limit=limit)

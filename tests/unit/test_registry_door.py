@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from build_graph.errors import UntrustedAnswer
 from build_graph.oci import problems
 from build_graph.oci.digest import Digest, maybe_digest, parse_digest
 from build_graph.oci.hosts import (
@@ -23,6 +24,7 @@ from build_graph.oci.hosts import (
 )
 from build_graph.oci.refs import parse_ref
 from build_graph.registry import auth as registry_auth
+from build_graph.registry.transport import check_hop
 
 HEX = "ab" * 32
 
@@ -198,3 +200,23 @@ def test_a_certificate_the_daemon_refuses_is_said_as_such_not_as_a_registry_down
     advice = problems.hint("127.0.0.1:5000", said)
     assert "does not trust a certificate" in advice and "certs.d/127.0.0.1:5000" in advice
     assert "is it running" in problems.hint("127.0.0.1:5000", "connection refused")
+
+
+@pytest.mark.parametrize(("current", "target", "refused"), [
+    ("https://gcr.example/v2/a/blobs/x", "https://storage.example/b?sig=1", None),
+    ("https://127.0.0.1:5443/v2/a/blobs/x", "http://127.0.0.1:9000/b", None),
+    ("http://127.0.0.1:5000/v2/a/blobs/x", "http://localhost:9000/b", None),
+    ("https://gcr.example/v2/a/blobs/x", "http://storage.example/b", "from HTTPS to plain"),
+    ("https://gcr.example/v2/a/blobs/x", "file:///etc/passwd", "no HTTP URL"),
+    ("https://gcr.example/v2/a/blobs/x", "https:///nohost", "no HTTP URL"),
+    ("https://gcr.example/v2/a/blobs/x", "https://127.0.0.1:8080/x", "this machine"),
+    ("https://gcr.example/v2/a/blobs/x", "https://169.254.169.254/computeMetadata", "link-local"),
+    ("https://gcr.example/v2/a/blobs/x", "https://[fe80::1]/x", "link-local"),
+])
+def test_a_redirect_leads_only_where_a_registry_may_send_us(
+        current: str, target: str, refused: str | None) -> None:
+    if refused is None:
+        assert check_hop(current, target) == target
+    else:
+        with pytest.raises(UntrustedAnswer, match=refused):
+            check_hop(current, target)
