@@ -124,7 +124,9 @@ binds() {  # the host folders bind-mounted at the same paths inside the chroot
 
 up() {  # up [containerd|classic]
   local store=${1:-containerd} min_api=${ENGINE_MIN_API:-} tcp=${ENGINE_TCP:-} cas=${ENGINE_CA_DIR:-}
-  local wanted="$min_api|$tcp|$cas"
+  # A restart when any of these changed; the bound folders too: a clone elsewhere (CI's) must
+  # be visible to the daemon at its own path, or its bind mounts would name nothing.
+  local wanted="$min_api|$tcp|$cas|$(binds | tr '\n' ,)"
   case $store in containerd|classic) ;; *) log "store: containerd or classic, not '$store'"; return 2 ;; esac
   # One `up` at a time on this machine: two runners must not both install or start.
   mkdir -p "$(dirname "$root")"
