@@ -115,11 +115,12 @@ stop_dockerd() {  # by its PID only; its supervised containerd exits with it
   rm -f "$root$pidfile"
 }
 
-binds() {  # the host folders bind-mounted at the same paths inside the chroot
-  local dir
-  for dir in /tmp /var/tmp /work /home /root /srv /opt "$here"; do
-    [ -d "$dir" ] && [ "${dir#"$root"}" = "$dir" ] && echo "$dir"
-  done | sort -u
+binds() {  # the host folders bind-mounted at the same paths inside the engine's root: the
+           # usual homes of checkouts and temporary files, and this checkout if elsewhere
+  local dir usual="/tmp /var/tmp /work /home /root /srv /opt"
+  for dir in $usual; do [ -d "$dir" ] && echo "$dir"; done
+  for dir in $usual; do case $here/ in "$dir"/*) return 0 ;; esac; done
+  [ "${here#"$root"}" = "$here" ] && echo "$here"
 }
 
 up() {  # up [containerd|classic]
