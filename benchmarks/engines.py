@@ -1,9 +1,9 @@
-"""The quickstart on the engines users run, side by side in one run: the engine the services
-use (scripts/services.sh: the containerd image store) and a second engine of the same
-release in the classic image store (scripts/engine.sh, instance `bench-classic`: its own
-data root, nothing cached). For each: cold (an empty registry namespace, no build folder, no
-compiler cache), the no-op after it (median of 3), and a fresh runner (the build folder
-wiped, the registry full: nothing is built again).
+"""The quickstart on both image stores of the current engine, side by side in one run: two
+fresh engines of one release (scripts/engine.sh instances `bench-containerd` and
+`bench-classic`, purged first: no BuildKit cache, no images but debian:bookworm-slim loaded
+from the services' engine). For each: cold (a fresh engine, an empty registry namespace, no
+build folder, no compiler cache), the no-op after it (median of 3), and a fresh runner (the
+build folder wiped, the registry full: nothing is built again). Both are purged afterwards.
 
 Needs scripts/services.sh up (the registry on 127.0.0.1:5000). Prints seconds and ratios.
 """
@@ -23,22 +23,26 @@ from _common import REPO, count, doit_command, timed
 ENGINE = REPO / "scripts" / "engine.sh"
 
 
-def classic_engine(seed_from: dict[str, str]) -> str:
-    """DOCKER_HOST of the classic-store engine, seeded with debian:bookworm-slim."""
-    env = {**os.environ, "ENGINE_INSTANCE": "bench-classic"}
-    subprocess.run([str(ENGINE), "up", "classic"], env=env, check=True)
+def fresh_engine(store: str, seed_from: dict[str, str]) -> str:
+    """DOCKER_HOST of a fresh engine in `store`, seeded with debian:bookworm-slim."""
+    env = {**os.environ, "ENGINE_INSTANCE": f"bench-{store}", "ENGINE_MIN_API": "",
+           "ENGINE_TCP": "", "ENGINE_CA_DIR": ""}
+    subprocess.run([str(ENGINE), "purge"], env=env, check=True)
+    subprocess.run([str(ENGINE), "up", store], env=env, check=True)
     exports = subprocess.run([str(ENGINE), "env"], env=env, check=True, text=True,
                              capture_output=True).stdout
     host = next(line.split("=", 1)[1] for line in exports.splitlines()
                 if line.startswith("export DOCKER_HOST="))
-    there = {**os.environ, "DOCKER_HOST": host}
-    if subprocess.run(["docker", "image", "inspect", "debian:bookworm-slim"], env=there,
-                      capture_output=True, check=False).returncode != 0:
-        image = subprocess.run(["docker", "save", "debian:bookworm-slim"], env=seed_from,
-                               capture_output=True, check=True).stdout
-        subprocess.run(["docker", "load"], input=image, env=there, check=True,
-                       capture_output=True)
+    image = subprocess.run(["docker", "save", "debian:bookworm-slim"], env=seed_from,
+                           capture_output=True, check=True).stdout
+    subprocess.run(["docker", "load"], input=image, env={**os.environ, "DOCKER_HOST": host},
+                   check=True, capture_output=True)
     return host
+
+
+def purge(store: str) -> None:
+    subprocess.run([str(ENGINE), "purge"], env={**os.environ, "ENGINE_INSTANCE":
+                                                 f"bench-{store}"}, check=False)
 
 
 def workspace(root: Path, name: str, namespace: str) -> Path:
@@ -63,23 +67,28 @@ def measure(manifest: Path) -> tuple[float, float, float, int]:
 def main() -> None:
     argparse.ArgumentParser(description=__doc__).parse_args()
     main_env = dict(os.environ)
-    classic = classic_engine(main_env)
     run = uuid.uuid4().hex[:8]
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for label, host in (("containerd store (the services' engine)", None),
-                            ("classic store (engine.sh bench-classic)", classic)):
-            os.environ.clear()
-            os.environ.update({**main_env, **({"DOCKER_HOST": host} if host else {})})
-            manifest = workspace(Path(tmp), label.split()[0], f"bench-{label.split()[0]}-{run}")
-            rows.append((label, *measure(manifest)))
-    os.environ.clear()
-    os.environ.update(main_env)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for store in ("containerd", "classic"):
+                host = fresh_engine(store, main_env)
+                os.environ.clear()
+                os.environ.update({**main_env, "DOCKER_HOST": host})
+                manifest = workspace(Path(tmp), store, f"bench-{store}-{run}")
+                rows.append((store, *measure(manifest)))
+                os.environ.clear()
+                os.environ.update(main_env)
+    finally:
+        os.environ.clear()
+        os.environ.update(main_env)
+        for store in ("containerd", "classic"):
+            purge(store)
     version = subprocess.run(["docker", "version", "--format", "{{.Server.Version}}"],
                              capture_output=True, text=True, check=False).stdout.strip()
-    print(f"quickstart as shipped, Docker Engine {version}, both stores side by side:")
-    for label, cold, noop, fresh, builds in rows:
-        print(f"  {label}: cold {cold:6.1f} s, no-op {noop:.2f} s, fresh runner "
+    print(f"quickstart as shipped, Docker Engine {version}, fresh engines side by side:")
+    for store, cold, noop, fresh, builds in rows:
+        print(f"  {store:<10} store: cold {cold:6.1f} s, no-op {noop:.2f} s, fresh runner "
               f"{fresh:5.1f} s ({builds} builds)")
     (_, cold_c, noop_c, fresh_c, _), (_, cold_k, noop_k, fresh_k, _) = rows
     print(f"  containerd/classic: cold {cold_c / cold_k:.2f}, no-op {noop_c / noop_k:.2f}, "
