@@ -21,6 +21,7 @@ from tests.integration.conftest import (
     Engine,
     Registry,
     built,
+    free_port,
     make_workspace,
     pushed,
     start_engine,
@@ -68,7 +69,7 @@ def test_a_daemon_with_docker_29s_api_floor_builds_the_quickstart(
     base image was loaded (`docker load`) and tagged for a registry that never got it: in
     the containerd store it still has a RepoDigests entry under that name, which must not
     become a pin (no registry serves it); images.lock records it as local."""
-    registry = Registry(tmp_path / "registry", _port())
+    registry = Registry(tmp_path / "registry", free_port())
     (tmp_path / "registry").mkdir()
     registry.start()
     try:
@@ -90,7 +91,7 @@ def test_a_cli_the_daemon_refuses_is_never_chosen(tmp_path: Path, floor: Engine,
                                                   old_cli: Path) -> None:
     """Debian 12's docker 20.10 CLI (API 1.41), alone on PATH against a 1.44 floor: one line
     naming what to install, before anything is built."""
-    registry = Registry(tmp_path / "registry", _port())  # an empty one: builder is built
+    registry = Registry(tmp_path / "registry", free_port())  # an empty one: builder is built
     (tmp_path / "registry").mkdir()
     registry.start()
     try:
@@ -130,12 +131,6 @@ def test_max_size_gives_one_verdict_on_both_stores(tmp_path: Path, classic: Engi
                        packages={}, cuda=None, max_size_bytes=limit)
     verdicts = {h: check_size(want, {"image_size_bytes": s})[0].status for h, s in sizes.items()}
     assert set(verdicts.values()) == {"fail"}, (sizes, verdicts)
-
-
-def _port() -> int:
-    from tests.integration.conftest import free_port
-
-    return free_port()
 
 
 @pytest.fixture(scope="module")
