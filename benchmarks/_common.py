@@ -14,8 +14,15 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def doit_command(manifest: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), f"manifest={manifest}",
-            *args]
+    return [
+        sys.executable,
+        "-m",
+        "doit",
+        "-f",
+        str(REPO / "dodo.py"),
+        f"manifest={manifest}",
+        *args,
+    ]
 
 
 def timed(command: list[str], runs: int, cwd: Path = REPO) -> tuple[float, str]:
@@ -23,8 +30,9 @@ def timed(command: list[str], runs: int, cwd: Path = REPO) -> tuple[float, str]:
     times, output = [], ""
     for _ in range(runs):
         started = time.perf_counter()
-        result = subprocess.run(command, capture_output=True, text=True, cwd=cwd,
-                                env=os.environ.copy(), check=False)
+        result = subprocess.run(
+            command, capture_output=True, text=True, cwd=cwd, env=os.environ.copy(), check=False
+        )
         times.append(time.perf_counter() - started)
         output = result.stdout + result.stderr
         if result.returncode != 0:
@@ -37,8 +45,9 @@ def stack_folder(folder: Path, name: str, registry: str, template: str) -> str:
     [stack] and [versions] tables for a generated stack."""
     (folder / "templates").mkdir(parents=True)
     (folder / "templates" / "bench.Dockerfile.j2").write_text(template)
-    return (f'[stack]\nname = "{name}"\nregistry = "{registry}/{name}"\n'
-            '[versions]\npython = "3.11"\n')
+    return (
+        f'[stack]\nname = "{name}"\nregistry = "{registry}/{name}"\n[versions]\npython = "3.11"\n'
+    )
 
 
 def stack_args(description: str | None) -> argparse.Namespace:

@@ -30,11 +30,13 @@ def manifest(folder: Path, name: str, registry: str, root_image: str, nonce: str
     text = stack_folder(folder, name, registry, TEMPLATE) if not folder.exists() else ""
     path = folder / "images.toml"
     head = text or path.read_text().split("[tiers.")[0]
-    path.write_text(head + f'[tiers.pkgs]\nfrom = "{root_image}"\n'
-                    'template = "bench.Dockerfile.j2"\n'
-                    'packages = ["numpy==2.1.3", "requests==2.32.3"]\n'
-                    f'build_args = {{ NONCE = "{nonce}" }}\n'
-                    "verify = { pip_check = false }\n")
+    path.write_text(
+        head + f'[tiers.pkgs]\nfrom = "{root_image}"\n'
+        'template = "bench.Dockerfile.j2"\n'
+        'packages = ["numpy==2.1.3", "requests==2.32.3"]\n'
+        f'build_args = {{ NONCE = "{nonce}" }}\n'
+        "verify = { pip_check = false }\n"
+    )
     return path
 
 

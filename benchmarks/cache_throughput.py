@@ -52,28 +52,47 @@ def main() -> None:
         size = ccache_archive.folder_size(cache)
         ours_save = clock(ccache_archive.pack, cache, base / "c.tar.zst")
         ours_restore = clock(ccache_archive.unpack, base / "c.tar.zst", base / "restored")
-        tar_save = clock(subprocess.run, ["tar", "czf", str(base / "c.tgz"), "-C", str(cache),
-                                          "."])
+        tar_save = clock(subprocess.run, ["tar", "czf", str(base / "c.tgz"), "-C", str(cache), "."])
         (base / "untar").mkdir()
-        tar_restore = clock(subprocess.run, ["tar", "xzf", str(base / "c.tgz"), "-C",
-                                             str(base / "untar")])
+        tar_restore = clock(
+            subprocess.run, ["tar", "xzf", str(base / "c.tgz"), "-C", str(base / "untar")]
+        )
         shutil.rmtree(base / "restored")
-        dd_write = clock(subprocess.run, ["dd", "if=/dev/zero", f"of={base / 'dd'}", "bs=4M",
-                                          f"count={args.mib // 4}", "conv=fsync", "status=none"])
-        dd_read = clock(subprocess.run, ["dd", f"if={base / 'dd'}", "of=/dev/null", "bs=4M",
-                                         "status=none"])
+        dd_write = clock(
+            subprocess.run,
+            [
+                "dd",
+                "if=/dev/zero",
+                f"of={base / 'dd'}",
+                "bs=4M",
+                f"count={args.mib // 4}",
+                "conv=fsync",
+                "status=none",
+            ],
+        )
+        dd_read = clock(
+            subprocess.run, ["dd", f"if={base / 'dd'}", "of=/dev/null", "bs=4M", "status=none"]
+        )
     mib = size / 2**20
-    print(f"compiler cache of {mib:.0f} MiB ({os.cpu_count()} cores); "
-          "times until the call returns / until its writes are on disk (sync):")
-    for name, ours, theirs, tool in (("save", ours_save, tar_save, "tar czf"),
-                                     ("restore", ours_restore, tar_restore, "tar xzf")):
-        print(f"  {name:8s} ours {mib / ours[0]:6.1f} / {mib / ours[1]:6.1f} MiB/s   {tool} "
-              f"{mib / theirs[0]:6.1f} / {mib / theirs[1]:6.1f} MiB/s   speed-up "
-              f"{theirs[0] / ours[0]:.1f}x / {theirs[1] / ours[1]:.1f}x")
+    print(
+        f"compiler cache of {mib:.0f} MiB ({os.cpu_count()} cores); "
+        "times until the call returns / until its writes are on disk (sync):"
+    )
+    for name, ours, theirs, tool in (
+        ("save", ours_save, tar_save, "tar czf"),
+        ("restore", ours_restore, tar_restore, "tar xzf"),
+    ):
+        print(
+            f"  {name:8s} ours {mib / ours[0]:6.1f} / {mib / ours[1]:6.1f} MiB/s   {tool} "
+            f"{mib / theirs[0]:6.1f} / {mib / theirs[1]:6.1f} MiB/s   speed-up "
+            f"{theirs[0] / ours[0]:.1f}x / {theirs[1] / ours[1]:.1f}x"
+        )
     write = args.mib / dd_write[1]
-    print(f"  disk     dd write {write:6.1f} MiB/s (fsync), read {args.mib / dd_read[0]:6.1f} MiB/s"
-          f"; ours on disk: save {mib / ours_save[1] / write:.0%}, restore "
-          f"{mib / ours_restore[1] / write:.0%} of the disk's write speed")
+    print(
+        f"  disk     dd write {write:6.1f} MiB/s (fsync), read {args.mib / dd_read[0]:6.1f} MiB/s"
+        f"; ours on disk: save {mib / ours_save[1] / write:.0%}, restore "
+        f"{mib / ours_restore[1] / write:.0%} of the disk's write speed"
+    )
 
 
 if __name__ == "__main__":

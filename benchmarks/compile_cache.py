@@ -45,8 +45,9 @@ def run(manifest: Path, tier: str) -> tuple[float, dict[str, object]]:
     wipe(manifest.parent, tier)
     # -a: the same stack may already be in the registry, which would make compiling moot.
     elapsed, _ = timed(doit_command(manifest, "-a", f"compile:{tier}"), 1)
-    stats = json.loads((manifest.parent / "build" / "default" / tier /
-                        "ccache-stats.json").read_text())
+    stats = json.loads(
+        (manifest.parent / "build" / "default" / tier / "ccache-stats.json").read_text()
+    )
     return elapsed, stats
 
 
@@ -60,11 +61,15 @@ def main() -> None:
     empty_bucket(args.bucket)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / args.stack
-        shutil.copytree(REPO / "examples" / args.stack, root,
-                        ignore=shutil.ignore_patterns("build", "gen"))
+        shutil.copytree(
+            REPO / "examples" / args.stack, root, ignore=shutil.ignore_patterns("build", "gen")
+        )
         manifest = root / "images.toml"
-        manifest.write_text(manifest.read_text().replace(
-            cache_line, f'url = "gs://{args.bucket}/ccache"\n{cache_line}'))
+        manifest.write_text(
+            manifest.read_text().replace(
+                cache_line, f'url = "gs://{args.bucket}/ccache"\n{cache_line}'
+            )
+        )
         timed(doit_command(manifest, "build:builder"), 1)  # the builder image, not timed
         cold, cold_stats = run(manifest, tier)
         warm, warm_stats = run(manifest, tier)
@@ -73,9 +78,11 @@ def main() -> None:
         numbers = stats["stats"]
         moved = stats["transfer"]
         assert isinstance(numbers, dict) and isinstance(moved, dict)
-        print(f"  {name}: {elapsed:6.1f} s wall (compiler {stats['compile_s']} s), "
-              f"hit rate {numbers['hit_rate']:.0%}, restore {moved['bytes_down']} B in "
-              f"{moved['restore_s']:.2f} s, save {moved['bytes_up']} B in {moved['save_s']:.2f} s")
+        print(
+            f"  {name}: {elapsed:6.1f} s wall (compiler {stats['compile_s']} s), "
+            f"hit rate {numbers['hit_rate']:.0%}, restore {moved['bytes_down']} B in "
+            f"{moved['restore_s']:.2f} s, save {moved['bytes_up']} B in {moved['save_s']:.2f} s"
+        )
     print(f"  warm/cold wall-time ratio: {warm / cold:.3f}")
 
 

@@ -25,33 +25,53 @@ ENGINE = REPO / "scripts" / "engine.sh"
 
 def fresh_engine(store: str, seed_from: dict[str, str]) -> str:
     """DOCKER_HOST of a fresh engine in `store`, seeded with debian:bookworm-slim."""
-    env = {**os.environ, "ENGINE_INSTANCE": f"bench-{store}", "ENGINE_MIN_API": "",
-           "ENGINE_TCP": "", "ENGINE_CA_DIR": ""}
+    env = {
+        **os.environ,
+        "ENGINE_INSTANCE": f"bench-{store}",
+        "ENGINE_MIN_API": "",
+        "ENGINE_TCP": "",
+        "ENGINE_CA_DIR": "",
+    }
     subprocess.run([str(ENGINE), "purge"], env=env, check=True)
     subprocess.run([str(ENGINE), "up", store], env=env, check=True)
-    exports = subprocess.run([str(ENGINE), "env"], env=env, check=True, text=True,
-                             capture_output=True).stdout
-    host = next(line.split("=", 1)[1] for line in exports.splitlines()
-                if line.startswith("export DOCKER_HOST="))
-    image = subprocess.run(["docker", "save", "debian:bookworm-slim"], env=seed_from,
-                           capture_output=True, check=True).stdout
-    subprocess.run(["docker", "load"], input=image, env={**os.environ, "DOCKER_HOST": host},
-                   check=True, capture_output=True)
+    exports = subprocess.run(
+        [str(ENGINE), "env"], env=env, check=True, text=True, capture_output=True
+    ).stdout
+    host = next(
+        line.split("=", 1)[1]
+        for line in exports.splitlines()
+        if line.startswith("export DOCKER_HOST=")
+    )
+    image = subprocess.run(
+        ["docker", "save", "debian:bookworm-slim"], env=seed_from, capture_output=True, check=True
+    ).stdout
+    subprocess.run(
+        ["docker", "load"],
+        input=image,
+        env={**os.environ, "DOCKER_HOST": host},
+        check=True,
+        capture_output=True,
+    )
     return host
 
 
 def purge(store: str) -> None:
-    subprocess.run([str(ENGINE), "purge"], env={**os.environ, "ENGINE_INSTANCE":
-                                                 f"bench-{store}"}, check=False)
+    subprocess.run(
+        [str(ENGINE), "purge"], env={**os.environ, "ENGINE_INSTANCE": f"bench-{store}"}, check=False
+    )
 
 
 def workspace(root: Path, name: str, namespace: str) -> Path:
     folder = root / name
-    shutil.copytree(REPO / "examples" / "quickstart", folder,
-                    ignore=shutil.ignore_patterns("build", "gen"))
+    shutil.copytree(
+        REPO / "examples" / "quickstart", folder, ignore=shutil.ignore_patterns("build", "gen")
+    )
     manifest = folder / "images.toml"
-    manifest.write_text(manifest.read_text().replace(
-        'registry = "127.0.0.1:5000/quickstart"', f'registry = "127.0.0.1:5000/{namespace}"'))
+    manifest.write_text(
+        manifest.read_text().replace(
+            'registry = "127.0.0.1:5000/quickstart"', f'registry = "127.0.0.1:5000/{namespace}"'
+        )
+    )
     return manifest
 
 
@@ -84,15 +104,23 @@ def main() -> None:
         os.environ.update(main_env)
         for store in ("containerd", "classic"):
             purge(store)
-    version = subprocess.run(["docker", "version", "--format", "{{.Server.Version}}"],
-                             capture_output=True, text=True, check=False).stdout.strip()
+    version = subprocess.run(
+        ["docker", "version", "--format", "{{.Server.Version}}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
     print(f"quickstart as shipped, Docker Engine {version}, fresh engines side by side:")
     for store, cold, noop, fresh, builds in rows:
-        print(f"  {store:<10} store: cold {cold:6.1f} s, no-op {noop:.2f} s, fresh runner "
-              f"{fresh:5.1f} s ({builds} builds)")
+        print(
+            f"  {store:<10} store: cold {cold:6.1f} s, no-op {noop:.2f} s, fresh runner "
+            f"{fresh:5.1f} s ({builds} builds)"
+        )
     (_, cold_c, noop_c, fresh_c, _), (_, cold_k, noop_k, fresh_k, _) = rows
-    print(f"  containerd/classic: cold {cold_c / cold_k:.2f}, no-op {noop_c / noop_k:.2f}, "
-          f"fresh runner {fresh_c / fresh_k:.2f}")
+    print(
+        f"  containerd/classic: cold {cold_c / cold_k:.2f}, no-op {noop_c / noop_k:.2f}, "
+        f"fresh runner {fresh_c / fresh_k:.2f}"
+    )
 
 
 if __name__ == "__main__":

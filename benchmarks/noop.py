@@ -37,10 +37,13 @@ def naive_script(manifest: Path, folder: Path) -> Path:
             shutil.copy2(path, ctx / name)
         if tier.spec.compile is not None:
             shutil.copytree(tier.folder.wheels, ctx / "wheels")
-        args = "".join(f" --build-arg {k}={shlex.quote(v)}"
-                       for k, v in settings.pip_settings().items())
-        lines.append(f"DOCKER_BUILDKIT=1 {builder} -q --network=host{args} "
-                     f"-t {tier.image}-naive {ctx} >/dev/null")
+        args = "".join(
+            f" --build-arg {k}={shlex.quote(v)}" for k, v in settings.pip_settings().items()
+        )
+        lines.append(
+            f"DOCKER_BUILDKIT=1 {builder} -q --network=host{args} "
+            f"-t {tier.image}-naive {ctx} >/dev/null"
+        )
     script = folder / "naive.sh"
     script.write_text("\n".join(lines) + "\n")
     return script
@@ -48,8 +51,9 @@ def naive_script(manifest: Path, folder: Path) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--manifest", type=Path,
-                        default=REPO / "examples" / "quickstart" / "images.toml")
+    parser.add_argument(
+        "--manifest", type=Path, default=REPO / "examples" / "quickstart" / "images.toml"
+    )
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     manifest = args.manifest.resolve()
@@ -61,9 +65,11 @@ def main() -> None:
     ours, output = timed(doit_command(manifest), args.runs)
     tiers = len(plan(load(manifest)))
     print(f"quickstart no-op ({tiers} tiers, median of {args.runs}):")
-    print(f"  doit (render..promote, all up to date):  {ours:.3f} s "
-          f"[{count(output, 'ok    build:')} build tasks run, "
-          f"{count(output, 'ok    push:')} push tasks run]")
+    print(
+        f"  doit (render..promote, all up to date):  {ours:.3f} s "
+        f"[{count(output, 'ok    build:')} build tasks run, "
+        f"{count(output, 'ok    push:')} push tasks run]"
+    )
     print(f"  naive cached docker build per tier:      {naive:.3f} s")
     print(f"  ratio doit/naive: {ours / naive:.2f}")
 

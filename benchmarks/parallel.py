@@ -23,17 +23,21 @@ FROM {{ base_image }}
 RUN echo "$NONCE" > /nonce && python3 -m pip install --no-cache-dir "$PKG"
 """
 PACKAGES = {"t0": "six", "t1": "idna", "t2": "packaging"}
-VERSIONS = {"a": {"six": "1.16.0", "idna": "3.6", "packaging": "23.2"},
-            "b": {"six": "1.17.0", "idna": "3.7", "packaging": "24.0"}}
+VERSIONS = {
+    "a": {"six": "1.16.0", "idna": "3.6", "packaging": "23.2"},
+    "b": {"six": "1.17.0", "idna": "3.7", "packaging": "24.0"},
+}
 
 
 def generate(folder: Path, name: str, registry: str, root_image: str) -> Path:
     parts = [stack_folder(folder, name, registry, TEMPLATE)]
     for index, (tier, package) in enumerate(PACKAGES.items()):
         base = f'from = "{root_image}"' if index == 0 else f'parent = "t{index - 1}"'
-        parts.append(f'[tiers.{tier}]\n{base}\ntemplate = "bench.Dockerfile.j2"\n'
-                     f'build_args = {{ PKG = "{package}=={{{package}}}", NONCE = "{name}" }}\n'
-                     "verify = { pip_check = false }\n")
+        parts.append(
+            f'[tiers.{tier}]\n{base}\ntemplate = "bench.Dockerfile.j2"\n'
+            f'build_args = {{ PKG = "{package}=={{{package}}}", NONCE = "{name}" }}\n'
+            "verify = { pip_check = false }\n"
+        )
     for variant, versions in VERSIONS.items():
         pins = ", ".join(f'{k} = "{v}"' for k, v in versions.items())
         parts.append(f"[variants.{variant}]\nversions = {{ {pins} }}\n")
@@ -52,9 +56,11 @@ def main() -> None:
             manifest = generate(Path(tmp) / name, name, args.registry, args.root_image)
             seconds, output = timed(doit_command(manifest, "-n", str(jobs)), 1)
             figures[jobs] = seconds
-            print(f"  doit -n {jobs}: {seconds:6.1f} s  ({count(output, 'ok    build:')} builds, "
-                  f"{count(output, 'ok    verify:')} verifies, "
-                  f"{count(output, 'ok    promote:')} promotes)")
+            print(
+                f"  doit -n {jobs}: {seconds:6.1f} s  ({count(output, 'ok    build:')} builds, "
+                f"{count(output, 'ok    verify:')} verifies, "
+                f"{count(output, 'ok    promote:')} promotes)"
+            )
     print(f"  ratio -n 2 / -n 1: {figures[2] / figures[1]:.2f}")
 
 

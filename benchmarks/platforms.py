@@ -21,17 +21,21 @@ from _common import REPO, doit_command, timed
 SEED = "127.0.0.1:5000/seed/debian:{debian}-slim"
 
 
-def workspace(root: Path, name: str, namespace: str, platforms: list[str] | None,
-              kernels: str) -> Path:
+def workspace(
+    root: Path, name: str, namespace: str, platforms: list[str] | None, kernels: str
+) -> Path:
     folder = root / name
-    shutil.copytree(REPO / "examples" / "quickstart", folder,
-                    ignore=shutil.ignore_patterns("build", "gen"))
+    shutil.copytree(
+        REPO / "examples" / "quickstart", folder, ignore=shutil.ignore_patterns("build", "gen")
+    )
     manifest = folder / "images.toml"
-    text = manifest.read_text().replace('registry = "127.0.0.1:5000/quickstart"',
-                                        f'registry = "127.0.0.1:5000/{namespace}"')
-    text = text.replace('sources = { fastext = "src/fastext" } }',
-                        'sources = { fastext = "src/fastext" }, env = { FASTEXT_KERNELS = '
-                        f'"{kernels}" }} }}')
+    text = manifest.read_text().replace(
+        'registry = "127.0.0.1:5000/quickstart"', f'registry = "127.0.0.1:5000/{namespace}"'
+    )
+    text = text.replace(
+        'sources = { fastext = "src/fastext" } }',
+        f'sources = {{ fastext = "src/fastext" }}, env = {{ FASTEXT_KERNELS = "{kernels}" }} }}',
+    )
     # Both from the same seed index, so the two runs differ only in their platforms.
     text = text.replace('from = "debian:{debian}-slim"', f'from = "{SEED}"')
     if platforms:
@@ -52,19 +56,24 @@ def main() -> None:
     run = uuid.uuid4().hex[:8]  # a fresh registry namespace: nothing is there yet
     with tempfile.TemporaryDirectory() as tmp:
         host = workspace(Path(tmp), "host", f"bench-host-{run}", None, args.kernels)
-        two = workspace(Path(tmp), "two", f"bench-two-{run}", ["linux/amd64", "linux/arm64"],
-                        args.kernels)
+        two = workspace(
+            Path(tmp), "two", f"bench-two-{run}", ["linux/amd64", "linux/arm64"], args.kernels
+        )
         host_s, _ = timed(doit_command(host), 1)
         two_s, _ = timed(doit_command(two), 1)
         noop_s, _ = timed(doit_command(two), 3)
         amd64 = compile_s(two, "fastext/linux-amd64")
         arm64 = compile_s(two, "fastext/linux-arm64")
-    print(f"quickstart, FASTEXT_KERNELS={args.kernels}, cold (empty registry namespace, "
-          "no build folder, no compiler cache):")
+    print(
+        f"quickstart, FASTEXT_KERNELS={args.kernels}, cold (empty registry namespace, "
+        "no build folder, no compiler cache):"
+    )
     print(f"  build host only (linux/amd64): {host_s:7.1f} s")
     print(f"  linux/amd64 + linux/arm64:     {two_s:7.1f} s  ({two_s / host_s:.1f}x)")
-    print(f"  fastext compile: amd64 {amd64:.1f} s, arm64 {arm64:.1f} s under QEMU: "
-          f"emulation factor {arm64 / amd64:.1f}x")
+    print(
+        f"  fastext compile: amd64 {amd64:.1f} s, arm64 {arm64:.1f} s under QEMU: "
+        f"emulation factor {arm64 / amd64:.1f}x"
+    )
     print(f"  two-platform no-op (median of 3): {noop_s:.2f} s")
 
 

@@ -28,11 +28,25 @@ OLD_REF = "693b996"  # records-only truth (push.json/verify.json/promote.json), 
 
 
 def events_since(since: int) -> dict[str, int]:
-    out = subprocess.run(["docker", "events", "--since", str(since), "--until",
-                          str(int(time.time()) + 1), "--format", "{{.Type}} {{.Action}}"],
-                         capture_output=True, text=True, check=True).stdout.split("\n")
-    return {"pulls": sum(1 for e in out if e == "image pull"),
-            "containers": sum(1 for e in out if e == "container create")}
+    out = subprocess.run(
+        [
+            "docker",
+            "events",
+            "--since",
+            str(since),
+            "--until",
+            str(int(time.time()) + 1),
+            "--format",
+            "{{.Type}} {{.Action}}",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
+    return {
+        "pulls": sum(1 for e in out if e == "image pull"),
+        "containers": sum(1 for e in out if e == "container create"),
+    }
 
 
 def run(code: Path, manifest: Path) -> tuple[float, dict[str, int]]:
@@ -40,9 +54,14 @@ def run(code: Path, manifest: Path) -> tuple[float, dict[str, int]]:
     since = int(time.time())
     env = {**os.environ, "PYTHONPATH": str(code)}
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "doit", "-f", str(code / "dodo.py"),
-                           f"manifest={manifest}"], cwd=code, env=env, capture_output=True,
-                          text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "doit", "-f", str(code / "dodo.py"), f"manifest={manifest}"],
+        cwd=code,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"{code}: doit failed:\n{(done.stdout + done.stderr)[-3000:]}")
@@ -54,36 +73,44 @@ def noop(code: Path, manifest: Path, runs: int = 5) -> float:
     times = []
     for _ in range(runs):
         started = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "doit", "-f", str(code / "dodo.py"),
-                        f"manifest={manifest}"], cwd=code, env=env, capture_output=True,
-                       check=True)
+        subprocess.run(
+            [sys.executable, "-m", "doit", "-f", str(code / "dodo.py"), f"manifest={manifest}"],
+            cwd=code,
+            env=env,
+            capture_output=True,
+            check=True,
+        )
         times.append(time.perf_counter() - started)
     return statistics.median(times)
 
 
 def side(name: str, code: Path, folder: Path, registry: str) -> dict[str, str]:
     stack = folder / name / "quickstart"
-    shutil.copytree(code / "examples" / "quickstart", stack,
-                    ignore=shutil.ignore_patterns("build"))
+    shutil.copytree(code / "examples" / "quickstart", stack, ignore=shutil.ignore_patterns("build"))
     manifest = stack / "images.toml"
-    text = manifest.read_text().replace('registry = "127.0.0.1:5000/quickstart"',
-                                        f'registry = "{registry}/bench-{name}-{os.getpid()}"')
+    text = manifest.read_text().replace(
+        'registry = "127.0.0.1:5000/quickstart"',
+        f'registry = "{registry}/bench-{name}-{os.getpid()}"',
+    )
     manifest.write_text(text)
     run(code, manifest)  # the first, full run: not measured
     figures = {"no-op (median of 5)": f"{noop(code, manifest):.3f} s"}
     fresh = folder / name / "fresh"
     shutil.copytree(stack, fresh, ignore=shutil.ignore_patterns("build"))
     elapsed, seen = run(code, fresh / "images.toml")
-    figures["fresh runner"] = f"{elapsed:.2f} s, {seen['pulls']} pulls, " \
-                              f"{seen['containers']} containers"
+    figures["fresh runner"] = (
+        f"{elapsed:.2f} s, {seen['pulls']} pulls, {seen['containers']} containers"
+    )
     tagged = folder / name / "tagged"
     shutil.copytree(stack, tagged, ignore=shutil.ignore_patterns("build"))
     path = tagged / "images.toml"
-    path.write_text(path.read_text().replace('tags = ["py{python}"]',
-                                             'tags = ["py{python}", "bench"]'))
+    path.write_text(
+        path.read_text().replace('tags = ["py{python}"]', 'tags = ["py{python}", "bench"]')
+    )
     elapsed, seen = run(code, path)
-    figures["fresh runner, one new tag"] = f"{elapsed:.2f} s, {seen['pulls']} pulls, " \
-                                           f"{seen['containers']} containers"
+    figures["fresh runner, one new tag"] = (
+        f"{elapsed:.2f} s, {seen['pulls']} pulls, {seen['containers']} containers"
+    )
     return figures
 
 
@@ -95,19 +122,25 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="registry-truth-") as tmp:
         folder = Path(tmp)
         old = folder / "old-code"
-        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(old),
-                        args.old], check=True, capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "add", "--detach", str(old), args.old],
+            check=True,
+            capture_output=True,
+        )
         try:
-            results = {"old": side("old", old, folder, args.registry),
-                       "new": side("new", REPO, folder, args.registry)}
+            results = {
+                "old": side("old", old, folder, args.registry),
+                "new": side("new", REPO, folder, args.registry),
+            }
         finally:
-            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force",
-                            str(old)], check=False, capture_output=True)
-    print(f"quickstart, 5 tiers, registry {args.registry} (old = {args.old}, new = this "
-          "checkout)")
+            subprocess.run(
+                ["git", "-C", str(REPO), "worktree", "remove", "--force", str(old)],
+                check=False,
+                capture_output=True,
+            )
+    print(f"quickstart, 5 tiers, registry {args.registry} (old = {args.old}, new = this checkout)")
     for figure in results["new"]:
-        print(f"  {figure:<28} old: {results['old'][figure]:<34} new: "
-              f"{results['new'][figure]}")
+        print(f"  {figure:<28} old: {results['old'][figure]:<34} new: {results['new'][figure]}")
 
 
 if __name__ == "__main__":

@@ -35,8 +35,10 @@ def generate(folder: Path, tiers: int, registry: str, root_image: str) -> Path:
     parts = [stack_folder(folder, f"bench{tiers}", registry, TEMPLATE)]
     for i in range(tiers):
         base = f'from = "{root_image}"' if i == 0 else f'parent = "t{(i - 1) // 3:03d}"'
-        parts.append(f'[tiers.t{i:03d}]\n{base}\ntemplate = "bench.Dockerfile.j2"\n'
-                     f'verify = {{ pip_check = false }}\n')
+        parts.append(
+            f'[tiers.t{i:03d}]\n{base}\ntemplate = "bench.Dockerfile.j2"\n'
+            f"verify = {{ pip_check = false }}\n"
+        )
     manifest = folder / "images.toml"
     manifest.write_text("\n".join(parts))
     return manifest
@@ -62,8 +64,10 @@ def registry_floor(registry: str, repository: str, questions: int) -> float:
     another on one kept-alive socket (no client library): what a no-op cannot go below on
     one core, since every run asks the registry (hash tag, human tag, report per tier)."""
     host, _, port = registry.partition(":")
-    request = (f"HEAD /v2/{repository}/manifests/latest HTTP/1.1\r\nHost: {registry}\r\n"
-               "Accept: application/vnd.docker.distribution.manifest.v2+json\r\n\r\n").encode()
+    request = (
+        f"HEAD /v2/{repository}/manifests/latest HTTP/1.1\r\nHost: {registry}\r\n"
+        "Accept: application/vnd.docker.distribution.manifest.v2+json\r\n\r\n"
+    ).encode()
     with socket.create_connection((host, int(port or 80))) as sock:
         started = time.perf_counter()
         for _ in range(questions):
@@ -86,8 +90,10 @@ def main() -> None:
     print(f"no-op doit on generated stacks (median of {args.runs}, alternating):")
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes:
-            manifests = {name: generate(Path(tmp) / name / str(size), size, args.registry,
-                                        args.root_image) for name in codes}
+            manifests = {
+                name: generate(Path(tmp) / name / str(size), size, args.registry, args.root_image)
+                for name in codes
+            }
             for name, checkout in codes.items():  # the full run of each code: not timed
                 first, _ = run(command(checkout, manifests[name]))
                 print(f"  {size:4d} tiers, {name}: first full run {first:.0f} s")
@@ -99,15 +105,21 @@ def main() -> None:
                     times[name].append(elapsed)
             medians = {name: statistics.median(t) for name, t in times.items()}
             for name, median in medians.items():
-                print(f"  {size:4d} tiers, {name}: no-op {median:.3f} s "
-                      f"({median / size * 1000:.1f} ms/tier; "
-                      f"{count(outputs[name], '+ docker build')} builds)")
+                print(
+                    f"  {size:4d} tiers, {name}: no-op {median:.3f} s "
+                    f"({median / size * 1000:.1f} ms/tier; "
+                    f"{count(outputs[name], '+ docker build')} builds)"
+                )
             if "baseline" in medians:
-                print(f"  {size:4d} tiers: this/baseline = "
-                      f"{medians['this'] / medians['baseline']:.2f}")
+                print(
+                    f"  {size:4d} tiers: this/baseline = "
+                    f"{medians['this'] / medians['baseline']:.2f}"
+                )
             floor = registry_floor(args.registry, f"bench{size}/t000", 3 * size)
-            print(f"  {size:4d} tiers: the registry alone answers {3 * size} HEADs in "
-                  f"{floor:.3f} s (sequential, raw socket)")
+            print(
+                f"  {size:4d} tiers: the registry alone answers {3 * size} HEADs in "
+                f"{floor:.3f} s (sequential, raw socket)"
+            )
 
 
 if __name__ == "__main__":

@@ -113,8 +113,11 @@ def interrupted(where: str = "") -> NoReturn:
     interrupt reaches the code that calls this.
     """
     during = f" during {where}" if where else ""
-    print(f"interrupted{during}: stopped; nothing interrupted was recorded as done",
-          file=sys.stderr, flush=True)
+    print(
+        f"interrupted{during}: stopped; nothing interrupted was recorded as done",
+        file=sys.stderr,
+        flush=True,
+    )
     os._exit(EXIT_INTERRUPTED)
 
 
@@ -122,8 +125,7 @@ def quiet_interrupts() -> None:
     """An uncaught KeyboardInterrupt anywhere (doit's own code too) becomes one line."""
     previous = sys.excepthook
 
-    def hook(kind: type[BaseException], value: BaseException,
-             tb: TracebackType | None) -> None:
+    def hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
         if issubclass(kind, KeyboardInterrupt) and not os.environ.get("BUILD_GRAPH_DEBUG"):
             interrupted()
         previous(kind, value, tb)

@@ -122,7 +122,8 @@ class BuildFolder:
         below it): named build/ and holding the tool's own files."""
         return folder.name == OWN_FOLDER and (
             any((folder / name).exists() for name in (PLAN_CACHE, DOIT_DB, RUN_LOCK))
-            or any(folder.glob("_*.toml")))
+            or any(folder.glob("_*.toml"))
+        )
 
     @property
     def plan_cache(self) -> Path:

@@ -67,8 +67,7 @@ def tail(path: Path, lines: int = 20, before: str | None = None) -> list[str]:
     except OSError:
         return []
     if before is not None:
-        cut = max((i for i, line in enumerate(text) if line.startswith(before)),
-                  default=len(text))
+        cut = max((i for i, line in enumerate(text) if line.startswith(before)), default=len(text))
         text = text[:cut]
     return text[-lines:]
 
@@ -86,4 +85,4 @@ def shown(value: object, limit: int = 160) -> str:
     """Text from outside (a registry's words, a report's fields) as it may reach a terminal:
     printable characters only (no escape sequences that redraw the screen), at most `limit`."""
     text = "".join(c if c.isprintable() else " " for c in str(value))
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -33,8 +33,7 @@ SITE_ARGS = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST")
 CA_SETTING = "BUILD_GRAPH_CA_BUNDLE"
 # Where the tools of a build or compile look for CAs: pip, Python's ssl (urllib, most
 # libraries), requests, curl, git. Set for one RUN step or one compile container.
-CA_ENV = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
-          "GIT_SSL_CAINFO")
+CA_ENV = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO")
 CA_SECRET = "hostca"
 _USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)([^/@\s]*)@", re.IGNORECASE)
 
@@ -56,9 +55,11 @@ def host_ca() -> Path | None:
         return None
     if named:
         if not Path(named).is_file():
-            raise BadSiteSetting(f"{CA_SETTING}={named}: no such file; name the build host's "
-                                 "CA bundle (a PEM file, e.g. /etc/ssl/certs/ca-certificates"
-                                 ".crt), or `none` to send builds no CA bundle")
+            raise BadSiteSetting(
+                f"{CA_SETTING}={named}: no such file; name the build host's "
+                "CA bundle (a PEM file, e.g. /etc/ssl/certs/ca-certificates"
+                ".crt), or `none` to send builds no CA bundle"
+            )
         return Path(named)
     found = ssl.get_default_verify_paths()
     for candidate in (found.cafile, found.openssl_cafile):
@@ -70,8 +71,11 @@ def host_ca() -> Path | None:
 def pip_settings() -> dict[str, str]:
     """PIP_INDEX_URL, ... as the host sets them (BUILD_GRAPH_PIP_*), credentials and all:
     for the compile container's environment (a container, never an image)."""
-    return {name: os.environ[f"BUILD_GRAPH_{name}"] for name in SITE_ARGS
-            if os.environ.get(f"BUILD_GRAPH_{name}")}
+    return {
+        name: os.environ[f"BUILD_GRAPH_{name}"]
+        for name in SITE_ARGS
+        if os.environ.get(f"BUILD_GRAPH_{name}")
+    }
 
 
 def credential() -> str | None:
@@ -88,10 +92,12 @@ def warnings() -> list[str]:
     trusted = os.environ.get("BUILD_GRAPH_PIP_TRUSTED_HOST", "")
     if not trusted:
         return []
-    return [f"warning: BUILD_GRAPH_PIP_TRUSTED_HOST={trusted} turns off TLS verification "
-            "for pip's downloads from those hosts; the build host's CA bundle reaches builds "
-            f"by itself (a proxy's CA included: {CA_SETTING}), so unset it unless that index "
-            "really serves plain HTTP or a certificate no CA vouches for"]
+    return [
+        f"warning: BUILD_GRAPH_PIP_TRUSTED_HOST={trusted} turns off TLS verification "
+        "for pip's downloads from those hosts; the build host's CA bundle reaches builds "
+        f"by itself (a proxy's CA included: {CA_SETTING}), so unset it unless that index "
+        "really serves plain HTTP or a certificate no CA vouches for"
+    ]
 
 
 def index_url(default: str) -> str:
@@ -104,9 +110,11 @@ def index_url(default: str) -> str:
     except ValueError:
         ok = False
     if not ok:
-        raise BadSiteSetting(f"BUILD_GRAPH_PIP_INDEX_URL={redact(url)[:200]!r} is not an "
-                             "http(s) URL of a package index; set it like "
-                             "https://pypi.org/simple, or unset it")
+        raise BadSiteSetting(
+            f"BUILD_GRAPH_PIP_INDEX_URL={redact(url)[:200]!r} is not an "
+            "http(s) URL of a package index; set it like "
+            "https://pypi.org/simple, or unset it"
+        )
     return url
 
 
@@ -124,7 +132,8 @@ def check(buildkit: bool) -> None:
             "a secret; as a build arg it would be recorded in the image's history and "
             "pushed config, so it is refused. Install Docker's BuildKit (docker buildx, or "
             "a docker CLI with DOCKER_BUILDKIT support) or use an index URL without "
-            "user:password")
+            "user:password"
+        )
 
 
 def for_build(buildkit: bool) -> tuple[dict[str, str], dict[str, str]]:
@@ -136,8 +145,11 @@ def for_build(buildkit: bool) -> tuple[dict[str, str], dict[str, str]]:
     secrets = {CA_SECRET: bundle.read_text()} if bundle is not None else {}
     if credential() is None:
         return settings, secrets
-    keys = {"PIP_INDEX_URL": "index-url", "PIP_EXTRA_INDEX_URL": "extra-index-url",
-            "PIP_TRUSTED_HOST": "trusted-host"}
+    keys = {
+        "PIP_INDEX_URL": "index-url",
+        "PIP_EXTRA_INDEX_URL": "extra-index-url",
+        "PIP_TRUSTED_HOST": "trusted-host",
+    }
     lines = ["[global]", *(f"{keys[k]} = {v}" for k, v in settings.items())]
     return {}, {**secrets, "pipconf": "\n".join(lines) + "\n"}
 

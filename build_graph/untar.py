@@ -39,12 +39,17 @@ from typing import Literal, Protocol
 from build_graph.fs import replace_folder
 
 Kind = Literal["file", "dir", "symlink", "hardlink"]
-_KINDS: dict[bytes, Kind] = {tarfile.REGTYPE: "file", tarfile.AREGTYPE: "file",
-                             tarfile.DIRTYPE: "dir", tarfile.SYMTYPE: "symlink",
-                             tarfile.LNKTYPE: "hardlink"}
+_KINDS: dict[bytes, Kind] = {
+    tarfile.REGTYPE: "file",
+    tarfile.AREGTYPE: "file",
+    tarfile.DIRTYPE: "dir",
+    tarfile.SYMTYPE: "symlink",
+    tarfile.LNKTYPE: "hardlink",
+}
 _SPECIAL_BITS = 0o7000  # setuid, setgid, sticky
 _DATA_FILTER: Callable[[tarfile.TarInfo, str], tarfile.TarInfo] | None = getattr(
-    tarfile, "data_filter", None)
+    tarfile, "data_filter", None
+)
 
 MAX_NAME = 255  # bytes of one path component (NAME_MAX on Linux)
 MAX_PATH = 1024  # bytes of a member's whole name: ccache's own are under 100
@@ -83,12 +88,14 @@ class Guard:
         """The member to write, None for the archive's own root ('./'); raises ArchiveError."""
         kind = _KINDS.get(info.type)
         if kind is None:
-            raise ArchiveError(f"{info.name!r}: {_type_name(info)} (only files, folders and "
-                               "links are accepted)")
+            raise ArchiveError(
+                f"{info.name!r}: {_type_name(info)} (only files, folders and links are accepted)"
+            )
         path = _relative(info.name, info.name)
         if info.mode & _SPECIAL_BITS:
-            raise ArchiveError(f"{info.name!r}: mode {info.mode:o} has setuid, setgid or "
-                               "sticky bits")
+            raise ArchiveError(
+                f"{info.name!r}: mode {info.mode:o} has setuid, setgid or sticky bits"
+            )
         new_folders = self._check_place(info.name, path, kind)
         link = self._check_link(info, path, kind)
         if _DATA_FILTER is not None and kind in ("symlink", "hardlink"):
@@ -126,8 +133,10 @@ class Guard:
         if kind == "hardlink":
             target = _relative(info.linkname, info.name, "hardlink target")
             if self._kinds.get(target) not in ("file", "hardlink"):
-                raise ArchiveError(f"{info.name!r}: hardlink to {info.linkname!r}, which is not "
-                                   "a file of this archive written before it")
+                raise ArchiveError(
+                    f"{info.name!r}: hardlink to {info.linkname!r}, which is not "
+                    "a file of this archive written before it"
+                )
             return target
         if kind == "symlink":
             _check_symlink(info, path)
@@ -138,8 +147,9 @@ class Guard:
 def _relative(name: str, member: str, what: str = "name") -> str:
     """`name` as a normalised relative path ('' for the root); raises ArchiveError."""
     if not name or not name.isprintable():
-        raise ArchiveError(f"{member!r}: {what} is empty or has control or non-printable "
-                           "characters")
+        raise ArchiveError(
+            f"{member!r}: {what} is empty or has control or non-printable characters"
+        )
     if name.startswith("/"):
         raise ArchiveError(f"{member!r}: {what} {name!r} is an absolute path")
     parts = [p for p in name.split("/") if p not in ("", ".")]
@@ -156,14 +166,17 @@ def _check_symlink(info: tarfile.TarInfo, path: str) -> None:
     """A relative target that climbs only at its start, and no higher than the folder."""
     target = info.linkname
     if not target or not target.isprintable() or target.startswith("/"):
-        raise ArchiveError(f"{info.name!r}: symlink to {target!r} (absolute, empty or "
-                           "non-printable)")
+        raise ArchiveError(
+            f"{info.name!r}: symlink to {target!r} (absolute, empty or non-printable)"
+        )
     parts = [p for p in target.split("/") if p not in ("", ".")]
     climbs = next((i for i, p in enumerate(parts) if p != ".."), len(parts))
     depth = path.count("/")  # the link's own folder, in levels below the root
     if ".." in parts[climbs:] or climbs > depth:
-        raise ArchiveError(f"{info.name!r}: symlink to {target!r} leaves the cache folder "
-                           "(or climbs after descending)")
+        raise ArchiveError(
+            f"{info.name!r}: symlink to {target!r} leaves the cache folder "
+            "(or climbs after descending)"
+        )
 
 
 def _type_name(info: tarfile.TarInfo) -> str:
@@ -253,5 +266,7 @@ class TarStream:
         while self.read(_CHUNK):
             pass
         if self.last_nonzero > end or self.total < end + _TAR_END:
-            raise ArchiveError(f"the tar stream ends early or breaks off at byte {end} "
-                               "(no end-of-archive blocks after it): truncated or corrupt")
+            raise ArchiveError(
+                f"the tar stream ends early or breaks off at byte {end} "
+                "(no end-of-archive blocks after it): truncated or corrupt"
+            )

@@ -56,13 +56,21 @@ def one_error(folder: Path, text: str, key: str) -> str:
 def doit(manifest: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`doit` on `manifest`, from the repository root (where pyproject.toml registers the
     commands); `list` without --status asks neither Docker nor the registry."""
-    return subprocess.run([sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"),
-                           f"manifest={manifest}", *args], capture_output=True, text=True,
-                          check=False, cwd=REPO, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), f"manifest={manifest}", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+        timeout=120,
+    )
 
 
 def summary_rows(text: str) -> dict[str, list[str]]:
     """The run summary's table (build/summary.md's text): tier -> its cells."""
-    return {cells[0]: cells for line in text.splitlines()
-            if line.startswith("| ") and not line.startswith(("| tier ", "|---"))
-            for cells in [[c.strip() for c in line.strip("|").split(" | ")]]}
+    return {
+        cells[0]: cells
+        for line in text.splitlines()
+        if line.startswith("| ") and not line.startswith(("| tier ", "|---"))
+        for cells in [[c.strip() for c in line.strip("|").split(" | ")]]
+    }

@@ -31,6 +31,7 @@ REAL_CONNECT = socket.socket.connect  # taken before the unit tests' guard repla
 
 def allow_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
     """Let this test connect to 127.0.0.1 only (the unit guard still refuses the rest)."""
+
     def connect(self: socket.socket, address: Any) -> None:
         if not (isinstance(address, tuple) and address[0] == "127.0.0.1"):
             raise AssertionError(f"unit tests may only connect to 127.0.0.1, not {address}")
@@ -92,10 +93,16 @@ class Index:
         if self.html:
             anchors = "".join(f'<a href="{path}">{file}</a><br/>' for file, path in links)
             return f"<html><body>{anchors}</body></html>".encode(), "text/html"
-        files = [{"filename": file, "url": f"{self.url}{path}", "hashes": {}, "yanked": False}
-                 for file, path in links]
-        body = {"meta": {"api-version": "1.1"}, "name": name, "files": files,
-                "versions": list(releases)}
+        files = [
+            {"filename": file, "url": f"{self.url}{path}", "hashes": {}, "yanked": False}
+            for file, path in links
+        ]
+        body = {
+            "meta": {"api-version": "1.1"},
+            "name": name,
+            "files": files,
+            "versions": list(releases),
+        }
         return json.dumps(body).encode(), "application/vnd.pypi.simple.v1+json"
 
     def wheel_reads(self) -> int:
@@ -135,8 +142,9 @@ def _handler(index: Index) -> type[BaseHTTPRequestHandler]:
                 first, last = int(wanted[1]), min(int(wanted[2] or len(data)), len(data) - 1)
             else:
                 first, last = max(len(data) - int(wanted[2]), 0), len(data) - 1
-            self._send(206, data[first:last + 1],
-                       {"Content-Range": f"bytes {first}-{last}/{len(data)}"})
+            self._send(
+                206, data[first : last + 1], {"Content-Range": f"bytes {first}-{last}/{len(data)}"}
+            )
 
     return Handler
 

@@ -34,8 +34,9 @@ def pack(folder: Path, dest: Path) -> int:
     zstandard compresses on every core.
     """
     compressor = zstandard.ZstdCompressor(level=LEVEL, threads=-1)
-    tar = subprocess.Popen(["tar", "-C", str(folder), "-cf", "-", "."],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    tar = subprocess.Popen(
+        ["tar", "-C", str(folder), "-cf", "-", "."], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     assert tar.stdout is not None
     with dest.open("wb") as raw:
         compressor.copy_stream(tar.stdout, raw, read_size=_CHUNK, write_size=_CHUNK)
@@ -56,7 +57,8 @@ def unpack(archive_path: Path, folder: Path, limit: int | None = None) -> None:
     check_frames(archive_path)
     with archive_path.open("rb") as raw:
         reader = zstandard.ZstdDecompressor().stream_reader(
-            raw, read_size=_CHUNK, read_across_frames=True)
+            raw, read_size=_CHUNK, read_across_frames=True
+        )
         try:
             replace_folder_from(reader, folder, limit)
         except zstandard.ZstdError as exc:

@@ -38,7 +38,8 @@ def parse(text: str) -> CcacheStats:
         hits=values.get("direct_cache_hit", 0) + values.get("preprocessed_cache_hit", 0),
         misses=values.get("cache_miss", 0),
         cache_bytes=values.get("cache_size_kibibyte", 0) * 1024,
-        files=values.get("files_in_cache", 0))
+        files=values.get("files_in_cache", 0),
+    )
 
 
 def read_stats(image: str, cache_dir: Path, platform: str | None = None) -> CcacheStats | None:
@@ -49,9 +50,14 @@ def read_stats(image: str, cache_dir: Path, platform: str | None = None) -> Ccac
     # A daemon elsewhere is sent only the counters (files named stats), not the cache.
     mount = Mount(str(cache_dir), CCACHE_DIR, only=("stats", "ccache.conf"))
     try:
-        with containers.container(image, ["--print-stats"], entrypoint=["ccache"],
-                                  mounts=(mount,), env={"CCACHE_DIR": CCACHE_DIR},
-                                  platform=platform) as box:
+        with containers.container(
+            image,
+            ["--print-stats"],
+            entrypoint=["ccache"],
+            mounts=(mount,),
+            env={"CCACHE_DIR": CCACHE_DIR},
+            platform=platform,
+        ) as box:
             code, output = containers.run_to_end(box)
     except BuildGraphError:
         return None

@@ -129,21 +129,23 @@ class GcsStore:
                 import google.cloud.storage as storage
 
                 self._bucket = storage.Client().bucket(self.bucket_name)
-            return fn(*args, retry=retry.Retry(deadline=DEADLINE_S), timeout=TIMEOUT_S,
-                      **kwargs)
+            return fn(*args, retry=retry.Retry(deadline=DEADLINE_S), timeout=TIMEOUT_S, **kwargs)
         except exceptions.PreconditionFailed:
-            raise CacheConflict(f"gs://{self.bucket_name}: a newer archive was saved "
-                                "meanwhile") from None
+            raise CacheConflict(
+                f"gs://{self.bucket_name}: a newer archive was saved meanwhile"
+            ) from None
         except exceptions.NotFound:
-            raise CacheUnavailable(f"{what}: no such bucket or object (or not visible to "
-                                   "these credentials)") from None
+            raise CacheUnavailable(
+                f"{what}: no such bucket or object (or not visible to these credentials)"
+            ) from None
         except Exception as exc:  # auth, network, quota: all mean 'no cache this time'
             text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
             raise CacheUnavailable(f"{what}: {type(exc).__name__}: {text}") from None
 
     def stat(self, key: str) -> Found | None:
-        blob = self._call(f"gs://{self.bucket_name}", lambda **kw: self._bucket.get_blob(
-            self._name(key), **kw))
+        blob = self._call(
+            f"gs://{self.bucket_name}", lambda **kw: self._bucket.get_blob(self._name(key), **kw)
+        )
         return None if blob is None else Found(key, int(blob.generation), int(blob.size or 0))
 
     def newest(self, prefix: str, accept: Callable[[str], bool]) -> Found | None:
@@ -151,17 +153,23 @@ class GcsStore:
             return list(self._bucket.list_blobs(prefix=self._name(prefix), **kw))
 
         start = f"{self.prefix}/" if self.prefix else ""
-        blobs = [b for b in self._call(f"gs://{self.bucket_name}", listing)
-                 if b.name.startswith(start) and accept(b.name.removeprefix(start))]
+        blobs = [
+            b
+            for b in self._call(f"gs://{self.bucket_name}", listing)
+            if b.name.startswith(start) and accept(b.name.removeprefix(start))
+        ]
         if not blobs:
             return None
         best = max(blobs, key=lambda b: b.updated)
         return Found(best.name.removeprefix(start), int(best.generation), int(best.size or 0))
 
     def download(self, found: Found, dest: Path) -> None:
-        self._call(f"{self.url}/{found.key}", lambda **kw: self._bucket.blob(
-            self._name(found.key), generation=found.generation).download_to_filename(
-            str(dest), **kw))
+        self._call(
+            f"{self.url}/{found.key}",
+            lambda **kw: self._bucket.blob(
+                self._name(found.key), generation=found.generation
+            ).download_to_filename(str(dest), **kw),
+        )
 
     def upload(self, src: Path, key: str, if_generation: int) -> Found:
         def put(**kw: Any) -> Any:

@@ -66,8 +66,7 @@ def key_fields(key: str) -> tuple[str, str, str] | None:
 
 
 class CacheSync:
-    def __init__(self, stack: Stack, tier: PlannedTier, builder: PlannedTier,
-                 folder: Path) -> None:
+    def __init__(self, stack: Stack, tier: PlannedTier, builder: PlannedTier, folder: Path) -> None:
         self.store: Store = open_store(stack.cache.url)
         self.key = cache_key(stack, tier, builder)
         self.prefix = tier_prefix(stack, tier)
@@ -117,9 +116,11 @@ class CacheSync:
         current: str | None = None  # the folder's fingerprint, once known and still valid
         if found is None:
             log(f"[{self.name}] compiler cache: no archive in {self.store.url} yet (cold)")
-        elif state.get("key") == found.key and state.get("generation") == found.generation \
-                and (current := ccache_archive.fingerprint(self.folder)) == state.get(
-                    "fingerprint"):
+        elif (
+            state.get("key") == found.key
+            and state.get("generation") == found.generation
+            and (current := ccache_archive.fingerprint(self.folder)) == state.get("fingerprint")
+        ):
             log(f"[{self.name}] compiler cache: local copy is {found.key}")
         else:
             outcome = self._download(found)
@@ -148,8 +149,9 @@ class CacheSync:
             try:
                 ccache_archive.unpack(archive, self.folder, limit=self.unpack_limit)
             except ccache_archive.ArchiveError as exc:
-                self._warn(f"could not restore {found.key} from {self.store.url}: archive "
-                           f"rejected ({exc})")
+                self._warn(
+                    f"could not restore {found.key} from {self.store.url}: archive rejected ({exc})"
+                )
                 return "rejected"
         self.transfer.restored_from = found.key
         self.transfer.bytes_down = found.size
@@ -160,9 +162,14 @@ class CacheSync:
         """Record what the local folder holds; `fingerprint` if already computed for it
         (a walk of every cache file, so never done twice for the same folder state)."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        write_record(self.state_path, {
-            "key": found.key if found else None, "generation": found.generation if found else 0,
-            "fingerprint": fingerprint or ccache_archive.fingerprint(self.folder)})
+        write_record(
+            self.state_path,
+            {
+                "key": found.key if found else None,
+                "generation": found.generation if found else 0,
+                "fingerprint": fingerprint or ccache_archive.fingerprint(self.folder),
+            },
+        )
 
     def save(self) -> None:
         """Upload the cache if it changed or the store needs it, never over a newer archive.
@@ -198,8 +205,10 @@ class CacheSync:
                     return
                 saved = self.store.upload(archive, self.key, self._exact_generation)
             except CacheConflict:
-                log(f"[{self.name}] compiler cache: another build saved {self.key} meanwhile; "
-                    "kept theirs (not overwritten)")
+                log(
+                    f"[{self.name}] compiler cache: another build saved {self.key} meanwhile; "
+                    "kept theirs (not overwritten)"
+                )
                 self.transfer.saved = "newer archive in store: not overwritten"
                 return
             except (CacheUnavailable, OSError) as exc:
@@ -216,9 +225,11 @@ class CacheSync:
         unread = self._unread
         if unread is None or unread.key != self.key or size >= unread.size:
             return False
-        log(f"[{self.name}] compiler cache: kept {unread.key} ({unread.size / 2**20:.1f} MiB) "
+        log(
+            f"[{self.name}] compiler cache: kept {unread.key} ({unread.size / 2**20:.1f} MiB) "
             f"in the store: this run could not restore it, and its own cache is smaller "
-            f"({size / 2**20:.1f} MiB)")
+            f"({size / 2**20:.1f} MiB)"
+        )
         self.transfer.saved = "store's warmer archive kept: not uploaded"
         return True
 

@@ -21,14 +21,27 @@ def planned_tier(stack: Stack, name: str) -> PlannedTier:
     variant = variant or stack.default_variant
     planned = plan(stack)
     for p in planned:
-        if p.spec.name == tier and p.spec.variant == variant and \
-                (p.platform or "").partition("/")[2] == arch:
+        if (
+            p.spec.name == tier
+            and p.spec.variant == variant
+            and (p.platform or "").partition("/")[2] == arch
+        ):
             return p
-    keys = sorted({f"{p.spec.name}@{p.spec.variant}" for p in planned if not p.platform}
-                  | {p.key for p in planned})
-    raise ConfigError([ConfigIssue(stack.manifest, "tiers", f"no tier {name!r} in variant "
-                                   f"{variant!r}{did_you_mean(name, keys)}; known: "
-                                   f"{', '.join(keys)}")])
+    keys = sorted(
+        {f"{p.spec.name}@{p.spec.variant}" for p in planned if not p.platform}
+        | {p.key for p in planned}
+    )
+    raise ConfigError(
+        [
+            ConfigIssue(
+                stack.manifest,
+                "tiers",
+                f"no tier {name!r} in variant "
+                f"{variant!r}{did_you_mean(name, keys)}; known: "
+                f"{', '.join(keys)}",
+            )
+        ]
+    )
 
 
 def sbom(stack: Stack, name: str) -> str:
@@ -42,15 +55,19 @@ def sbom(stack: Stack, name: str) -> str:
         raise BuildFailed(f"{tier.image} is not in the registry; run `doit push:{tier.key}`")
     stored = trust.store(tier).sbom(image.digest)
     if stored is None:
-        raise BuildFailed(f"{trust.store(tier).sbom_ref(image.digest)}: no SBOM stored for "
-                          f"this digest; `doit verify:{tier.key}` stores one (images verified "
-                          "before SBOMs existed are verified again)")
+        raise BuildFailed(
+            f"{trust.store(tier).sbom_ref(image.digest)}: no SBOM stored for "
+            f"this digest; `doit verify:{tier.key}` stores one (images verified "
+            "before SBOMs existed are verified again)"
+        )
     # The registry's bytes (hash-checked) are re-serialised as ASCII JSON: whatever strings
     # someone with push rights put in it reach a terminal escaped, never as control codes.
     try:
         document = json.loads(stored)
     except ValueError:
-        raise BuildFailed(f"{trust.store(tier).sbom_ref(image.digest)}: the stored SBOM is "
-                          f"not JSON; `doit verify:{tier.key}` after deleting it stores a new "
-                          "one") from None
+        raise BuildFailed(
+            f"{trust.store(tier).sbom_ref(image.digest)}: the stored SBOM is "
+            f"not JSON; `doit verify:{tier.key}` after deleting it stores a new "
+            "one"
+        ) from None
     return json.dumps(document, indent=2, ensure_ascii=True) + "\n"

@@ -57,11 +57,13 @@ def setup_command() -> str:
     pin = f"build-graph=={version}" if version else "build-graph"
     # pyproject's requires-python: a runner's older python3 (Ubuntu 22.04: 3.10) is said
     # in one line, not as pip's "no matching distribution".
-    return ("python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "
-            "\"build-graph needs Python >= 3.11 on the runner; python3 here is $(python3 -V "
-            "2>&1)\" >&2; exit 1; } && (python3 -m venv .venv || { apt-get update -q && "
-            "apt-get install -y -q python3-venv && python3 -m venv .venv; }) && "
-            f".venv/bin/pip install -q '{pin}'")
+    return (
+        "python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "
+        '"build-graph needs Python >= 3.11 on the runner; python3 here is $(python3 -V '
+        '2>&1)" >&2; exit 1; } && (python3 -m venv .venv || { apt-get update -q && '
+        "apt-get install -y -q python3-venv && python3 -m venv .venv; }) && "
+        f".venv/bin/pip install -q '{pin}'"
+    )
 
 
 @dataclass(frozen=True)
@@ -74,11 +76,15 @@ class Login:
 
     def __post_init__(self) -> None:
         if not _SECRET_NAME.fullmatch(self.secret):
-            raise ValueError(f"--login-secret {self.secret!r}: a GitHub secret name is "
-                             "letters, digits and '_', not starting with a digit")
+            raise ValueError(
+                f"--login-secret {self.secret!r}: a GitHub secret name is "
+                "letters, digits and '_', not starting with a digit"
+            )
         if not _LOGIN_USER.fullmatch(self.user):
-            raise ValueError(f"--login-user {self.user!r}: letters, digits and _ . @ + - only "
-                             "(e.g. _json_key_base64 for an Artifact Registry key)")
+            raise ValueError(
+                f"--login-user {self.user!r}: letters, digits and _ . @ + - only "
+                "(e.g. _json_key_base64 for an Artifact Registry key)"
+            )
 
 
 def job_id(key: str) -> str:
@@ -119,17 +125,29 @@ def ci_jobs(planned: Sequence[PlannedTier]) -> list[CiJob]:
     for tier in planned:
         after = tuple(dict.fromkeys(k for k in (tier.parent_key, tier.builder_key) if k))
         if tier.platform is None:
-            jobs.append(CiJob(tier.key, f"promote:{tier.key}", after, tier,
-                              f"build, push, verify, promote {tier.key}"))
+            jobs.append(
+                CiJob(
+                    tier.key,
+                    f"promote:{tier.key}",
+                    after,
+                    tier,
+                    f"build, push, verify, promote {tier.key}",
+                )
+            )
             continue
         jobs.append(CiJob(tier.key, tier.key, after, tier, f"build, push, verify {tier.key}"))
         images = by_group[tier.group_key]
         if tier is images[-1]:  # plan order: a tier's platforms are next to each other
             parent = [by_key[tier.parent_key].group_key] if tier.parent_key else []
-            jobs.append(CiJob(tier.group_key, f"promote:{tier.group_key}",
-                              (*(t.key for t in images), *parent), images[0],
-                              f"promote {tier.group_key} ("
-                              f"{', '.join(str(t.platform) for t in images)})"))
+            jobs.append(
+                CiJob(
+                    tier.group_key,
+                    f"promote:{tier.group_key}",
+                    (*(t.key for t in images), *parent),
+                    images[0],
+                    f"promote {tier.group_key} ({', '.join(str(t.platform) for t in images)})",
+                )
+            )
     return jobs
 
 
@@ -137,38 +155,54 @@ def is_arm64(tier: PlannedTier) -> bool:
     return tier.platform is not None and parse_platform(tier.platform).architecture == "arm64"
 
 
-def github_workflow(stack: Stack, planned: Sequence[PlannedTier], manifest: str,
-                    runs_on: Sequence[str], gpu_runs_on: Sequence[str], *,
-                    setup: str | None = None, login: Login | None = None,
-                    arm64_runs_on: Sequence[str] = ARM64_RUNS_ON,
-                    arm64_gpu_runs_on: Sequence[str] = ARM64_GPU_RUNS_ON) -> str:
+def github_workflow(
+    stack: Stack,
+    planned: Sequence[PlannedTier],
+    manifest: str,
+    runs_on: Sequence[str],
+    gpu_runs_on: Sequence[str],
+    *,
+    setup: str | None = None,
+    login: Login | None = None,
+    arm64_runs_on: Sequence[str] = ARM64_RUNS_ON,
+    arm64_gpu_runs_on: Sequence[str] = ARM64_GPU_RUNS_ON,
+) -> str:
     q = json.dumps
     host = stack.registry.split("/", 1)[0]
     # The login's docker config lives in the job's temp folder, which the runner empties
     # after the job: on a self-hosted runner ~/.docker/config.json would keep the token
     # for every later job of any workflow (the docker CLI and build-graph read DOCKER_CONFIG).
-    config_env = [] if login is None else [
-        "        env:", f"          DOCKER_CONFIG: {q('${{ runner.temp }}/docker-config')}"]
-    login_steps = [] if login is None else [
-        f"      - name: {q('log in to ' + host)}",
-        "        env:",
-        f"          DOCKER_CONFIG: {q('${{ runner.temp }}/docker-config')}",
-        f"          REGISTRY_USER: {q(login.user)}",
-        f"          REGISTRY_TOKEN: {q('${{ secrets.' + login.secret + ' }}')}",
-        "        run: " + q("printf '%s' \"$REGISTRY_TOKEN\" | docker login "
-                           f"{shlex.quote(host)} --username \"$REGISTRY_USER\" "
-                           "--password-stdin"),
-    ]
+    config_env = (
+        []
+        if login is None
+        else ["        env:", f"          DOCKER_CONFIG: {q('${{ runner.temp }}/docker-config')}"]
+    )
+    login_steps = (
+        []
+        if login is None
+        else [
+            f"      - name: {q('log in to ' + host)}",
+            "        env:",
+            f"          DOCKER_CONFIG: {q('${{ runner.temp }}/docker-config')}",
+            f"          REGISTRY_USER: {q(login.user)}",
+            f"          REGISTRY_TOKEN: {q('${{ secrets.' + login.secret + ' }}')}",
+            "        run: "
+            + q(
+                "printf '%s' \"$REGISTRY_TOKEN\" | docker login "
+                f'{shlex.quote(host)} --username "$REGISTRY_USER" '
+                "--password-stdin"
+            ),
+        ]
+    )
     target = shlex.quote(f"manifest={manifest}")  # a path is shell text in `run:`
     lines = [
-        f"# Written by `python -m build_graph ci --github` from {shown(manifest)}; "
-        "regenerate it",
+        f"# Written by `python -m build_graph ci --github` from {shown(manifest)}; regenerate it",
         "# after adding or removing tiers. One job per (variant, tier); needs: follow the",
         "# tier graph; every job promotes its tier against the shared registry. A tier built",
         "# per platform: a job per platform image (build, push, verify on that platform's",
         "# runner), then one job that promotes the tier (one index per human tag).",
         f"name: {q('images: ' + stack.name)}",
-        "\"on\":",
+        '"on":',
         "  push:",
         f"    branches: [{q('main')}]",
         "  workflow_dispatch: {}",

@@ -28,10 +28,18 @@ class CiOptionError(BuildGraphError):
 
 # Options of one engine only: flag -> argparse dest (for Cloud Build also the keyword of
 # cloudbuild_config, whose own defaults apply to what is not given); None: not given.
-_CLOUD_BUILD = {"--step-image": "step_image", "--machine-type": "machine_type",
-                "--timeout-hours": "hours", "--service-account": "service_account"}
-_GITHUB = {"--login-secret": "login_secret", "--login-user": "login_user",
-           "--arm64-runs-on": "arm64_runs_on", "--arm64-gpu-runs-on": "arm64_gpu_runs_on"}
+_CLOUD_BUILD = {
+    "--step-image": "step_image",
+    "--machine-type": "machine_type",
+    "--timeout-hours": "hours",
+    "--service-account": "service_account",
+}
+_GITHUB = {
+    "--login-secret": "login_secret",
+    "--login-user": "login_user",
+    "--arm64-runs-on": "arm64_runs_on",
+    "--arm64-gpu-runs-on": "arm64_gpu_runs_on",
+}
 
 
 def document(args: argparse.Namespace) -> str:
@@ -41,23 +49,35 @@ def document(args: argparse.Namespace) -> str:
     planned = plan(stack)
     _refuse_twin_ids(stack, planned)
     if args.cloudbuild:
-        given = {dest: getattr(args, dest) for dest in _CLOUD_BUILD.values()
-                 if getattr(args, dest) is not None}
-        text = cloudbuild.cloudbuild_config(stack, planned, str(args.manifest),
-                                            setup=args.setup, **given)
+        given = {
+            dest: getattr(args, dest)
+            for dest in _CLOUD_BUILD.values()
+            if getattr(args, dest) is not None
+        }
+        text = cloudbuild.cloudbuild_config(
+            stack, planned, str(args.manifest), setup=args.setup, **given
+        )
         note = cloudbuild.cache_note(stack)
         if note:
             print(note, file=sys.stderr)
         return text
     try:
-        login = (Login(args.login_secret, args.login_user or LOGIN_USER)
-                 if args.login_secret else None)
+        login = (
+            Login(args.login_secret, args.login_user or LOGIN_USER) if args.login_secret else None
+        )
     except ValueError as exc:
         raise CiOptionError(str(exc)) from None
-    return github_workflow(stack, planned, str(args.manifest), args.runs_on,
-                           args.gpu_runs_on, setup=args.setup, login=login,
-                           arm64_runs_on=args.arm64_runs_on or ARM64_RUNS_ON,
-                           arm64_gpu_runs_on=args.arm64_gpu_runs_on or ARM64_GPU_RUNS_ON)
+    return github_workflow(
+        stack,
+        planned,
+        str(args.manifest),
+        args.runs_on,
+        args.gpu_runs_on,
+        setup=args.setup,
+        login=login,
+        arm64_runs_on=args.arm64_runs_on or ARM64_RUNS_ON,
+        arm64_gpu_runs_on=args.arm64_gpu_runs_on or ARM64_GPU_RUNS_ON,
+    )
 
 
 def _refuse_the_other_engines(args: argparse.Namespace) -> None:
@@ -65,8 +85,10 @@ def _refuse_the_other_engines(args: argparse.Namespace) -> None:
     wrong = [flag for flag, dest in other.items() if getattr(args, dest) is not None]
     if wrong:
         engine, them = ("--github", "Cloud Build") if args.github else ("--cloudbuild", "GitHub")
-        raise CiOptionError(f"{', '.join(wrong)}: an option for {them}, not {engine}; "
-                            "drop it or write the other engine's config")
+        raise CiOptionError(
+            f"{', '.join(wrong)}: an option for {them}, not {engine}; "
+            "drop it or write the other engine's config"
+        )
 
 
 def _refuse_twin_ids(stack: Stack, planned: list[PlannedTier]) -> None:
@@ -76,6 +98,14 @@ def _refuse_twin_ids(stack: Stack, planned: list[PlannedTier]) -> None:
     for job in ci_jobs(planned):
         taken = seen.setdefault(job_id(job.key), job.key)
         if taken != job.key:
-            raise ConfigError([ConfigIssue(stack.manifest, "tiers", f"{taken!r} and "
-                                           f"{job.key!r} would both be the CI job "
-                                           f"{job_id(job.key)!r}; rename one of the tiers")])
+            raise ConfigError(
+                [
+                    ConfigIssue(
+                        stack.manifest,
+                        "tiers",
+                        f"{taken!r} and "
+                        f"{job.key!r} would both be the CI job "
+                        f"{job_id(job.key)!r}; rename one of the tiers",
+                    )
+                ]
+            )

@@ -41,9 +41,11 @@ from build_graph.plan.plan import PlannedTier
 # https://github.com/GoogleCloudPlatform/cloud-sdk-docker); `:stable` has no docker CLI.
 # The first step checks the three and names what a --step-image lacks.
 STEP_IMAGE = "gcr.io/google.com/cloudsdktool/google-cloud-cli:latest"
-_TOOLS_CHECK = ("for tool in docker python3 gcloud; do command -v \"$$tool\" >/dev/null || "
-                "{ echo \"the step image has no $$tool: pass ci --step-image IMAGE with "
-                "docker, python3 and gcloud\" >&2; exit 1; }; done")
+_TOOLS_CHECK = (
+    'for tool in docker python3 gcloud; do command -v "$$tool" >/dev/null || '
+    '{ echo "the step image has no $$tool: pass ci --step-image IMAGE with '
+    'docker, python3 and gcloud" >&2; exit 1; }; done'
+)
 # Registers QEMU's aarch64 interpreter in the worker's kernel (binfmt_misc, with the F flag
 # that lets it run inside containers); it needs --privileged. A tag, not a digest (no digest
 # of it can be looked up from here): pin it as the step image is pinned.
@@ -62,10 +64,17 @@ def registry_host(stack: Stack) -> str:
     return stack.registry.split("/", 1)[0]
 
 
-def cloudbuild_config(stack: Stack, planned: Sequence[PlannedTier], manifest: str, *,
-                      machine_type: str = DEFAULT_MACHINE, hours: float = DEFAULT_HOURS,
-                      service_account: str | None = None, setup: str | None = None,
-                      step_image: str = STEP_IMAGE) -> str:
+def cloudbuild_config(
+    stack: Stack,
+    planned: Sequence[PlannedTier],
+    manifest: str,
+    *,
+    machine_type: str = DEFAULT_MACHINE,
+    hours: float = DEFAULT_HOURS,
+    service_account: str | None = None,
+    setup: str | None = None,
+    step_image: str = STEP_IMAGE,
+) -> str:
     q = json.dumps
     install = (setup or setup_command()).replace("$", "$$")  # Cloud Build substitutes $X
     host = registry_host(stack)
@@ -94,10 +103,12 @@ def cloudbuild_config(stack: Stack, planned: Sequence[PlannedTier], manifest: st
             f"  - id: {q(EMULATION_STEP)}",
             f"    name: {q(step_image)}",
             f"    entrypoint: {q('docker')}",
-            "    args: [" + ", ".join(q(a) for a in ("run", "--privileged", "--rm",
-                                                     BINFMT_IMAGE, "--install", "arm64")) + "]",
-            f"    # {BINFMT_IMAGE}: a tag, not a digest (none can be looked up offline); "
-            "pin it",
+            "    args: ["
+            + ", ".join(
+                q(a) for a in ("run", "--privileged", "--rm", BINFMT_IMAGE, "--install", "arm64")
+            )
+            + "]",
+            f"    # {BINFMT_IMAGE}: a tag, not a digest (none can be looked up offline); pin it",
             "    # (tonistiigi/binfmt@sha256:...) as the step image can be pinned.",
             f"    waitFor: [{q(previous)}]",
         ]
@@ -115,12 +126,14 @@ def cloudbuild_config(stack: Stack, planned: Sequence[PlannedTier], manifest: st
             f"    env: [{q('DOCKER_BUILDKIT=1')}]",
         ]
         previous = step_id(job.key)
-    lines += [f"timeout: {q(f'{round(hours * 3600)}s')}",
-              "options:",
-              f"  machineType: {q(machine_type)}",
-              f"  diskSizeGb: {q('500')}",  # CUDA images and the compiler cache
-              # A user-managed service account needs its logs somewhere it may write.
-              f"  logging: {q('CLOUD_LOGGING_ONLY')}"]
+    lines += [
+        f"timeout: {q(f'{round(hours * 3600)}s')}",
+        "options:",
+        f"  machineType: {q(machine_type)}",
+        f"  diskSizeGb: {q('500')}",  # CUDA images and the compiler cache
+        # A user-managed service account needs its logs somewhere it may write.
+        f"  logging: {q('CLOUD_LOGGING_ONLY')}",
+    ]
     if service_account:
         lines.append(f"serviceAccount: {q(service_account)}")
     return "\n".join(lines) + "\n"
@@ -130,6 +143,8 @@ def cache_note(stack: Stack) -> str | None:
     """A line for stderr when the compiler cache would not outlive the build."""
     if stack.cache.url.startswith("gs://"):
         return None
-    return (f"note: {stack.manifest}: [cache] url is {stack.cache.url}: every Cloud Build "
-            "starts with a cold compiler cache; set url = \"gs://BUCKET/ccache\" (reached "
-            "through the build's service account)")
+    return (
+        f"note: {stack.manifest}: [cache] url is {stack.cache.url}: every Cloud Build "
+        'starts with a cold compiler cache; set url = "gs://BUCKET/ccache" (reached '
+        "through the build's service account)"
+    )

@@ -24,8 +24,13 @@ from build_graph.verify.results import blocking, gpu_status, summary
 
 def run_local_probe(want: Expectation) -> dict[str, Any]:
     """The probe in a fresh interpreter (this one), GPU checks included when a GPU is here."""
-    result = subprocess.run([sys.executable, str(PROBE), probe_request(want, gpu=True)],
-                            capture_output=True, text=True, timeout=600, check=False)
+    result = subprocess.run(
+        [sys.executable, str(PROBE), probe_request(want, gpu=True)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     if result.returncode != 0:
         raise BuildFailed(f"the probe failed here: {result.stderr.strip()[-1500:]}")
     data: dict[str, Any] = json.loads(result.stdout)
@@ -34,19 +39,32 @@ def run_local_probe(want: Expectation) -> dict[str, Any]:
     return data
 
 
-def doctor(manifest: Path, tier: str, variant: str | None, fail_on_mismatch: bool,
-           emit_json: Path | None) -> int:
+def doctor(
+    manifest: Path, tier: str, variant: str | None, fail_on_mismatch: bool, emit_json: Path | None
+) -> int:
     stack = load(manifest)
     name = variant or stack.default_variant
     names = [v.name for v in stack.variants]
     if name not in names:
-        raise ConfigError([ConfigIssue(stack.manifest, "variants", f"no variant {name!r}"
-                                       f"{did_you_mean(name, names)}")])
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    stack.manifest, "variants", f"no variant {name!r}{did_you_mean(name, names)}"
+                )
+            ]
+        )
     spec = stack.variant(name)
     tiers = [t.name for t in spec.tiers]
     if tier not in tiers:
-        raise ConfigError([ConfigIssue(stack.manifest, "tiers", f"no tier {tier!r}"
-                                       f"{did_you_mean(tier, tiers)}; known: {', '.join(tiers)}")])
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    stack.manifest,
+                    "tiers",
+                    f"no tier {tier!r}{did_you_mean(tier, tiers)}; known: {', '.join(tiers)}",
+                )
+            ]
+        )
     want = expectation_for(spec, tier)
     probe = run_local_probe(want)
     results = evaluate(want, probe)
@@ -57,11 +75,25 @@ def doctor(manifest: Path, tier: str, variant: str | None, fail_on_mismatch: boo
     for line in gpu_code_paths(probe):
         print(f"  info {line}")
     verdict = "matches" if not stoppers else "does not match"
-    print(f"{summary(results)}; GPU {gpu_status(results)} (policy {want.gpu_policy}); "
-          f"this machine {verdict} {tier}")
+    print(
+        f"{summary(results)}; GPU {gpu_status(results)} (policy {want.gpu_policy}); "
+        f"this machine {verdict} {tier}"
+    )
     if emit_json is not None:
-        emit_json.write_text(json.dumps({
-            "tier": tier, "variant": name, "passed": not stoppers, "summary": summary(results),
-            "gpu": gpu_status(results), "gpu_policy": want.gpu_policy,
-            "checks": [r.__dict__ for r in results], "probe": probe}, indent=2) + "\n")
+        emit_json.write_text(
+            json.dumps(
+                {
+                    "tier": tier,
+                    "variant": name,
+                    "passed": not stoppers,
+                    "summary": summary(results),
+                    "gpu": gpu_status(results),
+                    "gpu_policy": want.gpu_policy,
+                    "checks": [r.__dict__ for r in results],
+                    "probe": probe,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     return 1 if stoppers and fail_on_mismatch else 0

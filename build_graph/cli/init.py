@@ -108,12 +108,16 @@ def shipped_examples() -> Path:
 
 def _templates_readme(own: list[str]) -> str:
     shipped = sorted(p.name for p in shipped_templates().glob("*.j2"))
-    lines = ["# Templates of this stack", "",
-             "A template here is used instead of the shipped one of the same name (the tier's",
-             "`template` or `compile.script` in images.toml names it); copy one from the",
-             "installed package (build_graph/templates/) to change it. A change re-renders,",
-             "and rebuilds exactly the tiers whose Dockerfile changed.", "",
-             "Shipped: " + ", ".join(shipped) + "."]
+    lines = [
+        "# Templates of this stack",
+        "",
+        "A template here is used instead of the shipped one of the same name (the tier's",
+        "`template` or `compile.script` in images.toml names it); copy one from the",
+        "installed package (build_graph/templates/) to change it. A change re-renders,",
+        "and rebuilds exactly the tiers whose Dockerfile changed.",
+        "",
+        "Shipped: " + ", ".join(shipped) + ".",
+    ]
     if own:
         lines += ["", "This stack's own: " + ", ".join(own) + "."]
     return "\n".join(lines) + "\n"
@@ -151,10 +155,16 @@ def init(folder: Path, source: str) -> list[str]:
     if gitignore.is_symlink() or not _stays_inside(folder, gitignore):
         in_the_way.append(gitignore)
     if in_the_way:
-        raise ConfigError(ConfigIssue(path, "", "exists already (or is a symlink, or leads out "
-                                      "of the folder): `init` never overwrites and writes only "
-                                      "inside DIR; pick an empty folder or move it away")
-                          for path in in_the_way)
+        raise ConfigError(
+            ConfigIssue(
+                path,
+                "",
+                "exists already (or is a symlink, or leads out "
+                "of the folder): `init` never overwrites and writes only "
+                "inside DIR; pick an empty folder or move it away",
+            )
+            for path in in_the_way
+        )
     for rel, content in files.items():
         target = folder / rel
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -165,11 +175,13 @@ def init(folder: Path, source: str) -> list[str]:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
     ignored = _ignore_build_folder(folder / ".gitignore")
-    return [f"wrote {folder / DEFAULT_MANIFEST} and {len(files) - 1} more files "
-            f"(the {source} stack)", ignored,
-            f"next: set [stack] registry in {folder / DEFAULT_MANIFEST}, then "
-            f"cd {folder} && doit list --status; `doit` builds (commit images.lock once "
-            "the first run has recorded it)"]
+    return [
+        f"wrote {folder / DEFAULT_MANIFEST} and {len(files) - 1} more files (the {source} stack)",
+        ignored,
+        f"next: set [stack] registry in {folder / DEFAULT_MANIFEST}, then "
+        f"cd {folder} && doit list --status; `doit` builds (commit images.lock once "
+        "the first run has recorded it)",
+    ]
 
 
 def _taken(folder: Path, path: Path) -> bool:
@@ -198,6 +210,5 @@ def _ignore_build_folder(path: Path) -> str:
     if line in text.splitlines():
         return f"{path}: already ignores {line}"
     note = "# build-graph's state beside images.toml: a cache of the registry, never committed"
-    path.write_text(text + ("\n" if text and not text.endswith("\n") else "")
-                    + f"{note}\n{line}\n")
+    path.write_text(text + ("\n" if text and not text.endswith("\n") else "") + f"{note}\n{line}\n")
     return f"{path}: ignores {line}"

@@ -41,7 +41,7 @@ def without_mounts(dockerfile: str) -> str:
             out.append(instruction)
             continue
         targets = [m[1] for m in _CACHE_TARGET.finditer(match[0])]
-        command = instruction[match.end():]
+        command = instruction[match.end() :]
         cleanup = " ".join(f"{t.rstrip('/')}/*" for t in targets)
         if targets and not command.lstrip().startswith("["):
             command = f"{command.rstrip()} \\\n && rm -rf {cleanup}"
@@ -63,8 +63,9 @@ def _instructions(dockerfile: str) -> list[str]:
     return joined
 
 
-def context_tar(dockerfile: str, files: Sequence[tuple[str, Path]], wheels: Path | None,
-                classic: bool = False) -> IO[bytes]:
+def context_tar(
+    dockerfile: str, files: Sequence[tuple[str, Path]], wheels: Path | None, classic: bool = False
+) -> IO[bytes]:
     """A seekable tar (spooled to disk past 64 MiB) positioned at its start: `dockerfile`,
     each (name, file) of `files`, and the wheels of `wheels` under wheels/. With `classic`,
     the Dockerfile loses its RUN --mount options (without_mounts)."""

@@ -44,8 +44,9 @@ def cli() -> tuple[str, ...] | None:
     are installed but the daemon refuses every one."""
     if os.environ.get("BUILD_GRAPH_BUILDER") == "classic":
         return None
-    found = [p for p in dict.fromkeys(shutil.which(c) or c for c in _CANDIDATES)
-             if Path(p).is_file()]
+    found = [
+        p for p in dict.fromkeys(shutil.which(c) or c for c in _CANDIDATES) if Path(p).is_file()
+    ]
     floor = _daemon_floor()
     usable = [exe for exe in found if floor is None or _client_api(exe) >= floor]
     for exe in usable:
@@ -55,13 +56,17 @@ def cli() -> tuple[str, ...] | None:
         if "--secret" in _run([exe, "build", "--help"]).stdout:
             return (exe, "build")
     if found and floor is not None and len(usable) < len(found):
-        refused = ", ".join(f"{exe} (API {'.'.join(map(str, _client_api(exe)))})"
-                            for exe in found if exe not in usable)
+        refused = ", ".join(
+            f"{exe} (API {'.'.join(map(str, _client_api(exe)))})"
+            for exe in found
+            if exe not in usable
+        )
         raise EnvironmentProblem(
             f"the Docker daemon accepts API {'.'.join(map(str, floor))} or newer and no docker "
             f"CLI here that speaks it builds with BuildKit (refused: {refused}); install the "
             "buildx plugin (Debian: docker-buildx; Docker's packages: docker-buildx-plugin) "
-            "and a current docker CLI")
+            "and a current docker CLI"
+        )
     return None
 
 
@@ -92,8 +97,9 @@ def _version(text: str) -> tuple[int, ...] | None:
 
 def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(command, capture_output=True, text=True, timeout=30,
-                              check=False, env=cli_env())
+        return subprocess.run(
+            command, capture_output=True, text=True, timeout=30, check=False, env=cli_env()
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return subprocess.CompletedProcess(command, 1, "", str(exc))
 
@@ -107,9 +113,16 @@ def cli_env() -> dict[str, str]:
     return {**env, "DOCKER_BUILDKIT": "1", "DOCKER_HOST": endpoint()}
 
 
-def build(command: tuple[str, ...], context: IO[bytes], tag: str, *, name: str,
-          buildargs: Mapping[str, str], secrets: Mapping[str, str],
-          platform: str | None = None) -> str:
+def build(
+    command: tuple[str, ...],
+    context: IO[bytes],
+    tag: str,
+    *,
+    name: str,
+    buildargs: Mapping[str, str],
+    secrets: Mapping[str, str],
+    platform: str | None = None,
+) -> str:
     """Build from a tar context (Dockerfile at its root) with BuildKit; returns the image id.
 
     Secrets are written to files only this user can read, in a folder removed afterwards,
@@ -132,12 +145,22 @@ def build(command: tuple[str, ...], context: IO[bytes], tag: str, *, name: str,
         with tar.open("wb") as out:
             shutil.copyfileobj(context, out)
         iid = folder / "iid"
-        full = [*command, "--network=host", "--progress=plain", f"--iidfile={iid}",
-                "-t", tag, *args, "-"]
+        full = [
+            *command,
+            "--network=host",
+            "--progress=plain",
+            f"--iidfile={iid}",
+            "-t",
+            tag,
+            *args,
+            "-",
+        ]
         tail = _stream(full, tar, name)
         if not iid.is_file():
-            raise BuildFailed(f"build of {name} failed (BuildKit); {last_output(tail)}"
-                              f"{emulation_hint(chr(10).join(tail))}")
+            raise BuildFailed(
+                f"build of {name} failed (BuildKit); {last_output(tail)}"
+                f"{emulation_hint(chr(10).join(tail))}"
+            )
         image_id = iid.read_text().strip()
     log(f"[{name}] built {tag} in {time.monotonic() - started:.1f}s")
     return image_id
@@ -146,9 +169,17 @@ def build(command: tuple[str, ...], context: IO[bytes], tag: str, *, name: str,
 def _stream(command: list[str], tar: Path, name: str) -> list[str]:
     """Run the build with the tar on stdin, logging each line; the last lines, for errors."""
     tail: list[str] = []
-    with tar.open("rb") as stdin, subprocess.Popen(
-            command, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, env=cli_env()) as proc:
+    with (
+        tar.open("rb") as stdin,
+        subprocess.Popen(
+            command,
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=cli_env(),
+        ) as proc,
+    ):
         assert proc.stdout is not None
         try:
             for line in proc.stdout:
@@ -159,6 +190,8 @@ def _stream(command: list[str], tar: Path, name: str) -> list[str]:
             proc.send_signal(signal.SIGINT)
             raise
     if proc.returncode != 0:
-        raise BuildFailed(f"build of {name} failed (BuildKit, exit {proc.returncode}); "
-                          f"{last_output(tail)}{emulation_hint(chr(10).join(tail))}")
+        raise BuildFailed(
+            f"build of {name} failed (BuildKit, exit {proc.returncode}); "
+            f"{last_output(tail)}{emulation_hint(chr(10).join(tail))}"
+        )
     return tail

@@ -47,7 +47,8 @@ def check_context() -> None:
             "use`), and build-graph follows DOCKER_HOST only; set DOCKER_HOST to that "
             f"context's endpoint (docker context inspect {name} --format "
             "'{{.Endpoints.docker.Host}}', with DOCKER_TLS_VERIFY/DOCKER_CERT_PATH if it "
-            "uses TLS) or `docker context use default`")
+            "uses TLS) or `docker context use default`"
+        )
 
 
 def _configured_context() -> str | None:
@@ -149,19 +150,30 @@ def _get_over_socket(socket_path: str, path: str) -> dict[str, Any]:
     except OSError as exc:
         raise _not_answering(exc) from None
     if response.status != 200:  # a daemon that answers, with an error: not 'no daemon'
-        raise EnvironmentProblem(f"the Docker daemon at unix://{socket_path} answered "
-                                 f"{path} with HTTP {response.status}; see its logs")
+        raise EnvironmentProblem(
+            f"the Docker daemon at unix://{socket_path} answered "
+            f"{path} with HTTP {response.status}; see its logs"
+        )
     try:
         data: dict[str, Any] = json.loads(body)
     except ValueError:
-        raise EnvironmentProblem(f"the Docker daemon at unix://{socket_path} answered {path} "
-                                 "with something that is not JSON; see its logs") from None
+        raise EnvironmentProblem(
+            f"the Docker daemon at unix://{socket_path} answered {path} "
+            "with something that is not JSON; see its logs"
+        ) from None
     return data
 
 
 # What 'no daemon here' looks like from a client: no socket, nothing listening, no route.
-_ABSENT = {errno.ENOENT, errno.ECONNREFUSED, errno.ENOTCONN, errno.EHOSTUNREACH,
-           errno.ENETUNREACH, errno.ETIMEDOUT, errno.ECONNRESET}
+_ABSENT = {
+    errno.ENOENT,
+    errno.ECONNREFUSED,
+    errno.ENOTCONN,
+    errno.EHOSTUNREACH,
+    errno.ENETUNREACH,
+    errno.ETIMEDOUT,
+    errno.ECONNRESET,
+}
 
 
 def _not_answering(exc: BaseException) -> EnvironmentProblem:
@@ -173,8 +185,10 @@ def _not_answering(exc: BaseException) -> EnvironmentProblem:
     if cause is not None and cause.errno in _ABSENT:
         return unreachable(cause.strerror or str(cause))
     why = (cause.strerror if cause is not None and cause.strerror else None) or short_error(exc)
-    return EnvironmentProblem(f"the Docker daemon at {host} could not be used ({why}); "
-                              "check its logs and your access to it")
+    return EnvironmentProblem(
+        f"the Docker daemon at {host} could not be used ({why}); "
+        "check its logs and your access to it"
+    )
 
 
 def unreachable(why: str) -> DaemonUnreachable:
@@ -182,7 +196,8 @@ def unreachable(why: str) -> DaemonUnreachable:
     return DaemonUnreachable(
         f"cannot reach the Docker daemon at {endpoint()} ({why}); start it (systemctl start "
         "docker; in build-graph's own checkout scripts/services.sh up) or point DOCKER_HOST "
-        "at one")
+        "at one"
+    )
 
 
 def _innermost_os_error(exc: BaseException) -> OSError | None:

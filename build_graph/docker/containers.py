@@ -24,9 +24,16 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def container(image: str, command: list[str], *, mounts: tuple[Mount, ...] = (),
-              env: Mapping[str, str] | None = None, entrypoint: list[str] | None = None,
-              gpus: bool = False, platform: str | None = None) -> Iterator[Container]:
+def container(
+    image: str,
+    command: list[str],
+    *,
+    mounts: tuple[Mount, ...] = (),
+    env: Mapping[str, str] | None = None,
+    entrypoint: list[str] | None = None,
+    gpus: bool = False,
+    platform: str | None = None,
+) -> Iterator[Container]:
     """A started container (host network) that is always removed afterwards. In copy mode
     (files.py) the mounts' files are put into it before it starts; `bring_back` then
     fetches the outputs once it stopped. `platform`: the image's, where it is not the
@@ -36,17 +43,25 @@ def container(image: str, command: list[str], *, mounts: tuple[Mount, ...] = (),
 
     device_requests = [DeviceRequest(count=-1, capabilities=[["gpu"]])] if gpus else None
     copy = files.mode() == "copy"
-    volumes = {} if copy else {m.host: {"bind": m.container,
-                                        "mode": "ro" if m.read_only else "rw"} for m in mounts}
+    volumes = (
+        {}
+        if copy
+        else {m.host: {"bind": m.container, "mode": "ro" if m.read_only else "rw"} for m in mounts}
+    )
     shown = f" --platform={platform}" if platform else ""
     log(f"+ docker run --network=host{shown} {image} {' '.join(command)}")
 
     def create() -> Container:
-        return client().containers.create(image, command, network_mode="host",
-                                          volumes=volumes, environment=dict(env or {}),
-                                          entrypoint=entrypoint,
-                                          device_requests=device_requests,
-                                          platform=platform)
+        return client().containers.create(
+            image,
+            command,
+            network_mode="host",
+            volumes=volumes,
+            environment=dict(env or {}),
+            entrypoint=entrypoint,
+            device_requests=device_requests,
+            platform=platform,
+        )
 
     try:
         try:
@@ -124,8 +139,9 @@ def read_file(box: Container, path: str) -> bytes | None:
         for chunk in chunks:  # a container's file is untrusted: bounded, like any answer
             data += chunk
             if len(data) > READ_LIMIT:
-                raise BuildFailed(f"{path} in the container is larger than {READ_LIMIT >> 20} "
-                                  "MiB; refused")
+                raise BuildFailed(
+                    f"{path} in the container is larger than {READ_LIMIT >> 20} MiB; refused"
+                )
         with tarfile.open(fileobj=io.BytesIO(bytes(data))) as tar:
             member = tar.next()
             handle = tar.extractfile(member) if member else None

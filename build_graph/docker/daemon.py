@@ -36,8 +36,10 @@ _STEP_RE = re.compile(r"^Step (\d+)/(\d+) : (.*)")
 _STATUS_DIGEST = re.compile(r"^\S+: digest: (\S+) size: \d+$")
 
 PUSH_ATTEMPTS = 3
-_SERVER_ERROR = re.compile(r"\bHTTP status: 5\d\d\b|\b5\d\d (?:Internal Server Error|Bad Gateway|"
-                           r"Service Unavailable|Gateway Timeout)\b")
+_SERVER_ERROR = re.compile(
+    r"\bHTTP status: 5\d\d\b|\b5\d\d (?:Internal Server Error|Bad Gateway|"
+    r"Service Unavailable|Gateway Timeout)\b"
+)
 
 
 def split_ref(ref: str) -> tuple[str, str]:
@@ -82,9 +84,15 @@ def image_exists_locally(ref: str) -> bool:
     return True
 
 
-def build(context: IO[bytes], tag: str, *, name: str,
-          buildargs: Mapping[str, str] | None = None,
-          on_line: Callable[[str], None] = log, platform: str | None = None) -> str:
+def build(
+    context: IO[bytes],
+    tag: str,
+    *,
+    name: str,
+    buildargs: Mapping[str, str] | None = None,
+    on_line: Callable[[str], None] = log,
+    platform: str | None = None,
+) -> str:
     """Build from a tar context (Dockerfile at its root); returns the image id.
 
     The tag is applied only when every step succeeded. A failing step raises
@@ -94,14 +102,24 @@ def build(context: IO[bytes], tag: str, *, name: str,
     started = time.monotonic()
     step, tail = "", list[str]()
     image_id = None
-    stream = client().api.build(fileobj=context, custom_context=True, tag=tag, rm=True,
-                                forcerm=True, decode=True, network_mode="host",
-                                buildargs=dict(buildargs or {}),
-                                pull=False, platform=platform)
+    stream = client().api.build(
+        fileobj=context,
+        custom_context=True,
+        tag=tag,
+        rm=True,
+        forcerm=True,
+        decode=True,
+        network_mode="host",
+        buildargs=dict(buildargs or {}),
+        pull=False,
+        platform=platform,
+    )
     for chunk in stream:
         if "error" in chunk:
-            raise BuildFailed(f"build of {name} failed at step {step or '?'}: "
-                              f"{chunk['error'].strip()}\n  {last_output(tail)}")
+            raise BuildFailed(
+                f"build of {name} failed at step {step or '?'}: "
+                f"{chunk['error'].strip()}\n  {last_output(tail)}"
+            )
         line = str(chunk.get("stream", "")).rstrip()
         if "aux" in chunk and "ID" in chunk["aux"]:
             image_id = str(chunk["aux"]["ID"])
@@ -111,8 +129,10 @@ def build(context: IO[bytes], tag: str, *, name: str,
         if match:
             step = f"{match[1]}/{match[2]} ({match[3][:100]})"
             tail = []
-            on_line(f"[{name}] step {match[1]}/{match[2]} "
-                    f"{time.monotonic() - started:6.1f}s  {match[3][:120]}")
+            on_line(
+                f"[{name}] step {match[1]}/{match[2]} "
+                f"{time.monotonic() - started:6.1f}s  {match[3][:120]}"
+            )
         else:
             tail.append(line)
             on_line(f"[{name}]   {line}")
@@ -140,8 +160,10 @@ def push(ref: str) -> Digest | None:
         except RegistryError as exc:
             if attempt == PUSH_ATTEMPTS or not _SERVER_ERROR.search(str(exc)):
                 raise
-            log(f"  the registry failed ({str(exc)[:200]}); pushing again ({attempt + 1}/"
-                f"{PUSH_ATTEMPTS})")
+            log(
+                f"  the registry failed ({str(exc)[:200]}); pushing again ({attempt + 1}/"
+                f"{PUSH_ATTEMPTS})"
+            )
             time.sleep(attempt)
     raise AssertionError("unreachable")
 
@@ -157,19 +179,24 @@ def _push_once(ref: str) -> Digest | None:
         for chunk in client().api.push(repo, tag=tag, stream=True, decode=True):
             if "error" in chunk:
                 said = str(chunk["error"]).strip()
-                raise RegistryError(f"push of {ref} refused by the registry {host}: "
-                                    f"{said[:300]}; {problems.hint(host, said)}")
+                raise RegistryError(
+                    f"push of {ref} refused by the registry {host}: "
+                    f"{said[:300]}; {problems.hint(host, said)}"
+                )
             aux = chunk.get("aux") or {}
             if "Digest" in aux:
                 digest = parse_digest(aux["Digest"])
             elif digest is None and (line := _STATUS_DIGEST.match(str(chunk.get("status")))):
                 digest = parse_digest(line[1])
     except docker.errors.APIError as exc:
-        raise RegistryError(f"push of {ref} to the registry {host} failed: "
-                            f"{short_error(exc)}; {problems.hint(host, str(exc))}") from None
+        raise RegistryError(
+            f"push of {ref} to the registry {host} failed: "
+            f"{short_error(exc)}; {problems.hint(host, str(exc))}"
+        ) from None
     except ValueError as exc:
-        raise UntrustedAnswer(f"push of {ref}: the registry {host} answered a digest that "
-                              f"is not one: {exc}") from None
+        raise UntrustedAnswer(
+            f"push of {ref}: the registry {host} answered a digest that is not one: {exc}"
+        ) from None
     return digest
 
 
@@ -180,17 +207,21 @@ def pull(ref: str, platform: str | None = None) -> None:
     repo, tag_or_digest = split_ref(ref)
     log(f"+ docker pull {f'--platform {platform} ' if platform else ''}{ref}")
     try:
-        for chunk in client().api.pull(repo, tag=tag_or_digest, stream=True,
-                                       decode=True, platform=platform):
+        for chunk in client().api.pull(
+            repo, tag=tag_or_digest, stream=True, decode=True, platform=platform
+        ):
             if "error" in chunk:
                 said = str(chunk["error"]).strip()
-                raise RegistryError(f"pull of {ref} from the registry {registry_of(ref)} "
-                                    f"failed: {said[:300]}; "
-                                    f"{problems.hint(registry_of(ref), said)}")
+                raise RegistryError(
+                    f"pull of {ref} from the registry {registry_of(ref)} "
+                    f"failed: {said[:300]}; "
+                    f"{problems.hint(registry_of(ref), said)}"
+                )
     except docker.errors.APIError as exc:
-        raise RegistryError(f"pull of {ref} from the registry {registry_of(ref)} failed: "
-                            f"{short_error(exc)}; {problems.hint(registry_of(ref), str(exc))}"
-                            ) from None
+        raise RegistryError(
+            f"pull of {ref} from the registry {registry_of(ref)} failed: "
+            f"{short_error(exc)}; {problems.hint(registry_of(ref), str(exc))}"
+        ) from None
 
 
 def image_size(ref: str, platform: str | None = None) -> int | None:
@@ -204,8 +235,9 @@ def image_size(ref: str, platform: str | None = None) -> int | None:
         size = attrs.get("Size")
         return int(size) if size is not None else None
     api = client().api  # a requests session: the daemon's own URL scheme, its adapters
-    answer = api.get(f"{api.base_url}/v{api.api_version}/images/{ref}/json",
-                     params={"manifests": "1"})
+    answer = api.get(
+        f"{api.base_url}/v{api.api_version}/images/{ref}/json", params={"manifests": "1"}
+    )
     if answer.status_code != 200:
         return None
     detail = answer.json()
@@ -222,8 +254,12 @@ def containerd_store() -> bool:
     """Whether the daemon keeps images in the containerd image store (Docker 29's default
     for fresh installs) rather than the classic graph drivers: its /info says so."""
     status = daemon_info().get("DriverStatus") or []
-    return any(isinstance(row, list) and row[:1] == ["driver-type"] and
-               "containerd.snapshotter" in str(row[1:]) for row in status)
+    return any(
+        isinstance(row, list)
+        and row[:1] == ["driver-type"]
+        and "containerd.snapshotter" in str(row[1:])
+        for row in status
+    )
 
 
 def ensure_local(ref: str, platform: str | None = None) -> None:
@@ -236,5 +272,3 @@ def image_platform(ref: str) -> str:
     """'linux/arm64': the os and architecture the local image's config states."""
     attrs = client().images.get(ref).attrs
     return f"{attrs.get('Os', '?')}/{attrs.get('Architecture', '?')}"
-
-

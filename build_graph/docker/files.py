@@ -62,9 +62,11 @@ def mode_for(host: str, setting: str) -> Mode:
         case "" | "auto":
             return "bind" if host.startswith("unix://") else "copy"
         case _:
-            raise EnvironmentProblem(f"{SETTING}={setting}: not a choice; `bind` (the daemon "
-                                     "sees this host's files), `copy` (files travel through "
-                                     "the Docker API) or unset (chosen from DOCKER_HOST)")
+            raise EnvironmentProblem(
+                f"{SETTING}={setting}: not a choice; `bind` (the daemon "
+                "sees this host's files), `copy` (files travel through "
+                "the Docker API) or unset (chosen from DOCKER_HOST)"
+            )
 
 
 def mode() -> Mode:
@@ -90,8 +92,7 @@ def send(box: Container, mounts: tuple[Mount, ...]) -> int:
             if Path(mount.host).is_dir() and not mount.only:  # else sent whole above
                 sent += _send_folder(box, mount)
     except (docker.errors.DockerException, OSError) as exc:
-        raise BuildFailed(f"could not copy files into the container: {short_error(exc)}"
-                          ) from None
+        raise BuildFailed(f"could not copy files into the container: {short_error(exc)}") from None
     return sent
 
 
@@ -125,8 +126,11 @@ def _send_folder(box: Container, mount: Mount) -> int:
     counted = [0]
 
     def chunks() -> Iterator[bytes]:
-        tar = subprocess.Popen(["tar", "-C", mount.host, "-cf", "-", "."],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        tar = subprocess.Popen(
+            ["tar", "-C", mount.host, "-cf", "-", "."],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         assert tar.stdout is not None
         finished = False
         try:
@@ -157,8 +161,10 @@ def bring_back(box: Container, mount: Mount) -> int:
         reader = ChunkReader(iter(stream))
         replace_folder_from(reader, Path(mount.host), mount.back_limit)
     except (docker.errors.DockerException, ArchiveError, OSError) as exc:
-        raise BuildFailed(f"could not copy {mount.container} back from the container to "
-                          f"{mount.host}: {short_error(exc)}") from None
+        raise BuildFailed(
+            f"could not copy {mount.container} back from the container to "
+            f"{mount.host}: {short_error(exc)}"
+        ) from None
     log(f"  copied back {mount.container} -> {mount.host} ({reader.total / 2**20:.1f} MiB)")
     return reader.total
 
@@ -180,7 +186,7 @@ class ChunkReader:
                 continue
             left = len(self._piece) - self._at
             take = left if size < 0 else min(size - len(out), left)
-            out += self._piece[self._at:self._at + take]
+            out += self._piece[self._at : self._at + take]
             self._at += take
         self.total += len(out)
         return bytes(out)

@@ -51,9 +51,7 @@ def parse_target(text: str) -> tuple[int, int]:
         arch, _ = parse_arch(text)
     except ValueError:
         known = ", ".join(GPU_COMPUTE_CAPABILITY)
-        raise ValueError(
-            f"unknown GPU {text!r}; use a name ({known}), 'sm_89' or '8.9'"
-        ) from None
+        raise ValueError(f"unknown GPU {text!r}; use a name ({known}), 'sm_89' or '8.9'") from None
     return arch.major, arch.minor
 
 
@@ -79,8 +77,10 @@ class CoverageResult:
             case Coverage.LOWER_SASS:
                 return f"{target} runs SASS built for {self.via} (no {cc[0]}.{cc[1]} SASS)"
             case Coverage.PTX_JIT:
-                return (f"{target} has no SASS and would JIT-compile PTX for {self.via} "
-                        "at first launch (slow start, possibly slower kernels)")
+                return (
+                    f"{target} has no SASS and would JIT-compile PTX for {self.via} "
+                    "at first launch (slow start, possibly slower kernels)"
+                )
             case Coverage.NONE:
                 return f"{target} has neither compatible SASS nor PTX"
 

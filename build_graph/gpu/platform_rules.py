@@ -57,8 +57,9 @@ class ArmHost:
         """This row describes the host under `cuda` (any line when None)."""
         if cuda is None:
             return True
-        return ((self.cuda_from is None or cuda >= self.cuda_from)
-                and (self.cuda_before is None or cuda < self.cuda_before))
+        return (self.cuda_from is None or cuda >= self.cuda_from) and (
+            self.cuda_before is None or cuda < self.cuda_before
+        )
 
     def runs_image(self, cuda: tuple[int, int] | None) -> bool:
         """A linux/arm64 (arm64-sbsa) CUDA image of line `cuda` runs here."""
@@ -148,8 +149,7 @@ def cuda_line(text: str | None) -> tuple[int, int] | None:
     return (int(match[1]), int(match[2])) if match else None
 
 
-def image_hosts(cuda: str | None,
-                hosts: Sequence[ArmHost] = ARM_GPU_HOSTS) -> tuple[ArmHost, ...]:
+def image_hosts(cuda: str | None, hosts: Sequence[ArmHost] = ARM_GPU_HOSTS) -> tuple[ArmHost, ...]:
     """The hosts a linux/arm64 CUDA image of line `cuda` runs on (None: any line)."""
     line = cuda_line(cuda)
     return tuple(host for host in hosts if host.runs_image(line))
@@ -160,9 +160,13 @@ def carried_archs(cuda: str | None, hosts: Sequence[ArmHost] = ARM_GPU_HOSTS) ->
     return [f"{cc[0]}.{cc[1]}" for cc in sorted({h.cc for h in image_hosts(cuda, hosts)})]
 
 
-def arm64_warnings(sass: list[str], ptx: list[str], cuda: str | None,
-                   hosts: Sequence[ArmHost] = ARM_GPU_HOSTS,
-                   torch: str | None = None) -> list[str]:
+def arm64_warnings(
+    sass: list[str],
+    ptx: list[str],
+    cuda: str | None,
+    hosts: Sequence[ArmHost] = ARM_GPU_HOSTS,
+    torch: str | None = None,
+) -> list[str]:
     """One sentence per arch of a linux/arm64 image that no Arm GPU host can use, and one
     if `torch`'s aarch64 wheel on PyPI has no CUDA. Entries that do not parse are left to
     `check_arch_list`; `hosts` narrows the table to the hosts a team deploys to."""
@@ -174,18 +178,21 @@ def arm64_warnings(sass: list[str], ptx: list[str], cuda: str | None,
             warnings.append(_unused_sass(arch, line, hosts, on_image))
     for arch in _parsed(ptx):
         if not any(ptx_runs_on(arch, host.cc) for host in on_image):
-            warnings.append(f"{arch}+PTX: no Arm GPU host that runs a {PLATFORM} image"
-                            f"{_of(line)} has compute capability {arch} or above "
-                            f"({_table(on_image)}), so nothing would JIT it; emit PTX of a "
-                            "lower arch or none (gpu.ptx; a variant of its own for linux/arm64)")
+            warnings.append(
+                f"{arch}+PTX: no Arm GPU host that runs a {PLATFORM} image"
+                f"{_of(line)} has compute capability {arch} or above "
+                f"({_table(on_image)}), so nothing would JIT it; emit PTX of a "
+                "lower arch or none (gpu.ptx; a variant of its own for linux/arm64)"
+            )
     wheel = pypi_wheel_warning(torch) if torch else None
     if wheel:
         warnings.append(wheel)
     return warnings
 
 
-def arm64_uncovered(sass: list[str], ptx: list[str], cuda: str | None,
-                    hosts: Sequence[ArmHost] = ARM_GPU_HOSTS) -> list[str]:
+def arm64_uncovered(
+    sass: list[str], ptx: list[str], cuda: str | None, hosts: Sequence[ArmHost] = ARM_GPU_HOSTS
+) -> list[str]:
     """One sentence per Arm GPU host the linux/arm64 image runs on whose GPU can run
     neither a SASS nor a PTX of the list (the other direction of arm64_warnings)."""
     sass_archs, ptx_archs = _parsed(sass), _parsed(ptx)
@@ -196,10 +203,12 @@ def arm64_uncovered(sass: list[str], ptx: list[str], cuda: str | None,
         if any(ptx_runs_on(a, host.cc) for a in ptx_archs):
             continue
         cc = f"{host.cc[0]}.{host.cc[1]}"
-        uncovered.append(f"{host.name} ({host.gpu}, {cc}) runs {PLATFORM} CUDA images"
-                         f"{_of(cuda_line(cuda))} but can run none of this build: add "
-                         f"'{cc}' to gpu.arch_list (of a variant for linux/arm64), or leave "
-                         "that host out")
+        uncovered.append(
+            f"{host.name} ({host.gpu}, {cc}) runs {PLATFORM} CUDA images"
+            f"{_of(cuda_line(cuda))} but can run none of this build: add "
+            f"'{cc}' to gpu.arch_list (of a variant for linux/arm64), or leave "
+            "that host out"
+        )
     return uncovered
 
 
@@ -215,10 +224,12 @@ def pypi_wheel_warning(torch: str) -> str | None:
     if minor is None or minor >= PYPI_FIRST_AARCH64_CUDA_TORCH:
         return None
     first = ".".join(map(str, PYPI_FIRST_AARCH64_CUDA_TORCH))
-    return (f"torch {torch}: its {PLATFORM} wheel on PyPI is CPU-only (its CUDA "
-            "requirements are for x86_64 alone); PyPI has CUDA aarch64 wheels from torch "
-            f"{first} (CUDA 13.0): use torch >= {first} or build torch from source for "
-            f"the {PLATFORM} image")
+    return (
+        f"torch {torch}: its {PLATFORM} wheel on PyPI is CPU-only (its CUDA "
+        "requirements are for x86_64 alone); PyPI has CUDA aarch64 wheels from torch "
+        f"{first} (CUDA 13.0): use torch >= {first} or build torch from source for "
+        f"the {PLATFORM} image"
+    )
 
 
 def _parsed(entries: list[str]) -> list[Arch]:
@@ -233,24 +244,36 @@ def _parsed(entries: list[str]) -> list[Arch]:
     return archs
 
 
-def _unused_sass(arch: Arch, line: tuple[int, int] | None, hosts: Sequence[ArmHost],
-                 on_image: Sequence[ArmHost]) -> str:
+def _unused_sass(
+    arch: Arch, line: tuple[int, int] | None, hosts: Sequence[ArmHost], on_image: Sequence[ArmHost]
+) -> str:
     """Why SASS for `arch` serves no host of a linux/arm64 image, naming the fix."""
-    fix = (f"it only costs compile time in the {PLATFORM} image; drop it from gpu.arch_list, "
-           f"or build {PLATFORM} in a variant of its own with its own arch list")
+    fix = (
+        f"it only costs compile time in the {PLATFORM} image; drop it from gpu.arch_list, "
+        f"or build {PLATFORM} in a variant of its own with its own arch list"
+    )
     runners = [h for h in hosts if sass_runs_on(arch, h.cc)]
-    jetson = sorted({f"{h.name} ({h.gpu})" for h in runners
-                     if h.stack is Stack.JETSON and h.holds_for(line)})
-    other_lines = sorted({f"{h.name} ({h.gpu}) {_lines(h)}" for h in runners
-                          if h.stack is Stack.SBSA and not h.holds_for(line)})
-    reasons = [f"{name} runs only Jetson (L4T) CUDA builds, not arm64-sbsa"
-               for name in jetson] + other_lines
+    jetson = sorted(
+        {f"{h.name} ({h.gpu})" for h in runners if h.stack is Stack.JETSON and h.holds_for(line)}
+    )
+    other_lines = sorted(
+        {
+            f"{h.name} ({h.gpu}) {_lines(h)}"
+            for h in runners
+            if h.stack is Stack.SBSA and not h.holds_for(line)
+        }
+    )
+    reasons = [
+        f"{name} runs only Jetson (L4T) CUDA builds, not arm64-sbsa" for name in jetson
+    ] + other_lines
     if not reasons:
         return f"{arch}: no Arm GPU host carries it (table: {_table(on_image)}); {fix}"
     image = f"{PLATFORM} image{_of(line)}"
     hint = " (a Jetson image needs an L4T base of its own)" if jetson else ""
-    return (f"{arch}: no Arm GPU host runs a {image} with it ({'; '.join(reasons)}; table"
-            f"{_for(line)}: {_table(on_image)}); {fix}{hint}")
+    return (
+        f"{arch}: no Arm GPU host runs a {image} with it ({'; '.join(reasons)}; table"
+        f"{_for(line)}: {_table(on_image)}); {fix}{hint}"
+    )
 
 
 def _table(on_image: Sequence[ArmHost]) -> str:
@@ -261,7 +284,8 @@ def _lines(host: ArmHost) -> str:
     """The CUDA lines a row holds for, in words: 'only before CUDA 13.0'."""
     start, end = host.cuda_from, host.cuda_before
     parts = ([f"from CUDA {start[0]}.{start[1]}"] if start else []) + (
-        [f"before CUDA {end[0]}.{end[1]}"] if end else [])
+        [f"before CUDA {end[0]}.{end[1]}"] if end else []
+    )
     return "carries it only " + " and ".join(parts)
 
 

@@ -82,14 +82,16 @@ class Facts:
         return next((r for r in self.torch if same(r.version, version)), None)
 
     def partner(self, name: str, version: str) -> PartnerRow | None:
-        return next((r for r in self.partners if r.name == name and same(r.version, version)),
-                    None)
+        return next((r for r in self.partners if r.name == name and same(r.version, version)), None)
 
     def partner_for(self, name: str, torch: str) -> PartnerRow | None:
         """The newest `name` release that pins `torch` (made with it), else the newest that
         admits it; None if none does."""
-        rows = sorted((r for r in self.partners if r.name == name and r.admits(torch)),
-                      key=lambda r: Version(r.version), reverse=True)
+        rows = sorted(
+            (r for r in self.partners if r.name == name and r.admits(torch)),
+            key=lambda r: Version(r.version),
+            reverse=True,
+        )
         pinning = [r for r in rows if (pin := r.pins()) is not None and same(pin, torch)]
         return (pinning or rows)[0] if rows else None
 
@@ -103,17 +105,24 @@ class Facts:
             return None
         return Version(Version(version).public) in self.published[name]
 
-    def adding(self, torch: tuple[TorchRow, ...] = (),
-               partners: tuple[PartnerRow, ...] = ()) -> Facts:
+    def adding(
+        self, torch: tuple[TorchRow, ...] = (), partners: tuple[PartnerRow, ...] = ()
+    ) -> Facts:
         """These facts plus new rows; a row already known is kept as it is (never changed)."""
         new_torch = [r for r in torch if self.torch_row(r.version) is None]
         new_partners = [r for r in partners if self.partner(r.name, r.version) is None]
-        return replace(self, torch=_sorted_torch((*self.torch, *new_torch)),
-                       partners=_sorted_partners((*self.partners, *new_partners)))
+        return replace(
+            self,
+            torch=_sorted_torch((*self.torch, *new_torch)),
+            partners=_sorted_partners((*self.partners, *new_partners)),
+        )
 
     def to_json(self) -> str:
-        data = {"index": self.index, "torch": [asdict(r) for r in self.torch],
-                "partners": [asdict(r) for r in self.partners]}
+        data = {
+            "index": self.index,
+            "torch": [asdict(r) for r in self.torch],
+            "partners": [asdict(r) for r in self.partners],
+        }
         return json.dumps(data, indent=1) + "\n"
 
 
@@ -124,8 +133,11 @@ def named_version(specifier: str) -> str | None:
         clauses = list(SpecifierSet(specifier))
     except ValueError:
         return None
-    if len(clauses) != 1 or clauses[0].operator not in ("==", "~=", ">=") \
-            or "*" in clauses[0].version:
+    if (
+        len(clauses) != 1
+        or clauses[0].operator not in ("==", "~=", ">=")
+        or "*" in clauses[0].version
+    ):
         return None
     return clauses[0].version
 

@@ -67,15 +67,20 @@ def expectation(chain: list[VerifySpec], variant: VariantSpec) -> Expectation:
     policy = next((s.gpu for s in reversed(chain) if s.gpu), DEFAULT_GPU_POLICY)
     return Expectation(
         python=next((s.python for s in reversed(chain) if s.python), None),
-        conda=own.conda, single_python=own.single_python, pip_check=own.pip_check,
-        packages=packages, cuda=".".join(cuda.split(".")[:2]) if cuda else None,
+        conda=own.conda,
+        single_python=own.single_python,
+        pip_check=own.pip_check,
+        packages=packages,
+        cuda=".".join(cuda.split(".")[:2]) if cuda else None,
         archs=[str(a) for a in sass] if checked else [],
-        ptx=[str(a) for a in ptx] if checked else [], targets=targets,
+        ptx=[str(a) for a in ptx] if checked else [],
+        targets=targets,
         libraries=tuple(g for spec in chain for g in spec.cuda_libraries),
         torch_archs=all(spec.torch_archs for spec in chain),
-        max_size_bytes=next((s.max_size_bytes for s in reversed(chain) if s.max_size_bytes),
-                            None),
+        max_size_bytes=next((s.max_size_bytes for s in reversed(chain) if s.max_size_bytes), None),
         smoke=tuple(cmd for spec in chain for cmd in spec.smoke),
         gpu_policy="optional" if policy == "optional" else "required",
-        pip_check_allow=tuple(sorted({canonicalize_name(n) for s in chain
-                                      for n in s.pip_check_allow})))
+        pip_check_allow=tuple(
+            sorted({canonicalize_name(n) for s in chain for n in s.pip_check_allow})
+        ),
+    )

@@ -23,8 +23,9 @@ def _find_template(name: str, dirs: tuple[Path, ...]) -> Path | None:
     return None
 
 
-def check_files(manifest: schema.Manifest, root: Path, dirs: tuple[Path, ...],
-                 report: Report) -> None:
+def check_files(
+    manifest: schema.Manifest, root: Path, dirs: tuple[Path, ...], report: Report
+) -> None:
     known = sorted({p.name for d in dirs if d.is_dir() for p in d.iterdir()})
     for name, tier in manifest.tiers.items():
         templates = [("template", tier.template)]
@@ -33,8 +34,10 @@ def check_files(manifest: schema.Manifest, root: Path, dirs: tuple[Path, ...],
         for key, template in templates:
             if _find_template(template, dirs) is None:
                 where = " or ".join(str(d) for d in dirs)
-                report.error(f"tiers.{name}.{key}", f"no template {template!r} in {where}"
-                             f"{did_you_mean(template, known)}")
+                report.error(
+                    f"tiers.{name}.{key}",
+                    f"no template {template!r} in {where}{did_you_mean(template, known)}",
+                )
         for entry in tier.context:
             _check_local(root, entry, f"tiers.{name}.context", report)
 
@@ -45,22 +48,31 @@ def _check_local(root: Path, entry: str, key: str, report: Report) -> None:
     if not path.exists():
         report.error(key, f"{entry!r} does not exist (paths are relative to {root})")
     elif not inside(root, path):
-        report.error(key, f"{entry!r} leads to {path.resolve()}, outside the manifest's "
-                          f"folder {root}; contexts and sources are paths below it")
+        report.error(
+            key,
+            f"{entry!r} leads to {path.resolve()}, outside the manifest's "
+            f"folder {root}; contexts and sources are paths below it",
+        )
 
 
 def check_source(root: Path, entry: Source, key: str, report: Report) -> None:
     source = entry.text
     if entry.kind == "archive":
         if not conforms(ARCHIVE_URL_RE, source):
-            report.error(key, f"{source!r} is not an archive URL: write https://host/path/"
-                              "name-1.0.tar.gz#sha256=<the archive's 64 hex sha256> (.tar.gz, "
-                              ".tgz, .tar.bz2, .tar.xz or .zip)")
+            report.error(
+                key,
+                f"{source!r} is not an archive URL: write https://host/path/"
+                "name-1.0.tar.gz#sha256=<the archive's 64 hex sha256> (.tar.gz, "
+                ".tgz, .tar.bz2, .tar.xz or .zip)",
+            )
     elif entry.kind == "git":
         if not conforms(SOURCE_URL_RE, source):
-            report.error(key, f"{source!r} is not a source URL: write https://, ssh:// or "
-                              "git:// URL with an optional @ref (letters, digits, ._/+-), "
-                              "no shell characters")
+            report.error(
+                key,
+                f"{source!r} is not a source URL: write https://, ssh:// or "
+                "git:// URL with an optional @ref (letters, digits, ._/+-), "
+                "no shell characters",
+            )
     elif not conforms(CONTEXT_RE, source):
         report.error(key, f"{source!r} is neither a URL nor a relative path below {root}")
     else:

@@ -62,11 +62,16 @@ PlatformText = Annotated[str, AfterValidator(platform)]
 Version = Annotated[str, _matching(VERSION_RE, "version", "12.4.1")]
 Name = Annotated[str, _matching(NAME_RE, "name (lower case, digits, '.', '_', '-')", "base")]
 Tag = Annotated[str, AfterValidator(single_line)]  # checked by TAG_RE after formatting
-FieldName = Annotated[str, _matching(FIELD_NAME_RE, "field name (letters, digits, '_')",
-                                     "cuda_toolkit")]
+FieldName = Annotated[
+    str, _matching(FIELD_NAME_RE, "field name (letters, digits, '_')", "cuda_toolkit")
+]
 ArgName = Annotated[str, _matching(ARG_RE, "build-arg name", "MAX_JOBS")]
 Repository = Annotated[str, _matching(REPO_RE, "image repository", "127.0.0.1:5000/team")]
 AptPackage = Annotated[str, _matching(APT_RE, "Debian package name", "ccache")]
 PipRequirement = Annotated[str, AfterValidator(requirement)]
-ContextPath = Annotated[str, _matching(
-    CONTEXT_RE, "context path (relative, below the manifest's folder, no '..')", "src/teamlib")]
+ContextPath = Annotated[
+    str,
+    _matching(
+        CONTEXT_RE, "context path (relative, below the manifest's folder, no '..')", "src/teamlib"
+    ),
+]

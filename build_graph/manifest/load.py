@@ -22,8 +22,16 @@ from build_graph.manifest.values import forbidden_character
 def read_manifest(path: Path) -> schema.Manifest:
     """Parse and structurally validate; raises ConfigError naming file and keys."""
     if not path.is_file():
-        raise ConfigError([ConfigIssue(path, "", "no such file; pass --manifest PATH "
-                                       "(or doit manifest=PATH) naming an images.toml")])
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    path,
+                    "",
+                    "no such file; pass --manifest PATH "
+                    "(or doit manifest=PATH) naming an images.toml",
+                )
+            ]
+        )
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
@@ -78,8 +86,9 @@ def _fields_at(model: type[BaseModel], loc: tuple[str, ...]) -> list[str]:
     for part in loc:
         annotation = _unwrap(annotation)
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            field = next((f for n, f in annotation.model_fields.items()
-                          if part in (n, f.alias)), None)
+            field = next(
+                (f for n, f in annotation.model_fields.items() if part in (n, f.alias)), None
+            )
             if field is None:
                 return []
             annotation = field.annotation

@@ -15,14 +15,16 @@ from build_graph.manifest.model import GpuSpec, TierSpec
 from build_graph.manifest.rules import Report, Where
 
 
-def resolve_platforms(manifest: schema.Manifest, variant_name: str, order: list[str],
-                      report: Report) -> dict[str, tuple[str, ...]]:
+def resolve_platforms(
+    manifest: schema.Manifest, variant_name: str, order: list[str], report: Report
+) -> dict[str, tuple[str, ...]]:
     """Each tier's platforms: its own, else its parent's, else the variant's, else the
     stack's; () for the build host's only. A tier builds only for platforms its parent
     was built for, and compiles only where its builder was built for each of them."""
     variant = manifest.variants.get(variant_name)
-    declared = _listed(variant.platforms if variant else None, f"variants.{variant_name}.platforms",
-                       report)
+    declared = _listed(
+        variant.platforms if variant else None, f"variants.{variant_name}.platforms", report
+    )
     if declared is None:
         declared = _listed(manifest.stack.platforms, "stack.platforms", report)
     found: dict[str, tuple[str, ...]] = {}
@@ -36,15 +38,24 @@ def resolve_platforms(manifest: schema.Manifest, variant_name: str, order: list[
         own = _listed(tier.platforms, key, report)
         found[name] = own if own is not None else inherited
         if parent is not None and not _covers(parent, found[name]):
-            report.error(key, f"{_say(found[name])}, but its parent {tier.parent!r} is built "
-                         f"for {_say(parent)}; a tier builds only on its parent's platforms")
+            report.error(
+                key,
+                f"{_say(found[name])}, but its parent {tier.parent!r} is built "
+                f"for {_say(parent)}; a tier builds only on its parent's platforms",
+            )
         builder = tier.compile.builder if tier.compile else None
         if builder is not None and not _covers(found.get(builder, ()), found[name]):
-            fix = ("give the builder these platforms" if found[name] else
-                   "give this tier platforms too (`platforms` under its table)")
-            report.error(key, f"this tier is built for {_say(found[name])}, but its "
-                         f"compile.builder {builder!r} for {_say(found.get(builder, ()))}; "
-                         f"a compile runs in the builder of the same platform: {fix}")
+            fix = (
+                "give the builder these platforms"
+                if found[name]
+                else "give this tier platforms too (`platforms` under its table)"
+            )
+            report.error(
+                key,
+                f"this tier is built for {_say(found[name])}, but its "
+                f"compile.builder {builder!r} for {_say(found.get(builder, ()))}; "
+                f"a compile runs in the builder of the same platform: {fix}",
+            )
     return found
 
 
@@ -53,8 +64,11 @@ def _listed(platforms: list[str] | None, key: str, report: Report) -> tuple[str,
     if platforms is None:
         return None
     if not platforms:
-        report.error(key, "empty; list at least one platform, or leave the key out (the "
-                     "build host's platform only, unless set above)")
+        report.error(
+            key,
+            "empty; list at least one platform, or leave the key out (the "
+            "build host's platform only, unless set above)",
+        )
         return None
     if len(set(platforms)) != len(platforms):
         report.error(key, f"a platform is listed twice: {', '.join(platforms)}")
@@ -71,8 +85,13 @@ def _say(platforms: tuple[str, ...]) -> str:
     return ", ".join(platforms) if platforms else "the build host's platform only"
 
 
-def check_arm64_gpus(tiers: tuple[TierSpec, ...], versions: dict[str, str], gpu: GpuSpec,
-                     where: Where, report: Report) -> None:
+def check_arm64_gpus(
+    tiers: tuple[TierSpec, ...],
+    versions: dict[str, str],
+    gpu: GpuSpec,
+    where: Where,
+    report: Report,
+) -> None:
     """Where a variant builds linux/arm64 images, `check` says which of its GPU archs no Arm
     GPU host carries (compile time for nothing), which Arm hosts its list leaves out (when
     it names no gpu.targets, which say the hosts it is for), and
@@ -89,12 +108,18 @@ def check_arm64_gpus(tiers: tuple[TierSpec, ...], versions: dict[str, str], gpu:
             report.note(key, line)
     by_name = {t.name: t for t in tiers}
     for tier in tiers:
-        if ARM64 in tier.platforms and tier.verify.archs and _gpu_policy(tier, by_name) \
-                == "required":
-            report.note(f"tiers.{tier.name}.verify.gpu", "required, and the tier is built for "
-                        f"{ARM64}: its kernels can only run on an Arm GPU host (GH200, GB200), "
-                        "so only a runner there can verify and promote it; run verify there, "
-                        "or set verify.gpu = \"optional\"")
+        if (
+            ARM64 in tier.platforms
+            and tier.verify.archs
+            and _gpu_policy(tier, by_name) == "required"
+        ):
+            report.note(
+                f"tiers.{tier.name}.verify.gpu",
+                "required, and the tier is built for "
+                f"{ARM64}: its kernels can only run on an Arm GPU host (GH200, GB200), "
+                "so only a runner there can verify and promote it; run verify there, "
+                'or set verify.gpu = "optional"',
+            )
 
 
 def _gpu_policy(tier: TierSpec, tiers: dict[str, TierSpec]) -> str:

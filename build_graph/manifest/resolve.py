@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -10,7 +9,7 @@ from pathlib import Path
 from build_graph.errors import ConfigError, did_you_mean
 from build_graph.gpu import releases
 from build_graph.gpu.releases import Lookup, shipped_only
-from build_graph.layout import TOOL_NAMES, BuildFolder
+from build_graph.layout import TOOL_NAMES
 from build_graph.manifest import schema
 from build_graph.manifest.files import check_files, check_source
 from build_graph.manifest.grammar import requirement
@@ -18,25 +17,43 @@ from build_graph.manifest.graph import CycleError, topological_order
 from build_graph.manifest.model import (
     DEFAULT_VARIANT,
     STAGES,
-    CacheSpec,
     CompileSpec,
     FrozenDict,
     GpuSpec,
     Stack,
     TierSpec,
     VariantSpec,
-    VerifySpec,
     format_fields,
 )
 from build_graph.manifest.platforms import check_arm64_gpus, resolve_platforms
 from build_graph.manifest.rules import RULES, Report, Where
-from build_graph.manifest.values import IMAGE_RE, TAG_RE, conforms, fill_fields, parse_source
+from build_graph.manifest.sections import (
+    check_tags,
+    fill,
+    resolve_cache,
+    resolve_verify,
+)
+from build_graph.manifest.values import IMAGE_RE, TAG_RE, conforms, parse_source
 
 # `doit <tier>` builds a tier: its name may not be a stage or a doit command.
-RESERVED = frozenset({*STAGES, "tiers", "list", "info", "run", "help", "clean", "forget",
-                      "ignore", "dumpdb", "strace", "tabcompletion", "reset-dep", "auto"})
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
-_GCS_RE = re.compile(r"gs://([a-z0-9][a-z0-9._-]{1,220}[a-z0-9])(/[^\s]*)?")
+RESERVED = frozenset(
+    {
+        *STAGES,
+        "tiers",
+        "list",
+        "info",
+        "run",
+        "help",
+        "clean",
+        "forget",
+        "ignore",
+        "dumpdb",
+        "strace",
+        "tabcompletion",
+        "reset-dep",
+        "auto",
+    }
+)
 
 
 @cache
@@ -51,8 +68,7 @@ def shipped_templates() -> Path:
     raise FileNotFoundError(f"no templates/ beside {package}: reinstall build-graph")
 
 
-def resolve_stack(path: Path, manifest: schema.Manifest,
-                  lookup: Lookup = shipped_only) -> Stack:
+def resolve_stack(path: Path, manifest: schema.Manifest, lookup: Lookup = shipped_only) -> Stack:
     """Resolve every variant and apply every rule; raise ConfigError listing all problems.
     `lookup` says where torch pairings come from (only `check` passes one that asks the
     package index)."""
@@ -61,54 +77,46 @@ def resolve_stack(path: Path, manifest: schema.Manifest,
     template_dirs = tuple(dict.fromkeys([root / "templates", shipped_templates()]))
     order = _check_graph(manifest, report)
     check_files(manifest, root, template_dirs, report)
-    cache = _resolve_cache(manifest.cache, path, report)
+    cache = resolve_cache(manifest.cache, path, report)
     names = list(manifest.variants) or [DEFAULT_VARIANT]
     for taken in sorted(TOOL_NAMES.intersection(manifest.variants)):
-        report.error(f"variants.{taken}", f"{taken!r} names one of build-graph's own folders "
-                     f"under build/ ({', '.join(sorted(TOOL_NAMES))}); rename the variant")
+        report.error(
+            f"variants.{taken}",
+            f"{taken!r} names one of build-graph's own folders "
+            f"under build/ ({', '.join(sorted(TOOL_NAMES))}); rename the variant",
+        )
     default = manifest.stack.default_variant or names[0]
     if default not in names:
-        report.error("stack.default_variant",
-                     f"no variant named {default!r}{did_you_mean(default, names)}")
+        report.error(
+            "stack.default_variant", f"no variant named {default!r}{did_you_mean(default, names)}"
+        )
     variants = tuple(_resolve_variant(manifest, name, order, report) for name in names)
-    _check_tags(variants, report)
+    check_tags(variants, report)
     if report.issues:
         raise ConfigError(report.issues, report.notes)
-    return Stack(manifest=path, name=manifest.stack.name, registry=manifest.stack.registry,
-                 description=manifest.stack.description, cache=cache, variants=variants,
-                 default_variant=default, template_dirs=template_dirs,
-                 has_variants=bool(manifest.variants), notes=tuple(report.notes))
-
-
-def parse_size(text: str) -> int | None:
-    """'20G', '500MiB', '1.5 GB' -> bytes (binary units); None if unparseable."""
-    match = _SIZE_RE.match(text)
-    if not match:
-        return None
-    power = " KMGT".index(match[2].upper() or " ")
-    return int(float(match[1]) * 1024**power)
-
-
-def _fill(text: str, fields: Mapping[str, str], key: str, report: Report) -> str:
-    """Fill {field}s; bad field syntax or an unknown field is reported (naming the known
-    ones) and the text comes back unfilled."""
-    try:
-        return fill_fields(text, fields)
-    except ValueError as exc:
-        report.error(key, str(exc))
-    except KeyError as exc:
-        name = str(exc.args[0])
-        report.error(key, f"unknown field {{{name}}}{did_you_mean(name, fields)}; "
-                          f"known: {', '.join(sorted(fields))}")
-    return text
+    return Stack(
+        manifest=path,
+        name=manifest.stack.name,
+        registry=manifest.stack.registry,
+        description=manifest.stack.description,
+        cache=cache,
+        variants=variants,
+        default_variant=default,
+        template_dirs=template_dirs,
+        has_variants=bool(manifest.variants),
+        notes=tuple(report.notes),
+    )
 
 
 def _check_graph(manifest: schema.Manifest, report: Report) -> list[str]:
     deps: dict[str, list[str]] = {}
     for name, tier in manifest.tiers.items():
         if name in RESERVED:
-            report.error(f"tiers.{name}", f"{name!r} is a stage or doit command, so "
-                         f"`doit {name}` could not mean the tier; rename the tier")
+            report.error(
+                f"tiers.{name}",
+                f"{name!r} is a stage or doit command, so "
+                f"`doit {name}` could not mean the tier; rename the tier",
+            )
         deps[name] = []
         refs = [("parent", tier.parent)]
         if tier.compile:
@@ -117,30 +125,19 @@ def _check_graph(manifest: schema.Manifest, report: Report) -> list[str]:
             if ref is None:
                 continue
             if ref not in manifest.tiers:
-                report.error(f"tiers.{name}.{key}",
-                             f"no tier named {ref!r}{did_you_mean(ref, manifest.tiers)}")
+                report.error(
+                    f"tiers.{name}.{key}",
+                    f"no tier named {ref!r}{did_you_mean(ref, manifest.tiers)}",
+                )
             deps[name].append(ref)
     try:
         return topological_order(deps)
     except CycleError as exc:
-        report.error(f"tiers.{exc.cycle[0]}.parent",
-                     f"tiers depend on each other in a cycle: {exc}; break the loop")
+        report.error(
+            f"tiers.{exc.cycle[0]}.parent",
+            f"tiers depend on each other in a cycle: {exc}; break the loop",
+        )
         return list(manifest.tiers)
-
-
-def _resolve_cache(cache: schema.Cache, manifest: Path, report: Report) -> CacheSpec:
-    root = manifest.parent
-    url = cache.url or f"file://{BuildFolder.of(manifest).cache_store}"
-    if url.startswith("file://"):
-        folder = Path(url.removeprefix("file://"))
-        url = f"file://{folder if folder.is_absolute() else (root / folder).resolve()}"
-    elif not conforms(_GCS_RE, url):
-        report.error("cache.url", f"{url!r} is not a cache location; write "
-                     "'gs://bucket/prefix' or 'file://path' (or leave it out for a local folder)")
-    size = parse_size(cache.max_size)
-    if size is None:
-        report.error("cache.max_size", f"{cache.max_size!r} is not a size; write e.g. '20G'")
-    return CacheSpec(url=url, max_size_bytes=size or 0)
 
 
 def _variant_keys(manifest: schema.Manifest, name: str) -> set[str]:
@@ -153,8 +150,9 @@ def _variant_keys(manifest: schema.Manifest, name: str) -> set[str]:
     return keys
 
 
-def _resolve_variant(manifest: schema.Manifest, name: str, order: list[str],
-                     report: Report) -> VariantSpec:
+def _resolve_variant(
+    manifest: schema.Manifest, name: str, order: list[str], report: Report
+) -> VariantSpec:
     variant = manifest.variants.get(name, schema.Variant())
     overridden = _variant_keys(manifest, name)
 
@@ -173,13 +171,20 @@ def _resolve_variant(manifest: schema.Manifest, name: str, order: list[str],
         rule(versions, gpu, where, report)
     fields = format_fields(versions, name)
     platforms = resolve_platforms(manifest, name, order, report)
-    tiers = tuple(_resolve_tier(n, manifest.tiers[n], name, versions, fields, report,
-                                platforms[n])
-                  for n in order if n in manifest.tiers)
+    tiers = tuple(
+        _resolve_tier(n, manifest.tiers[n], name, versions, fields, report, platforms[n])
+        for n in order
+        if n in manifest.tiers
+    )
     check_arm64_gpus(tiers, versions, gpu, where, report)
-    return VariantSpec(name=name, description=variant.description,
-                       versions=FrozenDict(versions), gpu=gpu, tiers=tiers,
-                       fields=FrozenDict(fields))
+    return VariantSpec(
+        name=name,
+        description=variant.description,
+        versions=FrozenDict(versions),
+        gpu=gpu,
+        tiers=tiers,
+        fields=FrozenDict(fields),
+    )
 
 
 def follow_torch(versions: dict[str, str], where: Where, report: Report) -> dict[str, str]:
@@ -195,101 +200,90 @@ def follow_torch(versions: dict[str, str], where: Where, report: Report) -> dict
         named = releases.named_version(row.triton)
         if named is not None:
             versions["triton"] = named
-            report.note(where("versions", "triton"), f"triton {named}: what torch "
-                        f"{versions['torch']}'s wheel requires (triton{row.triton}); set "
-                        "versions.triton to choose")
+            report.note(
+                where("versions", "triton"),
+                f"triton {named}: what torch "
+                f"{versions['torch']}'s wheel requires (triton{row.triton}); set "
+                "versions.triton to choose",
+            )
     if "cuda" not in versions and row.cuda:
-        report.note(where("versions", "cuda"), f"not set: torch {versions['torch']}'s PyPI "
-                    f"wheel is built for CUDA {row.cuda}; set versions.cuda (e.g. "
-                    f"\"{row.cuda}\") for verify to check it, or leave it out for a CPU torch")
+        report.note(
+            where("versions", "cuda"),
+            f"not set: torch {versions['torch']}'s PyPI "
+            f"wheel is built for CUDA {row.cuda}; set versions.cuda (e.g. "
+            f'"{row.cuda}") for verify to check it, or leave it out for a CPU torch',
+        )
     return versions
 
 
-def _resolve_tier(name: str, tier: schema.Tier, variant: str, versions: Mapping[str, str],
-                  fields: Mapping[str, str], report: Report,
-                  platforms: tuple[str, ...] = ()) -> TierSpec:
+def _resolve_tier(
+    name: str,
+    tier: schema.Tier,
+    variant: str,
+    versions: Mapping[str, str],
+    fields: Mapping[str, str],
+    report: Report,
+    platforms: tuple[str, ...] = (),
+) -> TierSpec:
     key = f"tiers.{name}"
     from_image = None
     if tier.from_ is not None:
-        from_image = _fill(tier.from_, fields, f"{key}.from", report)
+        from_image = fill(tier.from_, fields, f"{key}.from", report)
         if "{" not in from_image and not conforms(IMAGE_RE, from_image):
-            report.error(f"{key}.from", f"{from_image!r} is not an image reference "
-                         "(for example 'nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04')")
-    tags = tuple(_fill(t, fields, f"{key}.tags", report) for t in tier.tags)
+            report.error(
+                f"{key}.from",
+                f"{from_image!r} is not an image reference "
+                "(for example 'nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04')",
+            )
+    tags = tuple(fill(t, fields, f"{key}.tags", report) for t in tier.tags)
     for tag in tags:
         if "{" not in tag and not conforms(TAG_RE, tag):
-            report.error(f"{key}.tags", f"{tag!r} is not a Docker tag (letters, digits, "
-                         "'_', '.', '-'; at most 128)")
-    packages = tuple(_fill(p, fields, f"{key}.packages.{i}", report)
-                     for i, p in enumerate(tier.packages))
+            report.error(
+                f"{key}.tags",
+                f"{tag!r} is not a Docker tag (letters, digits, '_', '.', '-'; at most 128)",
+            )
+    packages = tuple(
+        fill(p, fields, f"{key}.packages.{i}", report) for i, p in enumerate(tier.packages)
+    )
     for i, package in enumerate(packages):
         try:
             requirement(package)
         except ValueError as exc:
             report.error(f"{key}.packages.{i}", str(exc))
-    args = tuple((k, _fill(v, fields, f"{key}.build_args.{k}", report))
-                 for k, v in tier.build_args.items())
+    args = tuple(
+        (k, fill(v, fields, f"{key}.build_args.{k}", report)) for k, v in tier.build_args.items()
+    )
     return TierSpec(
-        name=name, variant=variant, parent=tier.parent, from_image=from_image,
-        template=tier.template, description=_fill(tier.description, fields,
-                                                  f"{key}.description", report),
-        context=tuple(tier.context), exclude=tuple(tier.exclude),
-        packages=packages, system_packages=tuple(tier.system_packages),
-        build_args=args, tags=tags,
+        name=name,
+        variant=variant,
+        parent=tier.parent,
+        from_image=from_image,
+        template=tier.template,
+        description=fill(tier.description, fields, f"{key}.description", report),
+        context=tuple(tier.context),
+        exclude=tuple(tier.exclude),
+        packages=packages,
+        system_packages=tuple(tier.system_packages),
+        build_args=args,
+        tags=tags,
         compile=_resolve_compile(tier.compile, fields, key, report),
-        verify=_resolve_verify(tier.verify, versions, fields, key, report),
-        platforms=platforms)
+        verify=resolve_verify(tier.verify, versions, fields, key, report),
+        platforms=platforms,
+    )
 
 
-def _resolve_compile(spec: schema.Compile | None, fields: Mapping[str, str], key: str,
-                     report: Report) -> CompileSpec | None:
+def _resolve_compile(
+    spec: schema.Compile | None, fields: Mapping[str, str], key: str, report: Report
+) -> CompileSpec | None:
     if spec is None:
         return None
-    sources = tuple(parse_source(n, _fill(s, fields, f"{key}.compile.sources.{n}", report))
-                    for n, s in spec.sources.items())
+    sources = tuple(
+        parse_source(n, fill(s, fields, f"{key}.compile.sources.{n}", report))
+        for n, s in spec.sources.items()
+    )
     for source in sources:
-        check_source(report.file.parent, source, f"{key}.compile.sources.{source.name}",
-                     report)
-    env = tuple((n, _fill(v, fields, f"{key}.compile.env.{n}", report))
-                for n, v in spec.env.items())
-    return CompileSpec(builder=spec.builder, script=spec.script, sources=sources, env=env,
-                       outputs=spec.outputs)
-
-
-def _resolve_verify(spec: schema.Verify, versions: Mapping[str, str],
-                    fields: Mapping[str, str], key: str, report: Report) -> VerifySpec:
-    size = None
-    if spec.max_size is not None:
-        size = parse_size(spec.max_size)
-        if size is None:
-            report.error(f"{key}.verify.max_size",
-                         f"{spec.max_size!r} is not a size; write e.g. '8G'")
-    return VerifySpec(python=spec.python or versions.get("python"), conda=spec.conda,
-                      single_python=spec.single_python, pip_check=spec.pip_check,
-                      packages=tuple((n, _fill(v, fields, f"{key}.verify.packages.{n}", report))
-                                     for n, v in spec.packages.items()),
-                      archs=spec.archs,
-                      max_size_bytes=size, smoke=tuple(spec.smoke),
-                      cuda_libraries=tuple(spec.cuda_libraries), gpu=spec.gpu,
-                      pip_check_allow=tuple(spec.pip_check_allow),
-                      torch_archs=spec.torch_archs)
-
-
-def _check_tags(variants: tuple[VariantSpec, ...], report: Report) -> None:
-    """A human tag must name one image: unique per tier across variants; 'latest' is ours."""
-    seen: dict[tuple[str, str], str] = {}
-    for variant in variants:
-        for tier in variant.tiers:
-            for tag in tier.tags:
-                if tag == "latest":
-                    report.error(f"tiers.{tier.name}.tags", "'latest' is moved by promote to "
-                                 "the verified default variant; remove it from tags")
-                    continue
-                other = seen.get((tier.name, tag))
-                if other is not None:
-                    where = (f"variants {other} and {variant.name}" if other != variant.name
-                             else f"variant {variant.name}")
-                    report.error(f"tiers.{tier.name}.tags",
-                                 f"tag {tag!r} is given twice ({where}); make it unique, "
-                                 "e.g. '{torch}-{cuda_tag}'")
-                seen[(tier.name, tag)] = variant.name
+        check_source(report.file.parent, source, f"{key}.compile.sources.{source.name}", report)
+    env = tuple((n, fill(v, fields, f"{key}.compile.env.{n}", report)) for n, v in spec.env.items())
+    return CompileSpec(
+        builder=spec.builder, script=spec.script, sources=sources, env=env, outputs=spec.outputs
+    )

@@ -61,8 +61,9 @@ def _fmt(mm: tuple[int, int]) -> str:
     return f"{mm[0]}.{mm[1]}"
 
 
-def check_arch_list(versions: Mapping[str, str], gpu: GpuSpec, where: Where,
-                    report: Report) -> None:
+def check_arch_list(
+    versions: Mapping[str, str], gpu: GpuSpec, where: Where, report: Report
+) -> None:
     """Every arch parses, and the CUDA toolkit of this variant can compile it."""
     cuda = major_minor(versions.get("cuda", ""))
     for entry in gpu.arch_list:
@@ -76,14 +77,18 @@ def check_arch_list(versions: Mapping[str, str], gpu: GpuSpec, where: Where,
         compilable = tables.cuda_archs(cuda)
         if compilable is not None and str(arch) not in compilable:
             first = tables.first_cuda_with(str(arch))
-            fix = (f"use CUDA >= {_fmt(first)} or drop it" if first and first > cuda
-                   else "drop it (this CUDA no longer compiles it) or use an older CUDA")
-            report.error(where("gpu", "arch_list"),
-                         f"CUDA {versions['cuda']} cannot compile arch {arch}; {fix}")
+            fix = (
+                f"use CUDA >= {_fmt(first)} or drop it"
+                if first and first > cuda
+                else "drop it (this CUDA no longer compiles it) or use an older CUDA"
+            )
+            report.error(
+                where("gpu", "arch_list"),
+                f"CUDA {versions['cuda']} cannot compile arch {arch}; {fix}",
+            )
 
 
-def check_targets(versions: Mapping[str, str], gpu: GpuSpec, where: Where,
-                  report: Report) -> None:
+def check_targets(versions: Mapping[str, str], gpu: GpuSpec, where: Where, report: Report) -> None:
     """Each target GPU can run the build: own SASS; lower SASS or PTX only as a note."""
     try:
         sass, ptx = split_arch_list(list(gpu.arch_list), gpu.ptx)
@@ -103,12 +108,14 @@ def check_targets(versions: Mapping[str, str], gpu: GpuSpec, where: Where,
             case Coverage.LOWER_SASS | Coverage.PTX_JIT:
                 report.note(where("gpu", "targets"), label)
             case Coverage.NONE:
-                report.error(where("gpu", "arch_list"),
-                             f"{label}; add '{cc[0]}.{cc[1]}' to gpu.arch_list")
+                report.error(
+                    where("gpu", "arch_list"), f"{label}; add '{cc[0]}.{cc[1]}' to gpu.arch_list"
+                )
 
 
-def check_torch_cuda(versions: Mapping[str, str], gpu: GpuSpec, where: Where,
-                     report: Report) -> None:
+def check_torch_cuda(
+    versions: Mapping[str, str], gpu: GpuSpec, where: Where, report: Report
+) -> None:
     """CUDA must be one the torch release supports (PyTorch's release matrix)."""
     torch, cuda = versions.get("torch"), major_minor(versions.get("cuda", ""))
     torch_mm = major_minor(torch or "")
@@ -118,22 +125,30 @@ def check_torch_cuda(versions: Mapping[str, str], gpu: GpuSpec, where: Where,
     if supported is None:
         row = shipped().torch_row(torch) if _final(torch) else None
         pypi = f" (its PyPI wheel is built for CUDA {row.cuda})" if row and row.cuda else ""
-        report.note(where("versions", "torch"), f"torch {torch} is not in the release matrix "
-                    f"(gpu/tables.py TORCH_CUDA){pypi}; CUDA pairing not checked")
+        report.note(
+            where("versions", "torch"),
+            f"torch {torch} is not in the release matrix "
+            f"(gpu/tables.py TORCH_CUDA){pypi}; CUDA pairing not checked",
+        )
         return
     listed = ", ".join(_fmt(c) for c in supported)
     if cuda < min(supported) or cuda[0] > max(supported)[0]:
-        report.error(where("versions", "cuda"),
-                     f"torch {torch} does not support CUDA {versions['cuda']} "
-                     f"(it supports {listed}); change versions.cuda or versions.torch")
+        report.error(
+            where("versions", "cuda"),
+            f"torch {torch} does not support CUDA {versions['cuda']} "
+            f"(it supports {listed}); change versions.cuda or versions.torch",
+        )
     elif cuda not in supported:
-        report.note(where("versions", "cuda"),
-                    f"torch {torch} has no official CUDA {_fmt(cuda)} build (those are "
-                    f"{listed}); this relies on CUDA minor-version compatibility")
+        report.note(
+            where("versions", "cuda"),
+            f"torch {torch} has no official CUDA {_fmt(cuda)} build (those are "
+            f"{listed}); this relies on CUDA minor-version compatibility",
+        )
 
 
-def check_torch_partners(versions: Mapping[str, str], gpu: GpuSpec, where: Where,
-                         report: Report) -> None:
+def check_torch_partners(
+    versions: Mapping[str, str], gpu: GpuSpec, where: Where, report: Report
+) -> None:
     """torchvision and torchaudio must be releases whose wheels accept this torch, as their
     METADATA says (gpu/releases.py: shipped, or asked of the index by `check`)."""
     torch = versions.get("torch")
@@ -144,29 +159,41 @@ def check_torch_partners(versions: Mapping[str, str], gpu: GpuSpec, where: Where
     suffix = f" ({unasked})" if unasked else ""
     if facts.is_published("torch", torch) is False:
         newest = max(facts.published["torch"]) if facts.published else None
-        report.error(where("versions", "torch"), f"torch {torch} is not published on "
-                     f"{facts.index}" + (f"; the newest release there is {newest}"
-                                         if newest else ""))
+        report.error(
+            where("versions", "torch"),
+            f"torch {torch} is not published on "
+            f"{facts.index}" + (f"; the newest release there is {newest}" if newest else ""),
+        )
         return
     if facts.torch_row(torch) is None and facts.published is None:
-        report.note(where("versions", "torch"), f"torch {torch} is not in the shipped "
-                    f"compatibility data{suffix}; its partners are checked only as far as "
-                    "that data goes")
+        report.note(
+            where("versions", "torch"),
+            f"torch {torch} is not in the shipped "
+            f"compatibility data{suffix}; its partners are checked only as far as "
+            "that data goes",
+        )
     for name, version in given.items():
         problem = _partner_problem(facts, name, version, torch)
         if problem is None:
             continue
         if problem:
-            report.error(where("versions", name), f"{name} {version} does not go with torch "
-                         f"{torch}: {problem}; use {_suggestion(facts, name, torch)}")
+            report.error(
+                where("versions", name),
+                f"{name} {version} does not go with torch "
+                f"{torch}: {problem}; use {_suggestion(facts, name, torch)}",
+            )
         else:
-            report.note(where("versions", name), f"{name} {version} is not in the shipped "
-                        f"compatibility data{suffix}; its pairing with torch {torch} is not "
-                        "checked")
+            report.note(
+                where("versions", name),
+                f"{name} {version} is not in the shipped "
+                f"compatibility data{suffix}; its pairing with torch {torch} is not "
+                "checked",
+            )
 
 
-def check_torch_triton(versions: Mapping[str, str], gpu: GpuSpec, where: Where,
-                       report: Report) -> None:
+def check_torch_triton(
+    versions: Mapping[str, str], gpu: GpuSpec, where: Where, report: Report
+) -> None:
     """triton (torch.compile's GPU backend) must be one torch's own wheels accept."""
     torch, triton = versions.get("torch"), versions.get("triton")
     if torch is None or triton is None or not _final(torch):
@@ -181,8 +208,11 @@ def check_torch_triton(versions: Mapping[str, str], gpu: GpuSpec, where: Where,
     if not accepted:
         named = named_version(row.triton)
         use = named if named else f"a release in {row.triton}"
-        report.error(where("versions", "triton"), f"torch {torch}'s wheels require triton"
-                     f"{row.triton}, not {triton}; use {use} ({row.source})")
+        report.error(
+            where("versions", "triton"),
+            f"torch {torch}'s wheels require triton"
+            f"{row.triton}, not {triton}; use {use} ({row.source})",
+        )
 
 
 def _partner_problem(facts: Facts, name: str, version: str, torch: str) -> str | None:
@@ -194,13 +224,17 @@ def _partner_problem(facts: Facts, name: str, version: str, torch: str) -> str |
         return None if row.admits(torch) else f"its wheels require {row.describe()}"
     if facts.is_published(name, version) is False:
         return f"it is not published on {facts.index}"
-    known = sorted((r for r in facts.partners if r.name == name),
-                   key=lambda r: Version(r.version))
-    if facts.published is None and known \
-            and Version(known[0].version) < Version(version) < Version(known[-1].version):
-        return (f"it is not published on {facts.index} (the shipped data, read "
-                f"{known[-1].read}, holds every release from {known[0].version} to "
-                f"{known[-1].version})")
+    known = sorted((r for r in facts.partners if r.name == name), key=lambda r: Version(r.version))
+    if (
+        facts.published is None
+        and known
+        and Version(known[0].version) < Version(version) < Version(known[-1].version)
+    ):
+        return (
+            f"it is not published on {facts.index} (the shipped data, read "
+            f"{known[-1].read}, holds every release from {known[0].version} to "
+            f"{known[-1].version})"
+        )
     if right is not None and right.pins() is not None:
         return "it is not known to accept it"
     return ""
@@ -212,11 +246,15 @@ def _suggestion(facts: Facts, name: str, torch: str) -> str:
         return f"{right.version} (the release made with it: its wheels require torch=={torch})"
     newest = facts.newest(name)
     if right is not None:
-        return (f"{right.version} (its wheels require {right.describe()}; no {name} release "
-                f"pins torch {torch})")
-    return (f"another torch: no {name} release on {facts.index} accepts torch {torch}"
-            + (f" (the newest, {newest.version}, requires {newest.describe()})"
-               if newest else "") + f", or drop versions.{name}")
+        return (
+            f"{right.version} (its wheels require {right.describe()}; no {name} release "
+            f"pins torch {torch})"
+        )
+    return (
+        f"another torch: no {name} release on {facts.index} accepts torch {torch}"
+        + (f" (the newest, {newest.version}, requires {newest.describe()})" if newest else "")
+        + f", or drop versions.{name}"
+    )
 
 
 def _final(version: str) -> bool:
@@ -227,5 +265,10 @@ def _final(version: str) -> bool:
         return False
 
 
-RULES: tuple[Rule, ...] = (check_arch_list, check_targets, check_torch_cuda,
-                           check_torch_partners, check_torch_triton)
+RULES: tuple[Rule, ...] = (
+    check_arch_list,
+    check_targets,
+    check_torch_cuda,
+    check_torch_partners,
+    check_torch_triton,
+)

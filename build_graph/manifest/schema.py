@@ -59,8 +59,10 @@ class Versions(Strict):
         for key, value in (self.model_extra or {}).items():
             # A key is a {field} of from, tags, ... and a name templates read: a field name.
             if not conforms(FIELD_NAME_RE, key):
-                raise ValueError(f"versions.{key!r}: not a field name (letters, digits, '_'; "
-                                 "for example 'cuda_toolkit')")
+                raise ValueError(
+                    f"versions.{key!r}: not a field name (letters, digits, '_'; "
+                    "for example 'cuda_toolkit')"
+                )
             if not isinstance(value, str) or not conforms(VERSION_RE, value):
                 raise ValueError(f"versions.{key}: {value!r} is not a version string")
         return self

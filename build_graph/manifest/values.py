@@ -35,13 +35,17 @@ ARG_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 CONTEXT_RE = re.compile(r"^(?!/)(?!.*(?:^|/)\.\.(?:/|$))[A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)*/?$")
 # A source to clone: https, ssh or git URL (a user name, never a password) with an optional
 # @ref; no shell metacharacters and nothing that git could read as an option.
-SOURCE_URL_RE = re.compile(r"^(?:https|ssh|git)://(?:[A-Za-z0-9._-]+@)?"
-                           r"[A-Za-z0-9][A-Za-z0-9._~:/%+=,-]*"
-                           r"(?:@[A-Za-z0-9][A-Za-z0-9._/+-]*)?$")
+SOURCE_URL_RE = re.compile(
+    r"^(?:https|ssh|git)://(?:[A-Za-z0-9._-]+@)?"
+    r"[A-Za-z0-9][A-Za-z0-9._~:/%+=,-]*"
+    r"(?:@[A-Za-z0-9][A-Za-z0-9._/+-]*)?$"
+)
 # A source archive to download (an sdist, a release tarball): an https URL of an archive,
 # pinned by the sha256 of its bytes, written as pip writes it (#sha256=<64 hex>).
-ARCHIVE_URL_RE = re.compile(r"^https://[A-Za-z0-9][A-Za-z0-9._~:/%+=,-]*"
-                            r"\.(?:tar\.gz|tgz|tar\.bz2|tar\.xz|zip)#sha256=[0-9a-f]{64}$")
+ARCHIVE_URL_RE = re.compile(
+    r"^https://[A-Za-z0-9][A-Za-z0-9._~:/%+=,-]*"
+    r"\.(?:tar\.gz|tgz|tar\.bz2|tar\.xz|zip)#sha256=[0-9a-f]{64}$"
+)
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _HOST = r"(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?::[0-9]+)?/)?"
 REPO_RE = re.compile(rf"^{_HOST}{_COMPONENT}(?:/{_COMPONENT})*$")
@@ -109,8 +113,10 @@ def single_line(value: str) -> str:
     or hide what a value says). Raises ValueError naming the character."""
     found = forbidden_character(value)
     if found is not None:
-        raise ValueError(f"{value!r} contains a newline or control character ({found}); "
-                         "values are one line of printable text")
+        raise ValueError(
+            f"{value!r} contains a newline or control character ({found}); "
+            "values are one line of printable text"
+        )
     return value
 
 
@@ -121,17 +127,23 @@ def field_names(text: str) -> list[str]:
     try:
         parts = list(string.Formatter().parse(text))
     except ValueError as exc:
-        raise ValueError(f"{text!r}: {exc}; write a field as {{name}} ({{{{ for a brace)") \
-            from None
+        raise ValueError(f"{text!r}: {exc}; write a field as {{name}} ({{{{ for a brace)") from None
     names = []
     for _, name, spec, conversion in parts:
         if name is None:
             continue
         if spec or conversion or not FIELD_NAME_RE.fullmatch(name):
-            written = "{" + name + (f"!{conversion}" if conversion else "") + \
-                (f":{spec}" if spec else "") + "}"
-            raise ValueError(f"{text!r}: {written} is not a field: only {{name}} is allowed "
-                             "(no format spec, conversion, attribute or index)")
+            written = (
+                "{"
+                + name
+                + (f"!{conversion}" if conversion else "")
+                + (f":{spec}" if spec else "")
+                + "}"
+            )
+            raise ValueError(
+                f"{text!r}: {written} is not a field: only {{name}} is allowed "
+                "(no format spec, conversion, attribute or index)"
+            )
         names.append(name)
     return names
 
@@ -141,5 +153,7 @@ def fill_fields(text: str, fields: Mapping[str, str]) -> str:
     Raises ValueError for bad field syntax (see field_names) and KeyError for an unknown
     name."""
     field_names(text)
-    return "".join(literal + (fields[name] if name is not None else "")
-                   for literal, name, _, _ in string.Formatter().parse(text))
+    return "".join(
+        literal + (fields[name] if name is not None else "")
+        for literal, name, _, _ in string.Formatter().parse(text)
+    )

@@ -18,12 +18,16 @@ MEDIA_TYPE = "application/vnd.in-toto+json"
 VERIFY_PREDICATE = "https://build-graph.dev/verify-report/v1"
 
 
-def statement(repository: str, digest: Digest, predicate_type: str,
-              predicate: dict[str, Any]) -> dict[str, Any]:
+def statement(
+    repository: str, digest: Digest, predicate_type: str, predicate: dict[str, Any]
+) -> dict[str, Any]:
     """The Statement about `repository@digest` carrying `predicate`."""
-    return {"_type": STATEMENT_TYPE,
-            "subject": [{"name": repository, "digest": {"sha256": digest.hex}}],
-            "predicateType": predicate_type, "predicate": predicate}
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": [{"name": repository, "digest": {"sha256": digest.hex}}],
+        "predicateType": predicate_type,
+        "predicate": predicate,
+    }
 
 
 def predicate_of(document: object, predicate_type: str) -> dict[str, Any] | None:

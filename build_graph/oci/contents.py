@@ -53,8 +53,11 @@ class Descriptor:
 
     def entry(self) -> dict[str, Any]:
         """This descriptor as an index entry (what promote writes)."""
-        document: dict[str, Any] = {"mediaType": self.media_type, "digest": str(self.digest),
-                                    "size": self.size}
+        document: dict[str, Any] = {
+            "mediaType": self.media_type,
+            "digest": str(self.digest),
+            "size": self.size,
+        }
         if self.platform is not None:
             os_, _, arch = self.platform.partition("/")
             document["platform"] = {"architecture": arch, "os": os_}
@@ -93,8 +96,10 @@ class Contents:
             return None
         if len(self.images) != 1:
             platforms = ", ".join(d.platform or "no platform" for d in self.images) or "none"
-            raise ValueError(f"{self.digest} is an index of {len(self.images)} images "
-                             f"({platforms}), not of one platform's image")
+            raise ValueError(
+                f"{self.digest} is an index of {len(self.images)} images "
+                f"({platforms}), not of one platform's image"
+            )
         return self.images[0]
 
     def attestations_of(self, digest: Digest) -> tuple[Descriptor, ...]:
@@ -117,13 +122,20 @@ def parse(body: bytes, media_type: str, digest: Digest) -> Contents:
     try:
         if "manifests" in document:
             return _index(document, media_type, digest, len(body))
-        layers = tuple((parse_digest(layer["digest"]), _size(layer["size"]))
-                       for layer in document["layers"])
-        return Contents(digest, media_type, len(body),
-                        config=parse_digest(document["config"]["digest"]), layers=layers)
+        layers = tuple(
+            (parse_digest(layer["digest"]), _size(layer["size"])) for layer in document["layers"]
+        )
+        return Contents(
+            digest,
+            media_type,
+            len(body),
+            config=parse_digest(document["config"]["digest"]),
+            layers=layers,
+        )
     except (KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f"{digest} is neither an image manifest nor an index (missing or "
-                         f"malformed {exc})") from None
+        raise ValueError(
+            f"{digest} is neither an image manifest nor an index (missing or malformed {exc})"
+        ) from None
 
 
 def _index(document: dict[str, Any], media_type: str, digest: Digest, size: int) -> Contents:
@@ -137,22 +149,30 @@ def _index(document: dict[str, Any], media_type: str, digest: Digest, size: int)
         platform = entry.get("platform")
         annotations = entry.get("annotations") or {}
         if not isinstance(annotations, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in annotations.items()):
+            isinstance(k, str) and isinstance(v, str) for k, v in annotations.items()
+        ):
             raise TypeError("'annotations'")
-        descriptor = Descriptor(parse_digest(entry["digest"]), _size(entry["size"]),
-                                str(entry["mediaType"]),
-                                stated_platform(platform) if isinstance(platform, dict) else None,
-                                tuple(sorted(annotations.items())))
-        if annotations.get(REFERENCE_TYPE) == ATTESTATION or \
-                descriptor.platform == UNKNOWN_PLATFORM:
+        descriptor = Descriptor(
+            parse_digest(entry["digest"]),
+            _size(entry["size"]),
+            str(entry["mediaType"]),
+            stated_platform(platform) if isinstance(platform, dict) else None,
+            tuple(sorted(annotations.items())),
+        )
+        if (
+            annotations.get(REFERENCE_TYPE) == ATTESTATION
+            or descriptor.platform == UNKNOWN_PLATFORM
+        ):
             attestations.append(_attestation(digest, descriptor))
         else:
             images.append(descriptor)
     ours = {i.digest for i in images}
     for attestation in attestations:
         if attestation.about not in ours:
-            raise ValueError(f"{digest} holds an attestation ({attestation.digest}) about "
-                             f"{attestation.about}, which is no image of that index")
+            raise ValueError(
+                f"{digest} holds an attestation ({attestation.digest}) about "
+                f"{attestation.about}, which is no image of that index"
+            )
     return Contents(digest, media_type, size, tuple(images), tuple(attestations))
 
 
@@ -162,12 +182,16 @@ def _attestation(index: Digest, entry: Descriptor) -> Descriptor:
     of a real platform labelled as an attestation, to ride along unverified) is refused."""
     said = dict(entry.annotations)
     if said.get(REFERENCE_TYPE) != ATTESTATION or entry.platform != UNKNOWN_PLATFORM:
-        raise ValueError(f"{index}: its entry {entry.digest} (platform {entry.platform}) is "
-                         "neither an image of a platform nor an attestation manifest of "
-                         f"platform {UNKNOWN_PLATFORM}")
+        raise ValueError(
+            f"{index}: its entry {entry.digest} (platform {entry.platform}) is "
+            "neither an image of a platform nor an attestation manifest of "
+            f"platform {UNKNOWN_PLATFORM}"
+        )
     if entry.media_type not in IMAGE_TYPES or REFERENCE_DIGEST not in said:
-        raise ValueError(f"{index}: its attestation {entry.digest} is no image manifest "
-                         f"saying which image it is about ({REFERENCE_DIGEST})")
+        raise ValueError(
+            f"{index}: its attestation {entry.digest} is no image manifest "
+            f"saying which image it is about ({REFERENCE_DIGEST})"
+        )
     return dataclasses.replace(entry, about=parse_digest(said[REFERENCE_DIGEST]))
 
 

@@ -58,8 +58,9 @@ def parse_digest(value: object) -> Digest:
     if algorithm != "sha256":
         raise ValueError(f"{shown} is a {algorithm} digest; only sha256 digests are accepted")
     if not _HEX.fullmatch(encoded):
-        raise ValueError(f"{shown} is not a sha256 digest (expected 64 lowercase hex "
-                         "characters after 'sha256:')")
+        raise ValueError(
+            f"{shown} is not a sha256 digest (expected 64 lowercase hex characters after 'sha256:')"
+        )
     return Digest(encoded)
 
 

@@ -29,8 +29,16 @@ from build_graph.oci.contents import (
 from build_graph.oci.digest import Digest
 from build_graph.oci.platforms import Platform
 
-__all__ = ["DOCKER_LIST", "DOCKER_MANIFEST", "INDEX_TYPES", "OCI_INDEX", "OCI_MANIFEST",
-           "Entry", "Index", "build_index"]
+__all__ = [
+    "DOCKER_LIST",
+    "DOCKER_MANIFEST",
+    "INDEX_TYPES",
+    "OCI_INDEX",
+    "OCI_MANIFEST",
+    "Entry",
+    "Index",
+    "build_index",
+]
 
 
 @dataclass(frozen=True)
@@ -61,22 +69,35 @@ def build_index(entries: Sequence[Entry], attestations: Sequence[Descriptor] = (
         raise ValueError(f"two images of one platform: {', '.join(p.text for p in platforms)}")
     for entry in entries:
         if entry.media_type not in (DOCKER_MANIFEST, OCI_MANIFEST):
-            raise ValueError(f"{entry.digest} ({entry.platform.text}) is a "
-                             f"{entry.media_type or 'manifest of no stated kind'}, not one "
-                             "platform's image manifest")
+            raise ValueError(
+                f"{entry.digest} ({entry.platform.text}) is a "
+                f"{entry.media_type or 'manifest of no stated kind'}, not one "
+                "platform's image manifest"
+            )
     digests = {e.digest for e in entries}
     for attestation in attestations:
         if attestation.about not in digests:
-            raise ValueError(f"the attestation {attestation.digest} is about "
-                             f"{attestation.about}, which is no entry of this index")
+            raise ValueError(
+                f"the attestation {attestation.digest} is about "
+                f"{attestation.about}, which is no entry of this index"
+            )
     docker = not attestations and all(e.media_type == DOCKER_MANIFEST for e in entries)
     media_type = DOCKER_LIST if docker else OCI_INDEX
     document = {
         "schemaVersion": 2,
         "mediaType": media_type,
-        "manifests": [*({"mediaType": e.media_type, "digest": str(e.digest), "size": e.size,
-                         "platform": e.platform.index_entry()} for e in entries),
-                      *(a.entry() for a in attestations)],
+        "manifests": [
+            *(
+                {
+                    "mediaType": e.media_type,
+                    "digest": str(e.digest),
+                    "size": e.size,
+                    "platform": e.platform.index_entry(),
+                }
+                for e in entries
+            ),
+            *(a.entry() for a in attestations),
+        ],
     }
     body = json.dumps(document, indent=2, sort_keys=True).encode() + b"\n"
     return Index(body, media_type, Digest.of(body))

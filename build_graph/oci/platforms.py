@@ -45,8 +45,12 @@ class Platform:
 _MACHINES = {"amd64": "x86_64", "arm64": "aarch64"}
 SUPPORTED = tuple(f"linux/{arch}" for arch in _MACHINES)
 # What people write for them, and what it means.
-_ALIASES = {"linux/arm64/v8": "linux/arm64", "linux/x86_64": "linux/amd64",
-            "linux/aarch64": "linux/arm64", "linux/x86-64": "linux/amd64"}
+_ALIASES = {
+    "linux/arm64/v8": "linux/arm64",
+    "linux/x86_64": "linux/amd64",
+    "linux/aarch64": "linux/arm64",
+    "linux/x86-64": "linux/amd64",
+}
 
 
 def parse_platform(text: str) -> Platform:
@@ -58,8 +62,10 @@ def parse_platform(text: str) -> Platform:
         return Platform(os_name, arch)
     if text in _ALIASES:
         raise ValueError(f"{text!r}: write {_ALIASES[text]!r} (Docker's name for it)")
-    raise ValueError(f"{text!r} is not a platform this tool builds for"
-                     f"{did_you_mean(text, SUPPORTED)}; supported: {', '.join(SUPPORTED)}")
+    raise ValueError(
+        f"{text!r} is not a platform this tool builds for"
+        f"{did_you_mean(text, SUPPORTED)}; supported: {', '.join(SUPPORTED)}"
+    )
 
 
 def stated_platform(document: Any) -> str | None:
@@ -88,11 +94,16 @@ def platform_of_machine(machine: str) -> Platform | None:
     return None
 
 
-EMULATION = ("register QEMU user emulation for it (binfmt_misc): scripts/services.sh arm64 "
-             "on Debian, or `docker run --privileged --rm tonistiigi/binfmt --install arm64`")
+EMULATION = (
+    "register QEMU user emulation for it (binfmt_misc): scripts/services.sh arm64 "
+    "on Debian, or `docker run --privileged --rm tonistiigi/binfmt --install arm64`"
+)
 
 
 def emulation_hint(output: str) -> str:
     """A hint for output that shows the kernel refused another architecture's program."""
-    return (f"; this host cannot run that platform's programs: {EMULATION}"
-            if "exec format error" in output.lower() else "")
+    return (
+        f"; this host cannot run that platform's programs: {EMULATION}"
+        if "exec format error" in output.lower()
+        else ""
+    )

@@ -51,16 +51,20 @@ def advice(host: str, exc: BaseException) -> str:
         return f"check {host}'s certificate, or the CA bundle this machine trusts"
     if is_loopback(host):
         return START_LOCAL
-    return ("check the registry address (images.toml's [stack] registry, or the tier's "
-            "`from`) and the network")
+    return (
+        "check the registry address (images.toml's [stack] registry, or the tier's "
+        "`from`) and the network"
+    )
 
 
 def hint(host: str, said: str = "") -> str:
     """Advice for a failure the Docker daemon reports about `host` (`said`: its words)."""
     if "x509:" in said or "tls:" in said:
-        return ("the Docker daemon does not trust a certificate on the way: a registry's CA "
-                f"goes in its /etc/docker/certs.d/{host}/ca.crt, a token service's in the "
-                "system trust store of the daemon's machine (or its SSL_CERT_DIR)")
+        return (
+            "the Docker daemon does not trust a certificate on the way: a registry's CA "
+            f"goes in its /etc/docker/certs.d/{host}/ca.crt, a token service's in the "
+            "system trust store of the daemon's machine (or its SSL_CERT_DIR)"
+        )
     if is_loopback(host):
         return f"is it running? ({START_LOCAL})"
     return f"are you logged in (`docker login {host}`), and does it answer?"
@@ -68,8 +72,7 @@ def hint(host: str, said: str = "") -> str:
 
 def unreachable(host: str, exc: BaseException) -> RegistryError:
     """The error for a request to `host` that got no usable answer."""
-    return RegistryError(f"cannot ask the registry {host}: {cause(exc)}; "
-                         f"{advice(host, exc)}")
+    return RegistryError(f"cannot ask the registry {host}: {cause(exc)}; {advice(host, exc)}")
 
 
 def status_advice(host: str, status: int) -> str:
@@ -86,5 +89,6 @@ def refused(host: str, what: str, status: int, body: bytes = b"") -> RegistryErr
     """The error for an HTTP answer that is neither success nor a definite 'absent'."""
     text = shown(body[:200].decode("utf-8", "replace")).strip()  # the registry's words
     said = f" (it said: {text})" if text else ""
-    return RegistryError(f"the registry {host} answered HTTP {status} to {what}{said}; "
-                         f"{status_advice(host, status)}")
+    return RegistryError(
+        f"the registry {host} answered HTTP {status} to {what}{said}; {status_advice(host, status)}"
+    )

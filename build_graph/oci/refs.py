@@ -69,10 +69,10 @@ def parse_ref(ref: str) -> Ref:
     """A reference as the Docker CLI reads it: no host means Docker Hub (and 'library/'
     for one-part names), no tag means 'latest', '@sha256:...' names a digest."""
     host = registry_of(ref)
-    rest = ref[len(host) + 1:] if ref.startswith(f"{host}/") else ref
+    rest = ref[len(host) + 1 :] if ref.startswith(f"{host}/") else ref
     name, at, digest = rest.partition("@")
     slash, colon = name.rfind("/"), name.rfind(":")
-    name, tag = (name[:colon], name[colon + 1:]) if colon > slash else (name, "latest")
+    name, tag = (name[:colon], name[colon + 1 :]) if colon > slash else (name, "latest")
     if at:  # 'name:tag@sha256:...' names the digest; the tag is only a reminder
         try:
             reference = str(parse_digest(digest))

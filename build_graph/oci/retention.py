@@ -111,8 +111,12 @@ def decide(repo: Repository, planned: Iterable[str], policy: Policy) -> list[Dec
         elif tag_kind(tag) == "human" or (image.digest is None and tag_kind(tag) == "hash"):
             unread.append(tag)
     # An index a human tag names keeps every platform image it refers to.
-    indexed = {digest: tag for tag, image in sorted(repo.tags.items())
-               if tag_kind(tag) == "human" for digest in image.refers_to}
+    indexed = {
+        digest: tag
+        for tag, image in sorted(repo.tags.items())
+        if tag_kind(tag) == "human"
+        for digest in image.refers_to
+    }
     # A digest only human tags name is not a build of ours: kept, and not judged.
     builds = [d for d, tags in by_digest.items() if any(tag_kind(t) == "hash" for t in tags)]
     # Ranked among builds whose age is known: an unreadable one is kept anyway and must not
@@ -128,13 +132,23 @@ def decide(repo: Repository, planned: Iterable[str], policy: Policy) -> list[Dec
         rank = ranks[platform] = ranks.get(platform, -1) + 1
         inside = _contains(repo, tags)
         index_tag = next((indexed[d] for d in (digest, *inside) if d in indexed), None)
-        why = (f"kept: the index under the human tag {index_tag!r} refers to it"
-               if index_tag is not None else
-               _keeps(repo, tags, (rank, platform), planned_tags, policy, unread))
+        why = (
+            f"kept: the index under the human tag {index_tag!r} refers to it"
+            if index_tag is not None
+            else _keeps(repo, tags, (rank, platform), planned_tags, policy, unread)
+        )
         hashes = tuple(t for t in tags if tag_kind(t) == "hash")
-        decisions.append(Decision(repo.name, digest, hashes, delete=why is None,
-                                  why=why or _old(repo, tags, policy),
-                                  artifacts=_artifacts_of(repo, digest), inner=inside))
+        decisions.append(
+            Decision(
+                repo.name,
+                digest,
+                hashes,
+                delete=why is None,
+                why=why or _old(repo, tags, policy),
+                artifacts=_artifacts_of(repo, digest),
+                inner=inside,
+            )
+        )
     return _shared_inner_kept(repo, decisions)
 
 
@@ -146,14 +160,29 @@ def _shared_inner_kept(repo: Repository, decisions: list[Decision]) -> list[Deci
     """A manifest inside a deleted image's index stays when anything staying names it or
     holds it (identical builds share their platform manifest)."""
     doomed = {d.digest for d in decisions if d.delete}
-    staying = {x for image in repo.tags.values() if image.digest not in doomed
-               for x in (image.digest, *image.contains, *image.refers_to) if x is not None}
-    return [dataclasses.replace(d, inner=tuple(x for x in d.inner if x not in staying))
-            if d.delete else dataclasses.replace(d, inner=()) for d in decisions]
+    staying = {
+        x
+        for image in repo.tags.values()
+        if image.digest not in doomed
+        for x in (image.digest, *image.contains, *image.refers_to)
+        if x is not None
+    }
+    return [
+        dataclasses.replace(d, inner=tuple(x for x in d.inner if x not in staying))
+        if d.delete
+        else dataclasses.replace(d, inner=())
+        for d in decisions
+    ]
 
 
-def _keeps(repo: Repository, tags: list[str], rank: tuple[int, str | None], planned: set[str],
-           policy: Policy, unread: list[str]) -> str | None:
+def _keeps(
+    repo: Repository,
+    tags: list[str],
+    rank: tuple[int, str | None],
+    planned: set[str],
+    policy: Policy,
+    unread: list[str],
+) -> str | None:
     """Why the digest named by `tags` stays, or None when nothing keeps it. `rank`: its
     place among the builds of its platform (newest first), and that platform."""
     images = [repo.tags[t] for t in tags]
@@ -167,8 +196,11 @@ def _keeps(repo: Repository, tags: list[str], rank: tuple[int, str | None], plan
         return f"kept: the current plan builds it ({in_plan[0]})"
     builds = [repo.tags[t] for t in tags if tag_kind(t) == "hash"]
     if others := [i.stack for i in builds if i.stack != policy.stack]:
-        return (f"kept: built by the stack {others[0]!r}, not this one" if others[0]
-                else "kept: no build-graph stack label: not a build of this stack")
+        return (
+            f"kept: built by the stack {others[0]!r}, not this one"
+            if others[0]
+            else "kept: no build-graph stack label: not a build of this stack"
+        )
     if rank[0] < policy.keep:
         of = f"for {rank[1]}" if rank[1] else "whose platform is unknown"
         return f"kept: one of the newest {policy.keep} builds {of}"
@@ -191,14 +223,18 @@ def _created(repo: Repository, tags: list[str]) -> datetime.datetime | None:
 
 def _platform(repo: Repository, tags: list[str]) -> str | None:
     """The platform of the hash-tag images `tags` name (one digest: one image)."""
-    return next((p for t in tags if tag_kind(t) == "hash"
-                 and (p := repo.tags[t].platform) is not None), None)
+    return next(
+        (p for t in tags if tag_kind(t) == "hash" and (p := repo.tags[t].platform) is not None),
+        None,
+    )
 
 
 def _old(repo: Repository, tags: list[str], policy: Policy) -> str:
     created = _created(repo, tags) or _EPOCH
-    return (f"unused: not in the plan, no human tag, older than {_days(policy.older_than)} "
-            f"(created {created:%Y-%m-%d %H:%M})")
+    return (
+        f"unused: not in the plan, no human tag, older than {_days(policy.older_than)} "
+        f"(created {created:%Y-%m-%d %H:%M})"
+    )
 
 
 def _days(span: datetime.timedelta) -> str:
@@ -206,8 +242,11 @@ def _days(span: datetime.timedelta) -> str:
 
 
 def _artifacts_of(repo: Repository, digest: Digest) -> tuple[tuple[str, Digest], ...]:
-    return tuple((tag, image.digest) for tag, image in sorted(repo.tags.items())
-                 if artifact_subject(tag) == digest and image.digest is not None)
+    return tuple(
+        (tag, image.digest)
+        for tag, image in sorted(repo.tags.items())
+        if artifact_subject(tag) == digest and image.digest is not None
+    )
 
 
 def bytes_freed(decisions: Iterable[Decision], repos: Iterable[Repository]) -> int:
@@ -233,7 +272,8 @@ def parse_age(text: str) -> datetime.timedelta:
     """'14d', '12h', '30m', '0s' -> a timedelta; ValueError names the accepted forms."""
     match = re.fullmatch(r"(\d+)([dhms])", text.strip())
     if not match:
-        raise ValueError(f"--older-than {text!r}: expected a number and a unit, e.g. 14d, "
-                         "12h, 30m or 0s")
+        raise ValueError(
+            f"--older-than {text!r}: expected a number and a unit, e.g. 14d, 12h, 30m or 0s"
+        )
     unit = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}[match[2]]
     return datetime.timedelta(**{unit: int(match[1])})

@@ -67,7 +67,7 @@ def shape_of(tag: str, owners: tuple[str | None, ...], editable: Collection[str]
     at = 0
     for i, part in enumerate(_RUNS.split(tag)):
         if i % 2:
-            names = set(owners[at:at + len(part)])
+            names = set(owners[at : at + len(part)])
             name = names.pop() if len(names) == 1 else None
             runs.append(part)
             owned.append(name if name in editable else None)
@@ -84,8 +84,9 @@ def _number(runs: Iterable[str]) -> tuple[int, ...]:
 def newer_tags(shape: Shape, tags: Iterable[str]) -> list[str]:
     """Tags of the same shape whose digits, read as a version, are newer; newest first."""
     now = _number(shape.runs)
-    found = {t: n for t in tags if (runs := shape.runs_of(t)) is not None
-             and (n := _number(runs)) > now}
+    found = {
+        t: n for t in tags if (runs := shape.runs_of(t)) is not None and (n := _number(runs)) > now
+    }
     return sorted(found, key=lambda t: (found[t], t), reverse=True)
 
 
@@ -102,11 +103,11 @@ def newer_values(shape: Shape, field: str, value: str, tags: Iterable[str]) -> l
     found: dict[str, tuple[tuple[int, ...], str]] = {}
     for tag in tags:
         runs = shape.runs_of(tag)
-        if runs is None or any(runs[i] != r for i, r in enumerate(shape.runs)
-                               if shape.owners[i] != field):
+        if runs is None or any(
+            runs[i] != r for i, r in enumerate(shape.runs) if shape.owners[i] != field
+        ):
             continue
-        chunks = {tuple(runs[i] for i in mine[k:k + width])
-                  for k in range(0, len(mine), width)}
+        chunks = {tuple(runs[i] for i in mine[k : k + width]) for k in range(0, len(mine), width)}
         if len(chunks) != 1:  # the field twice in the tag, with two values: not one edit
             continue
         chunk = chunks.pop()

@@ -58,11 +58,21 @@ def load_plan(manifest: Path) -> tuple[Stack, list[PlannedTier]]:
     planned = plan(stack)
     inputs = [manifest, lock_path(manifest), *stack.template_dirs, PACKAGE]
     inputs += [stack.root / entry for tier in planned for entry in tier.spec.context]
-    inputs += [stack.root / src.location for tier in planned if tier.spec.compile
-               for src in tier.spec.compile.sources if src.kind == "local"]
+    inputs += [
+        stack.root / src.location
+        for tier in planned
+        if tier.spec.compile
+        for src in tier.spec.compile.sources
+        if src.kind == "local"
+    ]
     roots = [str(p) for p in dict.fromkeys(inputs)]
-    payload = {"tool": __version__, "manifest": str(manifest), "roots": roots,
-               "inputs": _stats(inputs, manifest.parent), "plan": (stack, planned)}
+    payload = {
+        "tool": __version__,
+        "manifest": str(manifest),
+        "roots": roots,
+        "inputs": _stats(inputs, manifest.parent),
+        "plan": (stack, planned),
+    }
     write_bytes_if_changed(cache, pickle.dumps(payload))
     return stack, planned
 
@@ -85,6 +95,7 @@ def _read(cache: Path, manifest: Path) -> tuple[Stack, list[PlannedTier]] | None
 def _tree(folder: Path, root: Path) -> list[Path]:
     """The folder, every folder below it and every file in them (bytecode and the tool's
     own files below `root`, the manifest's folder, aside)."""
+
     def kept(path: Path) -> bool:
         return not (path.is_relative_to(root) and tool_owned(path.relative_to(root).as_posix()))
 

@@ -22,9 +22,19 @@ from pathlib import Path
 from build_graph.fs import inside
 from build_graph.layout import DOIT_DB, OWN_FOLDER, PLAN_CACHE, RUN_LOCK, BuildFolder
 
-DEFAULT_EXCLUDES = (".git", "**/.git", ".env", "**/.env", ".env.*", "**/.env.*",
-                    "**/__pycache__", "**/*.pyc", "**/.mypy_cache", "**/.pytest_cache",
-                    "**/.ruff_cache")
+DEFAULT_EXCLUDES = (
+    ".git",
+    "**/.git",
+    ".env",
+    "**/.env",
+    ".env.*",
+    "**/.env.*",
+    "**/__pycache__",
+    "**/*.pyc",
+    "**/.mypy_cache",
+    "**/.pytest_cache",
+    "**/.ruff_cache",
+)
 IGNORE_FILE = ".dockerignore"
 # What a compile leaves in a source folder it builds in place (relative to the source):
 # the compile stage never copied these, so they are not hashed either.
@@ -75,8 +85,18 @@ def _translate(pattern: str) -> str:
 
 
 # Relative to the manifest's folder; not Rules a '!' could undo: tool_owned() is asked first.
-_TOOL_OWNED = (OWN_FOLDER, ".venv", "**/.venv", ".doit.db", ".doit.db.*", "**/.doit.db",
-               "**/.doit.db.*", f"**/{PLAN_CACHE}", f"**/{DOIT_DB}", f"**/{RUN_LOCK}")
+_TOOL_OWNED = (
+    OWN_FOLDER,
+    ".venv",
+    "**/.venv",
+    ".doit.db",
+    ".doit.db.*",
+    "**/.doit.db",
+    "**/.doit.db.*",
+    f"**/{PLAN_CACHE}",
+    f"**/{DOIT_DB}",
+    f"**/{RUN_LOCK}",
+)
 _TOOL_RULES = compile_rules(_TOOL_OWNED)
 
 
@@ -86,7 +106,8 @@ def tool_owned(relative: str, root: Path | None = None) -> bool:
     and (given `root`) the build folder of a stack nested below. Never hashed, never sent."""
     normal = os.path.normpath(relative)
     return excluded(normal, _TOOL_RULES) or (
-        root is not None and BuildFolder.looks_like(root / normal))
+        root is not None and BuildFolder.looks_like(root / normal)
+    )
 
 
 def excluded(relative: str, rules: list[Rule]) -> bool:
@@ -97,8 +118,9 @@ def excluded(relative: str, rules: list[Rule]) -> bool:
     return verdict
 
 
-def context_files(root: Path, entries: Iterable[str], excludes: Iterable[str] = (),
-                  within: Iterable[str] = ()) -> list[tuple[str, Path]]:
+def context_files(
+    root: Path, entries: Iterable[str], excludes: Iterable[str] = (), within: Iterable[str] = ()
+) -> list[tuple[str, Path]]:
     """(name relative to root, path) of every file a build sees, sorted per entry.
 
     `excludes` are patterns relative to root, `within` patterns relative to each entry (as
@@ -110,16 +132,23 @@ def context_files(root: Path, entries: Iterable[str], excludes: Iterable[str] = 
     for entry in entries:
         base = root / entry
         if os.path.isabs(entry) or ".." in Path(entry).parts or not inside(root, base):
-            raise ContextError(entry, f"leaves the manifest's folder {root}; contexts are "
-                                      "paths below it")
+            raise ContextError(
+                entry, f"leaves the manifest's folder {root}; contexts are paths below it"
+            )
         if tool_owned(entry, root):
-            raise ContextError(entry, "is build-graph's own (build/ beside the manifest, "
-                                      ".venv, doit's database): never part of a context or "
-                                      "a source; name the folders to send instead")
+            raise ContextError(
+                entry,
+                "is build-graph's own (build/ beside the manifest, "
+                ".venv, doit's database): never part of a context or "
+                "a source; name the folders to send instead",
+            )
         if base.is_file():
             if excluded(entry, tier_rules):  # a file named outright obeys the rules too
-                raise ContextError(entry, "is never sent (.git, .env, tool caches, or this "
-                                          "tier's exclude); name another file")
+                raise ContextError(
+                    entry,
+                    "is never sent (.git, .env, tool caches, or this "
+                    "tier's exclude); name another file",
+                )
             found.append((entry, _target(root, entry, base, tier_rules)))
             continue
         local = compile_rules([*_read_ignore(base), *within])
@@ -128,8 +157,11 @@ def context_files(root: Path, entries: Iterable[str], excludes: Iterable[str] = 
             if excluded(name, tier_rules) or excluded(path.relative_to(base).as_posix(), local):
                 continue
             if path.is_symlink() and not inside(root, path):
-                raise ContextError(entry, f"{name} is a symlink to {path.resolve()}, outside "
-                                          f"the manifest's folder; copy the file in instead")
+                raise ContextError(
+                    entry,
+                    f"{name} is a symlink to {path.resolve()}, outside "
+                    f"the manifest's folder; copy the file in instead",
+                )
             if path.is_file():
                 found.append((name, _target(root, entry, path, tier_rules)))
     return found
@@ -142,8 +174,11 @@ def _target(root: Path, entry: str, path: Path, rules: list[Rule]) -> Path:
         return path
     target = path.resolve().relative_to(root.resolve()).as_posix()
     if excluded(target, rules) or tool_owned(target, root):
-        raise ContextError(entry, f"{path.relative_to(root).as_posix()} is a symlink to "
-                                  f"{target}, which is never sent; copy what is needed in")
+        raise ContextError(
+            entry,
+            f"{path.relative_to(root).as_posix()} is a symlink to "
+            f"{target}, which is never sent; copy what is needed in",
+        )
     return path
 
 
@@ -167,9 +202,11 @@ def _walk(folder: Path, root: Path) -> list[Path]:
     files: list[Path] = []
     for current, dirs, names in os.walk(folder):
         here = Path(current)
-        dirs[:] = sorted(d for d in dirs
-                         if not tool_owned((here / d).relative_to(root).as_posix(), root))
-        files.extend(here / n for n in names
-                     if not tool_owned((here / n).relative_to(root).as_posix()))
+        dirs[:] = sorted(
+            d for d in dirs if not tool_owned((here / d).relative_to(root).as_posix(), root)
+        )
+        files.extend(
+            here / n for n in names if not tool_owned((here / n).relative_to(root).as_posix())
+        )
         files.extend(here / d for d in dirs if (here / d).is_symlink())
     return sorted(files)

@@ -90,42 +90,65 @@ def plan(stack: Stack) -> list[PlannedTier]:
         done: dict[tuple[str, str | None], PlannedTier] = {}
         for tier in variant.tiers:
             for platform in tier.platforms or (None,):
-                done[(tier.name, platform)] = _plan_tier(stack, env, variant, tier, done, lock,
-                                                         platform)
+                done[(tier.name, platform)] = _plan_tier(
+                    stack, env, variant, tier, done, lock, platform
+                )
         planned.extend(done.values())
     return planned
 
 
 def git_sources(stack: Stack) -> list[Source]:
     """Every git source of `compile.sources` (once per text 'url@ref'): what the lock pins."""
-    found = {s.text: s for v in stack.variants for t in v.tiers if t.compile
-             for s in t.compile.sources if s.kind == "git"}
+    found = {
+        s.text: s
+        for v in stack.variants
+        for t in v.tiers
+        if t.compile
+        for s in t.compile.sources
+        if s.kind == "git"
+    }
     return list(found.values())
 
 
 def from_images(stack: Stack) -> list[str]:
     """Every external image a `from` names, in every variant (what images.lock pins)."""
-    return list(dict.fromkeys(t.from_image for v in stack.variants for t in v.tiers
-                              if t.from_image))
+    return list(
+        dict.fromkeys(t.from_image for v in stack.variants for t in v.tiers if t.from_image)
+    )
 
 
-def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier: TierSpec,
-               done: dict[tuple[str, str | None], PlannedTier], lock: Lock,
-               platform: str | None) -> PlannedTier:
+def _plan_tier(
+    stack: Stack,
+    env: jinja2.Environment,
+    variant: VariantSpec,
+    tier: TierSpec,
+    done: dict[tuple[str, str | None], PlannedTier],
+    lock: Lock,
+    platform: str | None,
+) -> PlannedTier:
     parent = done[(tier.parent, platform)] if tier.parent else None
     builder = done[(tier.compile.builder, platform)] if tier.compile else None
     pin = lock.images.get(str(tier.from_image)) if parent is None else None
     if pin == LOCAL and platform is not None:
-        raise ConfigError([ConfigIssue(lock_path(stack.manifest), f'from."{tier.from_image}"',
-            f"{tier.from_image} exists only in this Docker daemon ({LOCAL!r}): one image of "
-            f"one platform, and tiers.{tier.name} is built per platform "
-            f"({', '.join(tier.platforms)}); "
-            "name a `from` image in a registry that holds each platform (an index, as "
-            "debian, ubuntu and nvidia/cuda are; `scripts/services.sh arm64` puts "
-            "127.0.0.1:5000/seed/debian:bookworm-slim in the loopback registry)")])
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    lock_path(stack.manifest),
+                    f'from."{tier.from_image}"',
+                    f"{tier.from_image} exists only in this Docker daemon ({LOCAL!r}): "
+                    "one image of "
+                    f"one platform, and tiers.{tier.name} is built per platform "
+                    f"({', '.join(tier.platforms)}); "
+                    "name a `from` image in a registry that holds each platform (an index, as "
+                    "debian, ubuntu and nvidia/cuda are; `scripts/services.sh arm64` puts "
+                    "127.0.0.1:5000/seed/debian:bookworm-slim in the loopback registry)",
+                )
+            ]
+        )
     base_image = parent.image if parent else pinned_image(str(tier.from_image), pin)
-    context = tier_context(stack, variant, tier, base_image, builder.image if builder else None,
-                           lock.sources, platform)
+    context = tier_context(
+        stack, variant, tier, base_image, builder.image if builder else None, lock.sources, platform
+    )
     dockerfile = render(env, tier.template, context)
     script = render(env, tier.compile.script, context) if tier.compile else None
     try:
@@ -133,46 +156,78 @@ def _plan_tier(stack: Stack, env: jinja2.Environment, variant: VariantSpec, tier
         sources = _local_sources(stack, tier)
     except ContextError as exc:
         key = "compile.sources" if exc.entry not in tier.context else "context"
-        raise ConfigError([ConfigIssue(stack.manifest, f"tiers.{tier.name}.{key}",
-                                       str(exc))]) from None
+        raise ConfigError(
+            [ConfigIssue(stack.manifest, f"tiers.{tier.name}.{key}", str(exc))]
+        ) from None
     compile_hash = None
     if tier.compile is not None and builder is not None:
-        compile_hash = content_hash({
-            "builder": builder.content_hash, "script": script,
-            "sources": [file_digest(n, p) for _, n, p in sources],
-            # (name, text) pairs: the JSON the hash has always read (hash schema 2).
-            "spec": [[(s.name, s.text) for s in tier.compile.sources], tier.compile.env,
-                     tier.compile.outputs],
-            "commits": {s.text: lock.sources.get(s.text) for s in tier.compile.sources
-                        if s.kind == "git"}})
+        compile_hash = content_hash(
+            {
+                "builder": builder.content_hash,
+                "script": script,
+                "sources": [file_digest(n, p) for _, n, p in sources],
+                # (name, text) pairs: the JSON the hash has always read (hash schema 2).
+                "spec": [
+                    [(s.name, s.text) for s in tier.compile.sources],
+                    tier.compile.env,
+                    tier.compile.outputs,
+                ],
+                "commits": {
+                    s.text: lock.sources.get(s.text)
+                    for s in tier.compile.sources
+                    if s.kind == "git"
+                },
+            }
+        )
     digests = [file_digest(n, p) for n, p in files]
     # The platform is an input only where images.toml names platforms: the hashes of a
     # stack built for the build host alone stay what they always were.
     per_platform = {"platform": platform} if platform else {}
-    tag_hash = content_hash({
-        "dockerfile": dockerfile, "context": digests,
-        "build_args": dict(tier.build_args), "parent": parent.content_hash if parent else None,
-        "compile": compile_hash, "from_pin": pin, **per_platform,
-    })
-    inputs = (("dockerfile", _short(dockerfile)),
-              ("build_args", _short(json.dumps(dict(tier.build_args), sort_keys=True))),
-              ("parent", parent.content_hash if parent else f"{base_image} ({pin or 'unpinned'})"),
-              ("compile", compile_hash or "-"),
-              *((f"file:{d.path}", d.sha256[:16] + ("x" if d.executable else "")) for d in digests),
-              *((("platform", platform),) if platform else ()))
+    tag_hash = content_hash(
+        {
+            "dockerfile": dockerfile,
+            "context": digests,
+            "build_args": dict(tier.build_args),
+            "parent": parent.content_hash if parent else None,
+            "compile": compile_hash,
+            "from_pin": pin,
+            **per_platform,
+        }
+    )
+    inputs = (
+        ("dockerfile", _short(dockerfile)),
+        ("build_args", _short(json.dumps(dict(tier.build_args), sort_keys=True))),
+        ("parent", parent.content_hash if parent else f"{base_image} ({pin or 'unpinned'})"),
+        ("compile", compile_hash or "-"),
+        *((f"file:{d.path}", d.sha256[:16] + ("x" if d.executable else "")) for d in digests),
+        *((("platform", platform),) if platform else ()),
+    )
     is_default = variant.name == stack.default_variant
     return PlannedTier(
-        spec=tier, key=task_key(stack, tier.name, variant.name, platform),
-        group_key=task_key(stack, tier.name, variant.name), platform=platform,
-        folder=stack.build_folder.tier(variant.name, tier.name, platform), dockerfile=dockerfile,
-        script=script, context_files=files, source_files=sources, content_hash=tag_hash,
-        repository=f"{stack.registry}/{tier.name}", base_image=base_image,
-        parent_key=parent.key if parent else None, builder_key=builder.key if builder else None,
+        spec=tier,
+        key=task_key(stack, tier.name, variant.name, platform),
+        group_key=task_key(stack, tier.name, variant.name),
+        platform=platform,
+        folder=stack.build_folder.tier(variant.name, tier.name, platform),
+        dockerfile=dockerfile,
+        script=script,
+        context_files=files,
+        source_files=sources,
+        content_hash=tag_hash,
+        repository=f"{stack.registry}/{tier.name}",
+        base_image=base_image,
+        parent_key=parent.key if parent else None,
+        builder_key=builder.key if builder else None,
         builder_image=builder.image if builder else None,
-        human_tags=tier.tags + ((LATEST,) if is_default else ()), compile_hash=compile_hash,
-        expect=replace(expectation_for(variant, tier.name), platform=platform,
-                       machine=parse_platform(platform).machine if platform else None),
-        inputs=inputs)
+        human_tags=tier.tags + ((LATEST,) if is_default else ()),
+        compile_hash=compile_hash,
+        expect=replace(
+            expectation_for(variant, tier.name),
+            platform=platform,
+            machine=parse_platform(platform).machine if platform else None,
+        ),
+        inputs=inputs,
+    )
 
 
 def _short(text: str) -> str:
@@ -185,6 +240,9 @@ def _local_sources(stack: Stack, tier: TierSpec) -> tuple[tuple[str, str, Path],
     sha256 instead), by the context rules: `.git`, `.env`, `.dockerignore`'d files never."""
     if tier.compile is None:
         return ()
-    return tuple((source.name, relative, path) for source in tier.compile.sources
-                 if source.kind == "local"
-                 for relative, path in source_files(stack.root, source.text))
+    return tuple(
+        (source.name, relative, path)
+        for source in tier.compile.sources
+        if source.kind == "local"
+        for relative, path in source_files(stack.root, source.text)
+    )

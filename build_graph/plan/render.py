@@ -16,6 +16,7 @@ from build_graph.manifest.model import Stack, TierSpec, VariantSpec
 if TYPE_CHECKING:  # Jinja is imported only when something is rendered (not on a no-op)
     import jinja2
 
+
 def environment(stack: Stack) -> jinja2.Environment:
     """The Jinja environment: the manifest's templates/ first, then the shipped ones."""
     import jinja2
@@ -34,8 +35,7 @@ def environment(stack: Stack) -> jinja2.Environment:
     env.filters["pin"] = lambda name, versions: f"{name}=={versions[name]}"
     env.filters["shjoin"] = lambda items: " ".join(shlex.quote(str(i)) for i in items)
     # A global, so the macros imported without context see it (_macros.j2's pip_mounts).
-    env.globals["host_ca"] = {"path": HOST_CA, "secret": settings.CA_SECRET,
-                              "env": settings.CA_ENV}
+    env.globals["host_ca"] = {"path": HOST_CA, "secret": settings.CA_SECRET, "env": settings.CA_ENV}
     return env
 
 
@@ -58,10 +58,15 @@ def execform(words: list[object]) -> str:
     return json.dumps([str(w) for w in words])
 
 
-def tier_context(stack: Stack, variant: VariantSpec, tier: TierSpec, base_image: str,
-                 builder_image: str | None = None,
-                 commits: Mapping[str, str] | None = None,
-                 platform: str | None = None) -> dict[str, Any]:
+def tier_context(
+    stack: Stack,
+    variant: VariantSpec,
+    tier: TierSpec,
+    base_image: str,
+    builder_image: str | None = None,
+    commits: Mapping[str, str] | None = None,
+    platform: str | None = None,
+) -> dict[str, Any]:
     """Everything a template may use; StrictUndefined makes any other name an error.
     `platform`: 'linux/arm64' for a tier built per platform, None for the build host's."""
     return {
@@ -87,8 +92,13 @@ def tier_context(stack: Stack, variant: VariantSpec, tier: TierSpec, base_image:
         "base_image": base_image,
         "builder_image": builder_image,
         "platform": platform,
-        "paths": {"src": SRC_DIR, "out": OUT_DIR, "ccache": CCACHE_DIR, "wheels": WHEELS_DIR,
-                  "sources": SOURCES_DIR},
+        "paths": {
+            "src": SRC_DIR,
+            "out": OUT_DIR,
+            "ccache": CCACHE_DIR,
+            "wheels": WHEELS_DIR,
+            "sources": SOURCES_DIR,
+        },
     }
 
 
@@ -98,11 +108,18 @@ def _compile_context(tier: TierSpec, commits: Mapping[str, str]) -> dict[str, An
     if tier.compile is None:
         return {"sources": {}, "commits": {}, "git": {}, "env": {}, "outputs": ""}
     sources = tier.compile.sources
-    git = {s.name: {"url": s.location, "ref": s.ref, "commit": commits.get(s.text, "")}
-           for s in sources if s.kind == "git"}
-    return {"sources": {s.name: s.text for s in sources}, "env": dict(tier.compile.env),
-            "commits": {s.name: commits.get(s.text, "") for s in sources},
-            "git": git, "outputs": tier.compile.outputs}
+    git = {
+        s.name: {"url": s.location, "ref": s.ref, "commit": commits.get(s.text, "")}
+        for s in sources
+        if s.kind == "git"
+    }
+    return {
+        "sources": {s.name: s.text for s in sources},
+        "env": dict(tier.compile.env),
+        "commits": {s.name: commits.get(s.text, "") for s in sources},
+        "git": git,
+        "outputs": tier.compile.outputs,
+    }
 
 
 def render(env: jinja2.Environment, template: str, context: Mapping[str, Any]) -> str:
@@ -114,13 +131,16 @@ def render(env: jinja2.Environment, template: str, context: Mapping[str, Any]) -
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateError(f"{exc.filename or template}:{exc.lineno}: {exc.message}") from None
     except jinja2.TemplateNotFound as exc:
-        raise TemplateError(f"{template}: includes {exc.name!r}, which is not in "
-                            f"any template folder") from None
+        raise TemplateError(
+            f"{template}: includes {exc.name!r}, which is not in any template folder"
+        ) from None
     except jinja2.UndefinedError as exc:
         where = _template_frame(exc, template)
-        raise TemplateError(f"{where}: {exc.message}; define it or remove its use "
-                            "(names available: stack, variant, versions, gpu, tier, "
-                            "compile, base_image, builder_image, platform, paths)") from None
+        raise TemplateError(
+            f"{where}: {exc.message}; define it or remove its use "
+            "(names available: stack, variant, versions, gpu, tier, "
+            "compile, base_image, builder_image, platform, paths)"
+        ) from None
     except Exception as exc:  # a template bug (bad filter use, type error): name the line
         where = _template_frame(exc, template)
         raise TemplateError(f"{where}: {type(exc).__name__}: {exc}") from None

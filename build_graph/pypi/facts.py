@@ -32,10 +32,15 @@ from build_graph.settings import redact, without_userinfo
 _CUDA_RUNTIME = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")
 _PYTHON = re.compile(r"^(?:cp|py)(\d)(\d*)-")
 DEFAULT_MINOR = "12"
-_LINUX_X86_64 = {"platform_system": "Linux", "sys_platform": "linux",
-                 "platform_machine": "x86_64", "os_name": "posix",
-                 "implementation_name": "cpython", "platform_python_implementation": "CPython",
-                 "extra": ""}
+_LINUX_X86_64 = {
+    "platform_system": "Linux",
+    "sys_platform": "linux",
+    "platform_machine": "x86_64",
+    "os_name": "posix",
+    "implementation_name": "cpython",
+    "platform_python_implementation": "CPython",
+    "extra": "",
+}
 
 
 def today() -> str:
@@ -44,9 +49,11 @@ def today() -> str:
 
 def linux_wheel(project: Project, version: Version) -> IndexFile | None:
     """The release's first Linux x86_64 wheel by file name (stable across runs)."""
-    found = [w for w in project.wheels(version)
-             if any("linux" in t and t.endswith("x86_64") and _PYTHON.match(t)
-                    for t in w.tags)]
+    found = [
+        w
+        for w in project.wheels(version)
+        if any("linux" in t and t.endswith("x86_64") and _PYTHON.match(t) for t in w.tags)
+    ]
     return min(found, key=lambda w: w.filename) if found else None
 
 
@@ -60,16 +67,15 @@ def torch_row(project: Project, version: Version, day: str) -> TorchRow | None:
         if req.name in ("triton", "pytorch-triton"):
             triton = str(req.specifier)
         pinned = _pin(req)
-        if pinned and (_CUDA_RUNTIME.match(req.name)
-                       or (req.name == "cuda-toolkit" and "cudart" in req.extras)):
+        if pinned and (
+            _CUDA_RUNTIME.match(req.name) or (req.name == "cuda-toolkit" and "cudart" in req.extras)
+        ):
             cuda_requirement = f"{req.name}=={pinned}"
             cuda = ".".join(pinned.split(".")[:2])
-    return TorchRow(str(version), triton, cuda, cuda_requirement,
-                    without_userinfo(wheel.url), day)
+    return TorchRow(str(version), triton, cuda, cuda_requirement, without_userinfo(wheel.url), day)
 
 
-def partner_row(name: Partner, project: Project, version: Version,
-                day: str) -> PartnerRow | None:
+def partner_row(name: Partner, project: Project, version: Version, day: str) -> PartnerRow | None:
     """The partner release's row (the torch it pins); None without a Linux x86_64 wheel."""
     wheel = linux_wheel(project, version)
     if wheel is None:
@@ -81,14 +87,17 @@ def partner_row(name: Partner, project: Project, version: Version,
     return PartnerRow(name, str(version), torch, without_userinfo(wheel.url), day)
 
 
-def requirements(wheel: IndexFile, metadata: Message, name: str,
-                 version: Version) -> list[Requirement]:
+def requirements(
+    wheel: IndexFile, metadata: Message, name: str, version: Version
+) -> list[Requirement]:
     """The wheel's requirements that hold on Linux x86_64 with its Python, checked at the
     door: the METADATA must be this project's and this release's."""
     said = (canonicalize_name(str(metadata.get("Name", ""))), str(metadata.get("Version", "")))
     if said[0] != canonicalize_name(name) or not _is(said[1], version):
-        raise IndexAnswerRefused(f"{redact(wheel.url)}: its METADATA names {said[0]} "
-                                 f"{said[1]!r:.40}, not {name} {version}; refused")
+        raise IndexAnswerRefused(
+            f"{redact(wheel.url)}: its METADATA names {said[0]} "
+            f"{said[1]!r:.40}, not {name} {version}; refused"
+        )
     major, minor = min((m[1], m[2]) for t in wheel.tags if (m := _PYTHON.match(t)))
     python = f"{major}.{minor or DEFAULT_MINOR}"  # a py3 wheel: as the newest Python sees it
     env = {**_LINUX_X86_64, "python_version": python, "python_full_version": f"{python}.0"}
@@ -97,8 +106,9 @@ def requirements(wheel: IndexFile, metadata: Message, name: str,
         try:
             req = Requirement(str(line))
         except InvalidRequirement as exc:
-            raise IndexAnswerRefused(f"{redact(wheel.url)}: Requires-Dist {str(line)[:80]!r} does "
-                                     f"not parse ({exc})") from None
+            raise IndexAnswerRefused(
+                f"{redact(wheel.url)}: Requires-Dist {str(line)[:80]!r} does not parse ({exc})"
+            ) from None
         if req.marker is None or req.marker.evaluate(env):
             req.name = canonicalize_name(req.name)
             found.append(req)

@@ -54,8 +54,7 @@ def get(url: str, headers: Mapping[str, str], limit: int = MAX_PAGE) -> tuple[by
         body = response.read(limit + 1)
         kind = response.headers.get("Content-Type", "")
     if len(body) > limit:
-        raise IndexAnswerRefused(f"{redact(url)}: the answer is larger than {limit} bytes; "
-                                 "refused")
+        raise IndexAnswerRefused(f"{redact(url)}: the answer is larger than {limit} bytes; refused")
     return body, kind
 
 
@@ -67,9 +66,11 @@ def get_range(url: str, start: int, length: int) -> tuple[bytes, int]:
     wanted = f"bytes={start}" if start < 0 else f"bytes={start}-{start + length - 1}"
     with _open(url, {"Range": wanted}) as response:
         if response.status != 206:
-            raise RangesUnsupported(f"{redact(url)}: asked for {wanted}, got HTTP "
-                                     f"{response.status} (the file host does not answer "
-                                     "range requests)")
+            raise RangesUnsupported(
+                f"{redact(url)}: asked for {wanted}, got HTTP "
+                f"{response.status} (the file host does not answer "
+                "range requests)"
+            )
         found = _CONTENT_RANGE.match(response.headers.get("Content-Range", ""))
         if found is None:
             raise IndexAnswerRefused(f"{redact(url)}: a range answer without a valid Content-Range")
@@ -77,10 +78,16 @@ def get_range(url: str, start: int, length: int) -> tuple[bytes, int]:
         size = -start if start < 0 else length
         body = response.read(size + 1)
     expected_first = max(total + start, 0) if start < 0 else start
-    if first != expected_first or last - first + 1 != len(body) or len(body) > size \
-            or last >= total:
-        raise IndexAnswerRefused(f"{redact(url)}: asked for {wanted}, got bytes {first}-{last}/"
-                                 f"{total} and {len(body)} bytes; refused")
+    if (
+        first != expected_first
+        or last - first + 1 != len(body)
+        or len(body) > size
+        or last >= total
+    ):
+        raise IndexAnswerRefused(
+            f"{redact(url)}: asked for {wanted}, got bytes {first}-{last}/"
+            f"{total} and {len(body)} bytes; refused"
+        )
     return body, total
 
 
@@ -94,18 +101,19 @@ def _open(url: str, headers: dict[str, str]) -> http.client.HTTPResponse:
         parts = urlsplit(url)
     except ValueError as exc:
         raise IndexAnswerRefused(f"{shown[:200]!r}: not a URL ({exc})") from None
-    request = urllib.request.Request(without_userinfo(url),
-                                     headers={"User-Agent": "build-graph", **headers})
+    request = urllib.request.Request(
+        without_userinfo(url), headers={"User-Agent": "build-graph", **headers}
+    )
     if parts.username is not None:
         # Unredirected: urllib copies ordinary headers onto a redirect, to any host; a
         # private index that redirects downloads to a blob store must not hand it the
         # password (and a presigned blob URL refuses a request that carries one).
         user = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
         request.add_unredirected_header(
-            "Authorization", f"Basic {base64.b64encode(user.encode()).decode()}")
+            "Authorization", f"Basic {base64.b64encode(user.encode()).decode()}"
+        )
     try:
-        response: http.client.HTTPResponse = urllib.request.urlopen(request,
-                                                                    timeout=TIMEOUT_S)
+        response: http.client.HTTPResponse = urllib.request.urlopen(request, timeout=TIMEOUT_S)
         return response
     except urllib.error.HTTPError as exc:
         exc.close()
@@ -136,8 +144,10 @@ class RangeFile(io.RawIOBase):
     def _fetch(self, start: int, length: int) -> tuple[bytes, int]:
         self.budget -= length
         if self.budget < 0:
-            raise IndexAnswerRefused(f"{redact(self.url)}: reading its METADATA needs more "
-                                     "than the bytes allowed; refused")
+            raise IndexAnswerRefused(
+                f"{redact(self.url)}: reading its METADATA needs more "
+                "than the bytes allowed; refused"
+            )
         return get_range(self.url, start, length)
 
     def readable(self) -> bool:
@@ -163,14 +173,14 @@ class RangeFile(io.RawIOBase):
             data = self._read(self.position, want - done)
             if not data:
                 break
-            buffer[done:done + len(data)] = data
+            buffer[done : done + len(data)] = data
             done += len(data)
             self.position += len(data)
         return done
 
     def _read(self, start: int, length: int) -> bytes:
         if start >= self._start_tail:
-            return self._tail[start - self._start_tail:start - self._start_tail + length]
+            return self._tail[start - self._start_tail : start - self._start_tail + length]
         if length > self.BLOCK:  # the central directory: one request of its own size
             end = min(start + length, self._start_tail)
             return self._fetch(start, end - start)[0]
@@ -179,4 +189,4 @@ class RangeFile(io.RawIOBase):
             size = min(self.BLOCK, self._start_tail - first)
             self._blocks[first] = self._fetch(first, size)[0]
         block = self._blocks[first]
-        return block[start - first:start - first + length]
+        return block[start - first : start - first + length]

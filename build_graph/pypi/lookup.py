@@ -36,8 +36,9 @@ MAX_READS = 8
 class IndexLookup:
     """A `releases.Lookup` that asks `index` for what `known` lacks (see the module)."""
 
-    def __init__(self, index: str, cache: Path, known: Facts | None = None,
-                 fresh: bool = False) -> None:
+    def __init__(
+        self, index: str, cache: Path, known: Facts | None = None, fresh: bool = False
+    ) -> None:
         """`fresh`: ask about every partner named, known or not (`outdated` wants the
         releases made since the data was read)."""
         self.index, self.cache, self.fresh = index, cache, fresh
@@ -56,14 +57,21 @@ class IndexLookup:
         known = self.known  # as read from its own index (pypi.org), until this one answers
         new_torch = known.torch_row(torch) is None
         asking: list[str] = ["torch"] if new_torch else []
-        asking += [n for n in PARTNERS if n in given
-                   and (self.fresh or new_torch or known.partner(n, given[n]) is None)]
+        asking += [
+            n
+            for n in PARTNERS
+            if n in given and (self.fresh or new_torch or known.partner(n, given[n]) is None)
+        ]
         if not asking:
             return known, None
         try:
             published = {name: frozenset(self._page(name).versions()) for name in asking}
-            rows = [row for name in PARTNERS if name in asking
-                    for row in self._partner_rows(known, name, given[name])]
+            rows = [
+                row
+                for name in PARTNERS
+                if name in asking
+                for row in self._partner_rows(known, name, given[name])
+            ]
         except IndexUnreachable as exc:
             return known, f"the index could not be asked: {exc}"
         answered = replace(known, index=redact(self.index), published=published)
@@ -86,8 +94,11 @@ class IndexLookup:
             asked = Version(version)
         except InvalidVersion:
             asked = None
-        if asked in page.versions() and asked not in wanted \
-                and known.partner(name, version) is None:
+        if (
+            asked in page.versions()
+            and asked not in wanted
+            and known.partner(name, version) is None
+        ):
             wanted.append(asked)
         return [row for v in wanted if (row := self._row(name, page, v)) is not None]
 

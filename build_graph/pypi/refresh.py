@@ -27,19 +27,24 @@ from build_graph.pypi import facts as read
 from build_graph.pypi.simple import DEFAULT_INDEX, Project, project
 
 # The oldest release of each project the file covers: torch 2.0.0 and its partners.
-FIRST = {"torch": Version("2.0.0"), "torchvision": Version("0.15.0"),
-         "torchaudio": Version("2.0.0")}
+FIRST = {
+    "torch": Version("2.0.0"),
+    "torchvision": Version("0.15.0"),
+    "torchaudio": Version("2.0.0"),
+}
 SHIPPED_FILE = Path(__file__).resolve().parent.parent / "gpu" / releases.SHIPPED
 
 
 def releases_of(page: Project) -> list[Version]:
     """Final releases from the first one covered, oldest first (no pre/dev releases)."""
-    return sorted(v for v in page.versions()
-                  if v >= FIRST[page.name] and not v.is_prerelease and not v.local)
+    return sorted(
+        v for v in page.versions() if v >= FIRST[page.name] and not v.is_prerelease and not v.local
+    )
 
 
-def refresh(index: str, known: Facts, day: str, reread: bool = False,
-            say: Callable[[str], None] = print) -> Facts:
+def refresh(
+    index: str, known: Facts, day: str, reread: bool = False, say: Callable[[str], None] = print
+) -> Facts:
     """`known` plus a row for every release on the index it lacks (all of them, when
     `reread`); raises IndexUnreachable, IndexAnswerRefused."""
     base = Facts(index) if reread else known
@@ -53,8 +58,9 @@ def refresh(index: str, known: Facts, day: str, reread: bool = False,
     for name in PARTNERS:
         page = project(index, name)
         for version in releases_of(page):
-            if base.partner(name, str(version)) is None \
-                    and (found := read.partner_row(name, page, version, day)):
+            if base.partner(name, str(version)) is None and (
+                found := read.partner_row(name, page, version, day)
+            ):
                 say(f"{name} {version}: torch{found.torch or ' (none required)'}")
                 partners.append(found)
     return base.adding(tuple(torch), tuple(partners))
@@ -71,20 +77,26 @@ def differences(shipped: Facts, now: Facts) -> list[str]:
     for partner in shipped.partners:
         found = now.partner(partner.name, partner.version)
         if found is None or replace(found, source=partner.source, read=partner.read) != partner:
-            lines.append(f"{partner.name} {partner.version}: shipped {partner}, index says "
-                         f"{found}")
+            lines.append(f"{partner.name} {partner.version}: shipped {partner}, index says {found}")
     return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    options = argparse.ArgumentParser(prog="python -m build_graph.pypi.refresh",
-                                      description=__doc__)
-    options.add_argument("--index", default=DEFAULT_INDEX,
-                         help=f"the simple index to read (default {DEFAULT_INDEX})")
-    options.add_argument("--output", type=Path, default=SHIPPED_FILE,
-                         help="the file to update (default: the package's own)")
-    options.add_argument("--check", action="store_true",
-                         help="read every release again; exit 1 when a row differs")
+    options = argparse.ArgumentParser(
+        prog="python -m build_graph.pypi.refresh", description=__doc__
+    )
+    options.add_argument(
+        "--index", default=DEFAULT_INDEX, help=f"the simple index to read (default {DEFAULT_INDEX})"
+    )
+    options.add_argument(
+        "--output",
+        type=Path,
+        default=SHIPPED_FILE,
+        help="the file to update (default: the package's own)",
+    )
+    options.add_argument(
+        "--check", action="store_true", help="read every release again; exit 1 when a row differs"
+    )
     args = options.parse_args(argv)
     return run_cli(lambda: _run(args))
 
@@ -93,8 +105,13 @@ def _run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     path: Path = args.output
     known = releases.from_json(path.read_text("utf-8")) if path.is_file() else Facts(args.index)
-    now = refresh(args.index, known, read.today(), reread=args.check,
-                  say=lambda line: print(line, file=sys.stderr))
+    now = refresh(
+        args.index,
+        known,
+        read.today(),
+        reread=args.check,
+        say=lambda line: print(line, file=sys.stderr),
+    )
     took = f"{time.monotonic() - started:.1f} s"
     if args.check:
         changed = differences(known, now)
@@ -102,8 +119,10 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_BUILD if changed else 0
     added = len(now.torch) + len(now.partners) - len(known.torch) - len(known.partners)
     write_if_changed(path, now.to_json())
-    print(f"{path}: {added} rows added, {len(now.torch)} torch and {len(now.partners)} "
-          f"partner rows in all ({took})")
+    print(
+        f"{path}: {added} rows added, {len(now.torch)} torch and {len(now.partners)} "
+        f"partner rows in all ({took})"
+    )
     return 0
 
 

@@ -26,8 +26,10 @@ from packaging.version import Version
 from build_graph.pypi.fetch import IndexAnswerRefused, get
 
 DEFAULT_INDEX = "https://pypi.org/simple"
-ACCEPT = ("application/vnd.pypi.simple.v1+json, "
-          "application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1")
+ACCEPT = (
+    "application/vnd.pypi.simple.v1+json, "
+    "application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
+)
 
 
 @dataclass(frozen=True)
@@ -64,10 +66,13 @@ def project(index: str, name: str) -> Project:
     elif "html" in kind:
         links = _html_links(body)
     else:
-        raise IndexAnswerRefused(f"{page}: answered {kind[:80]!r}, neither the JSON (PEP 691) "
-                                 "nor the HTML (PEP 503) simple API")
-    files = [f for href, yanked in links if not yanked
-             if (f := _file(page, name, href)) is not None]
+        raise IndexAnswerRefused(
+            f"{page}: answered {kind[:80]!r}, neither the JSON (PEP 691) "
+            "nor the HTML (PEP 503) simple API"
+        )
+    files = [
+        f for href, yanked in links if not yanked if (f := _file(page, name, href)) is not None
+    ]
     return Project(canonicalize_name(name), page, tuple(files))
 
 
@@ -104,8 +109,7 @@ def _file(page: str, name: str, href: str) -> IndexFile | None:
     https page links over plain http: its METADATA could be forged on the way)."""
     url = urljoin(page, href).split("#", 1)[0]
     scheme = urlsplit(url).scheme
-    if scheme not in ("http", "https") or (scheme == "http"
-                                           and urlsplit(page).scheme == "https"):
+    if scheme not in ("http", "https") or (scheme == "http" and urlsplit(page).scheme == "https"):
         return None
     filename = urlsplit(url).path.rsplit("/", 1)[-1]
     try:

@@ -30,18 +30,29 @@ def read_metadata(url: str, budget: int = READ_BUDGET) -> Message:
             archive = zipfile.ZipFile(remote)
             names = [info for info in archive.infolist() if _METADATA.match(info.filename)]
             if len(names) != 1:
-                raise IndexAnswerRefused(f"{redact(url)}: expected one *.dist-info/METADATA, found "
-                                         f"{len(names)}; not a wheel")
+                raise IndexAnswerRefused(
+                    f"{redact(url)}: expected one *.dist-info/METADATA, found "
+                    f"{len(names)}; not a wheel"
+                )
             member = names[0]
             if member.file_size > MAX_METADATA or member.compress_size > MAX_METADATA:
-                raise IndexAnswerRefused(f"{redact(url)}: {member.filename} claims "
-                                         f"{member.file_size} bytes (more than {MAX_METADATA})"
-                                         "; refused")
+                raise IndexAnswerRefused(
+                    f"{redact(url)}: {member.filename} claims "
+                    f"{member.file_size} bytes (more than {MAX_METADATA})"
+                    "; refused"
+                )
             data = archive.read(member)
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError,
-                NotImplementedError) as exc:
+        except (
+            zipfile.BadZipFile,
+            zipfile.LargeZipFile,
+            EOFError,
+            ValueError,
+            NotImplementedError,
+        ) as exc:
             raise IndexAnswerRefused(f"{redact(url)}: not a readable wheel ({exc})") from None
     if len(data) != member.file_size:
-        raise IndexAnswerRefused(f"{redact(url)}: {member.filename} is {len(data)} bytes, its "
-                                 f"directory entry says {member.file_size}")
+        raise IndexAnswerRefused(
+            f"{redact(url)}: {member.filename} is {len(data)} bytes, its "
+            f"directory entry says {member.file_size}"
+        )
     return BytesParser().parsebytes(data)

@@ -47,41 +47,51 @@ def _header_digest(ref: Ref, response: Response) -> Digest | None:
     try:
         return response.digest_header()
     except ValueError as exc:
-        raise UntrustedAnswer(f"the registry {ref.host} sent a Docker-Content-Digest for "
-                              f"{_where(ref)} that is not a digest: {exc}") from None
+        raise UntrustedAnswer(
+            f"the registry {ref.host} sent a Docker-Content-Digest for "
+            f"{_where(ref)} that is not a digest: {exc}"
+        ) from None
 
 
 def _media_type(ref: Ref, response: Response) -> str:
     media_type = response.headers.get("content-type", "")
     if media_type not in MANIFEST_TYPES:
-        raise UntrustedAnswer(f"the registry {ref.host} served {_where(ref)} as "
-                              f"{media_type[:80]!r}, not a manifest kind we asked for")
+        raise UntrustedAnswer(
+            f"the registry {ref.host} served {_where(ref)} as "
+            f"{media_type[:80]!r}, not a manifest kind we asked for"
+        )
     return media_type
 
 
 def head_manifest(ref: Ref) -> Answer:
     """Is `ref` in the registry, and as which digest? An error is an error, never 'absent'."""
     try:
-        response = client(ref.api_host).request("HEAD", ref.repository,
-                                                f"manifests/{ref.reference}", headers=_ACCEPT)
+        response = client(ref.api_host).request(
+            "HEAD", ref.repository, f"manifests/{ref.reference}", headers=_ACCEPT
+        )
         if response.status == 404:
             return Answer(Presence.ABSENT)
         if response.status != 200:
-            raise problems.refused(ref.host, f"a question about {_where(ref)}",
-                                          response.status)
+            raise problems.refused(ref.host, f"a question about {_where(ref)}", response.status)
         digest = _header_digest(ref, response)
         asked = maybe_digest(ref.reference)
         if digest is not None and asked is not None and digest != asked:
-            raise UntrustedAnswer(f"the registry {ref.host} answered {digest} for "
-                                  f"{_where(ref)}, which names {asked}")
+            raise UntrustedAnswer(
+                f"the registry {ref.host} answered {digest} for {_where(ref)}, which names {asked}"
+            )
         length = response.headers.get("content-length", "")
         # isascii too: str.isdigit accepts '²', which int() refuses
         if digest is None or not (length.isascii() and length.isdigit()):  # read it
             manifest = get_manifest(ref)
-            return Answer(Presence.PRESENT, digest=manifest.digest,
-                         media_type=manifest.media_type, size=len(manifest.body))
-        return Answer(Presence.PRESENT, digest=digest, media_type=_media_type(ref, response),
-                     size=int(length))
+            return Answer(
+                Presence.PRESENT,
+                digest=manifest.digest,
+                media_type=manifest.media_type,
+                size=len(manifest.body),
+            )
+        return Answer(
+            Presence.PRESENT, digest=digest, media_type=_media_type(ref, response), size=int(length)
+        )
     except BuildGraphError as exc:
         return Answer(Presence.ERROR, error=str(exc))
 
@@ -89,19 +99,23 @@ def head_manifest(ref: Ref) -> Answer:
 def get_manifest(ref: Ref) -> Manifest:
     """The manifest at `ref`, its bytes hashed here: they must match the digest `ref` names
     (if it names one) and the registry's digest header (if it sent one)."""
-    response = client(ref.api_host).request("GET", ref.repository,
-                                            f"manifests/{ref.reference}", headers=_ACCEPT,
-                                            limit=MANIFEST_LIMIT)
+    response = client(ref.api_host).request(
+        "GET", ref.repository, f"manifests/{ref.reference}", headers=_ACCEPT, limit=MANIFEST_LIMIT
+    )
     if response.status != 200:
-        raise problems.refused(ref.host, f"reading the manifest {_where(ref)}",
-                                      response.status, response.body)
+        raise problems.refused(
+            ref.host, f"reading the manifest {_where(ref)}", response.status, response.body
+        )
     actual = Digest.of(response.body)
-    for claimed, what in ((maybe_digest(ref.reference), "asked for"),
-                          (_header_digest(ref, response), "it named in its header")):
+    for claimed, what in (
+        (maybe_digest(ref.reference), "asked for"),
+        (_header_digest(ref, response), "it named in its header"),
+    ):
         if claimed is not None and claimed != actual:
             raise UntrustedAnswer(
                 f"the registry {ref.host} served other bytes for {ref.repository}@{claimed} "
-                f"(the digest {what}): they hash to {actual}; refusing them")
+                f"(the digest {what}): they hash to {actual}; refusing them"
+            )
     return Manifest(response.body, _media_type(ref, response), actual)
 
 
@@ -112,8 +126,9 @@ def read_contents(ref: Ref) -> Contents:
     try:
         return contents.parse(manifest.body, manifest.media_type, manifest.digest)
     except ValueError as exc:
-        raise UntrustedAnswer(f"the registry {ref.host} holds {_where(ref)} as something "
-                              f"that is not an image: {exc}") from None
+        raise UntrustedAnswer(
+            f"the registry {ref.host} holds {_where(ref)} as something that is not an image: {exc}"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -141,24 +156,32 @@ def read_image(ref: Ref) -> PlatformImage:
     at = ref.at(str(inner.digest))
     image = read_contents(at)
     if image.is_index:
-        raise UntrustedAnswer(f"{_where(at)} is an index inside the index {named.digest}, "
-                              "not one platform's image")
+        raise UntrustedAnswer(
+            f"{_where(at)} is an index inside the index {named.digest}, not one platform's image"
+        )
     return PlatformImage(at, image, named)
 
 
 def put_manifest(ref: Ref, body: bytes, media_type: str) -> Digest:
     """Store `body` under `ref` (a tag); returns its digest, computed here. The digest the
     registry answers, if any, must be the same, else UntrustedAnswer."""
-    response = client(ref.api_host).request("PUT", ref.repository,
-                                            f"manifests/{ref.reference}",
-                                            headers={"Content-Type": media_type}, body=body)
+    response = client(ref.api_host).request(
+        "PUT",
+        ref.repository,
+        f"manifests/{ref.reference}",
+        headers={"Content-Type": media_type},
+        body=body,
+    )
     if response.status not in (200, 201):
-        raise problems.refused(ref.host, f"writing the manifest {_where(ref)}",
-                                      response.status, response.body)
+        raise problems.refused(
+            ref.host, f"writing the manifest {_where(ref)}", response.status, response.body
+        )
     ours, stored = Digest.of(body), _header_digest(ref, response)
     if stored is not None and stored != ours:
-        raise UntrustedAnswer(f"the registry {ref.host} stored {_where(ref)} as {stored}, "
-                              f"but the bytes sent hash to {ours}; check the registry")
+        raise UntrustedAnswer(
+            f"the registry {ref.host} stored {_where(ref)} as {stored}, "
+            f"but the bytes sent hash to {ours}; check the registry"
+        )
     return ours
 
 
@@ -170,25 +193,33 @@ def put_blob(ref: Ref, data: bytes) -> Digest:
     if there.status == 200:
         return digest
     if there.status != 404:
-        raise problems.refused(ref.host, f"a question about blob {digest} in "
-                                      f"{ref.repository}", there.status)
+        raise problems.refused(
+            ref.host, f"a question about blob {digest} in {ref.repository}", there.status
+        )
     started = api.request("POST", ref.repository, "blobs/uploads/", body=b"")
     location = started.headers.get("location")
     if started.status != 202 or not location:
-        raise problems.refused(ref.host, f"starting an upload to {ref.repository}",
-                                      started.status, started.body)
+        raise problems.refused(
+            ref.host, f"starting an upload to {ref.repository}", started.status, started.body
+        )
     parts = urllib.parse.urlsplit(location)
     prefix = f"/v2/{ref.repository}/"
     if not parts.path.startswith(prefix) or ".." in parts.path:
-        raise UntrustedAnswer(f"the registry {ref.host} sent an upload location outside "
-                              f"{prefix}: {location[:200]!r}")
-    query = "&".join(q for q in (parts.query, urllib.parse.urlencode({"digest": str(digest)}))
-                     if q)
-    done = api.request("PUT", ref.repository, f"{parts.path[len(prefix):]}?{query}", body=data,
-                       headers={"Content-Type": "application/octet-stream"})
+        raise UntrustedAnswer(
+            f"the registry {ref.host} sent an upload location outside {prefix}: {location[:200]!r}"
+        )
+    query = "&".join(q for q in (parts.query, urllib.parse.urlencode({"digest": str(digest)})) if q)
+    done = api.request(
+        "PUT",
+        ref.repository,
+        f"{parts.path[len(prefix) :]}?{query}",
+        body=data,
+        headers={"Content-Type": "application/octet-stream"},
+    )
     if done.status != 201:
-        raise problems.refused(ref.host, f"uploading a blob to {ref.repository}",
-                                      done.status, done.body)
+        raise problems.refused(
+            ref.host, f"uploading a blob to {ref.repository}", done.status, done.body
+        )
     return digest
 
 
@@ -206,12 +237,15 @@ def read_blob(ref: Ref, digest: Digest) -> bytes | None:
     if response.status == 404:
         return None
     if response.status != 200:
-        raise problems.refused(ref.host, f"reading blob {digest} of {ref.repository}",
-                                      response.status, response.body)
+        raise problems.refused(
+            ref.host, f"reading blob {digest} of {ref.repository}", response.status, response.body
+        )
     actual = Digest.of(response.body)
     if actual != digest:
-        raise UntrustedAnswer(f"the registry {ref.host} served other bytes for blob {digest} "
-                              f"of {ref.repository}: they hash to {actual}; refusing them")
+        raise UntrustedAnswer(
+            f"the registry {ref.host} served other bytes for blob {digest} "
+            f"of {ref.repository}: they hash to {actual}; refusing them"
+        )
     return response.body
 
 
@@ -228,6 +262,8 @@ def delete_manifest(ref: Ref, digest: Digest) -> bool:
         raise DeletesRefused(
             f"the registry {ref.host} does not allow deletes (HTTP {response.status} to "
             f"deleting {ref.repository}@{digest}); enable them (distribution: "
-            "storage.delete.enabled: true) or delete with the registry's own tools")
-    raise problems.refused(ref.host, f"deleting {ref.repository}@{digest}", response.status,
-                           response.body)
+            "storage.delete.enabled: true) or delete with the registry's own tools"
+        )
+    raise problems.refused(
+        ref.host, f"deleting {ref.repository}@{digest}", response.status, response.body
+    )

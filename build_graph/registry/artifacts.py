@@ -25,21 +25,34 @@ EMPTY_TYPE = "application/vnd.oci.empty.v1+json"
 EMPTY = b"{}"
 
 
-def publish(image: Ref, subject: Answer, suffix: str, artifact_type: str, payload: bytes,
-            annotations: dict[str, str]) -> tuple[str, Digest]:
+def publish(
+    image: Ref,
+    subject: Answer,
+    suffix: str,
+    artifact_type: str,
+    payload: bytes,
+    annotations: dict[str, str],
+) -> tuple[str, Digest]:
     """Push `payload` as an artifact about `subject` (the image's manifest); returns (its
     tag, its manifest digest)."""
     if subject.digest is None or subject.media_type is None or subject.size is None:
-        raise RegistryError(f"{image.repository}: the registry did not describe the image's "
-                            "manifest (digest, media type, size) that the artifact refers to")
+        raise RegistryError(
+            f"{image.repository}: the registry did not describe the image's "
+            "manifest (digest, media type, size) that the artifact refers to"
+        )
     config = api.put_blob(image, EMPTY)
     layer = api.put_blob(image, payload)
     manifest = {
-        "schemaVersion": 2, "mediaType": OCI_MANIFEST, "artifactType": artifact_type,
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "artifactType": artifact_type,
         "config": {"mediaType": EMPTY_TYPE, "digest": str(config), "size": len(EMPTY)},
         "layers": [{"mediaType": artifact_type, "digest": str(layer), "size": len(payload)}],
-        "subject": {"mediaType": subject.media_type, "digest": str(subject.digest),
-                    "size": subject.size},
+        "subject": {
+            "mediaType": subject.media_type,
+            "digest": str(subject.digest),
+            "size": subject.size,
+        },
         "annotations": annotations,
     }
     body = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
@@ -58,6 +71,7 @@ def read(image: Ref, manifest_digest: Digest, artifact_types: tuple[str, ...]) -
         [layer] = [entry for entry in data["layers"] if entry["mediaType"] in artifact_types]
         blob = parse_digest(layer["digest"])
     except (ValueError, KeyError, TypeError):
-        raise UntrustedAnswer(f"{where} is not an artifact of type "
-                              f"{' or '.join(artifact_types)}") from None
+        raise UntrustedAnswer(
+            f"{where} is not an artifact of type {' or '.join(artifact_types)}"
+        ) from None
     return api.get_blob(image, blob)

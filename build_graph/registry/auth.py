@@ -38,8 +38,7 @@ _MARGIN_S = 5.0
 _TOKEN_CHARS = re.compile(r"[\x21-\x7e]{1,8192}")  # one header value: no spaces, no CR/LF
 
 # Docker Hub's credentials live under this key (the Docker CLI's IndexServer).
-_HUB_KEYS = ("https://index.docker.io/v1/", "index.docker.io", "docker.io",
-             "registry-1.docker.io")
+_HUB_KEYS = ("https://index.docker.io/v1/", "index.docker.io", "docker.io", "registry-1.docker.io")
 
 
 @dataclass(frozen=True)
@@ -53,8 +52,9 @@ class Challenge:
 def parse_challenge(header: str) -> Challenge:
     """'Bearer realm="https://auth",service="reg",scope="repository:a:pull"' -> Challenge."""
     scheme, _, rest = header.strip().partition(" ")
-    params = {key.lower(): value for key, value in
-              re.findall(r'([A-Za-z_]+)\s*=\s*"([^"]*)"', rest)}
+    params = {
+        key.lower(): value for key, value in re.findall(r'([A-Za-z_]+)\s*=\s*"([^"]*)"', rest)
+    }
     return Challenge(scheme.lower(), params)
 
 
@@ -78,8 +78,10 @@ def credentials(host: str) -> tuple[str, str] | None:
     """(username, secret) for `host`, or None for anonymous access. Asked once per run."""
     config = _config()
     helpers = config.get("credHelpers") or {}
-    helper = next((helpers[k] for k in _keys(host) if isinstance(helpers, dict) and k in helpers),
-                  config.get("credsStore"))
+    helper = next(
+        (helpers[k] for k in _keys(host) if isinstance(helpers, dict) and k in helpers),
+        config.get("credsStore"),
+    )
     if isinstance(helper, str) and helper:
         found = _from_helper(helper, host)
         if found is not None:
@@ -100,8 +102,14 @@ def _from_helper(helper: str, host: str) -> tuple[str, str] | None:
     """`docker-credential-<helper> get`, as the Docker CLI runs it; None when it has none."""
     for key in _keys(host):
         try:
-            done = subprocess.run([f"docker-credential-{helper}", "get"], input=key,
-                                  capture_output=True, text=True, timeout=30, check=False)
+            done = subprocess.run(
+                [f"docker-credential-{helper}", "get"],
+                input=key,
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired):
             return None
         if done.returncode == 0:
@@ -165,18 +173,23 @@ class Tokens:
         if creds is not None and not may_send_credentials(f"{scheme(host)}://{host}/"):
             creds = None
         if creds is not None and not may_send_credentials(realm):
-            return _refusal(f"the registry {host} wants credentials sent to {realm} over plain "
-                            "HTTP; they are sent only over HTTPS (or to this machine)")
-        query = urllib.parse.urlencode({"service": challenge.params.get("service", ""),
-                                        "scope": scope})
+            return _refusal(
+                f"the registry {host} wants credentials sent to {realm} over plain "
+                "HTTP; they are sent only over HTTPS (or to this machine)"
+            )
+        query = urllib.parse.urlencode(
+            {"service": challenge.params.get("service", ""), "scope": scope}
+        )
         headers = {"Authorization": basic_header(creds)} if creds else {}
         try:
             status, body = fetch(f"{realm}{'&' if '?' in realm else '?'}{query}", headers)
         except RegistryError as exc:
             return _Grant(None, exc, 0.0)
         if status != 200:
-            return _refusal(f"the registry {host}'s token service refused a token for {scope} "
-                            f"(HTTP {status}); run `docker login {host}`")
+            return _refusal(
+                f"the registry {host}'s token service refused a token for {scope} "
+                f"(HTTP {status}); run `docker login {host}`"
+            )
         return _grant(host, body)
 
 

@@ -113,10 +113,17 @@ def describe_availability(refs: list[str]) -> list[dict[str, object]]:
             local: bool | None = holdings.local(ref)
         except DaemonUnreachable:  # the plan needs the registry only: say 'unknown'
             local = None
-        rows.append({"local": local, "registry": probe.presence.value,
-                     "digest": str(probe.digest) if probe.digest else None,
-                     "registry_error": probe.error,
-                     "status": "built" if probe.presence is Presence.PRESENT or local
-                     else "could not ask" if probe.presence is Presence.ERROR
-                     else "to build"})
+        rows.append(
+            {
+                "local": local,
+                "registry": probe.presence.value,
+                "digest": str(probe.digest) if probe.digest else None,
+                "registry_error": probe.error,
+                "status": "built"
+                if probe.presence is Presence.PRESENT or local
+                else "could not ask"
+                if probe.presence is Presence.ERROR
+                else "to build",
+            }
+        )
     return rows

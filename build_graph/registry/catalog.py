@@ -29,6 +29,7 @@ from build_graph.registry.tags import list_tags
 # The label every build of ours carries (stages/build.py's labels: LABEL_PREFIX + ".stack").
 STACK_LABEL = "io.build-graph.stack"
 
+
 def read_repository(repository: str) -> Repository:
     """Every tag of `repository` (<registry>/<name>) and what it names. Artifact and human
     tags are asked only for their digest; hash tags are read whole."""
@@ -36,8 +37,13 @@ def read_repository(repository: str) -> Repository:
     tags = {}
     for tag in list_tags(ref):
         kind = tag_kind(tag)
-        tags[tag] = (_image(ref.at(tag)) if kind == "hash" else
-                     _with_entries(ref.at(tag)) if kind == "human" else _digest_only(ref.at(tag)))
+        tags[tag] = (
+            _image(ref.at(tag))
+            if kind == "hash"
+            else _with_entries(ref.at(tag))
+            if kind == "human"
+            else _digest_only(ref.at(tag))
+        )
     return Repository(repository, tags)
 
 
@@ -67,9 +73,12 @@ def human_tag_image(digest: Digest, body: Any) -> Image:
     try:
         named = contents.parse(json.dumps(body).encode(), kind, digest)
     except ValueError as exc:
-        return Image(digest, problem=f"an index whose entries could not be read ({exc})"
-                     if index else "its manifest is neither an image index nor an image "
-                     "manifest")
+        return Image(
+            digest,
+            problem=f"an index whose entries could not be read ({exc})"
+            if index
+            else "its manifest is neither an image index nor an image manifest",
+        )
     return Image(digest, refers_to=named.refers_to)
 
 
@@ -97,8 +106,9 @@ def _image(ref: Ref) -> Image:
     return dataclasses.replace(image, contains=found.named.refers_to)
 
 
-def _from_config(ref: Ref, digest: Digest, config: Digest,
-                 layers: tuple[tuple[Digest, int], ...]) -> Image:
+def _from_config(
+    ref: Ref, digest: Digest, config: Digest, layers: tuple[tuple[Digest, int], ...]
+) -> Image:
     """The image with what its config blob says: `created`, the stack label, the platform
     ('os/architecture'; None when the config does not say)."""
     try:
@@ -111,12 +121,18 @@ def _from_config(ref: Ref, digest: Digest, config: Digest,
         config_data = json.loads(data)
         created = _timestamp(config_data["created"])
     except (ValueError, KeyError, TypeError):
-        return Image(digest, layers=layers,
-                     problem=f"its config {config} has no readable 'created'")
+        return Image(
+            digest, layers=layers, problem=f"its config {config} has no readable 'created'"
+        )
     labels = (config_data.get("config") or {}).get("Labels") or {}
     stack = labels.get(STACK_LABEL) if isinstance(labels, dict) else None
-    return Image(digest, created, layers, stack=stack if isinstance(stack, str) else None,
-                 platform=stated_platform(config_data))
+    return Image(
+        digest,
+        created,
+        layers,
+        stack=stack if isinstance(stack, str) else None,
+        platform=stated_platform(config_data),
+    )
 
 
 def _timestamp(text: str) -> datetime.datetime:
@@ -125,7 +141,7 @@ def _timestamp(text: str) -> datetime.datetime:
     main, dot, rest = text.partition(".")
     if dot:
         digits = "".join(c for c in rest if c.isdigit())
-        rest = digits[:6] + rest[len(digits):]
+        rest = digits[:6] + rest[len(digits) :]
         text = f"{main}.{rest}"
     stamp = datetime.datetime.fromisoformat(text)
     if stamp.tzinfo is None:

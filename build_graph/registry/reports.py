@@ -52,8 +52,13 @@ class ReportStore:
         """The tag of the report about `digest` made by the verifier `fingerprint`."""
         return f"{self.repository}:{artifact_tag(digest, f'verify-{fingerprint}')}"
 
-    def find(self, digest: Digest, fingerprints: Sequence[str], holdings: Availability,
-             fresh: bool = False) -> Report | None:
+    def find(
+        self,
+        digest: Digest,
+        fingerprints: Sequence[str],
+        holdings: Availability,
+        fresh: bool = False,
+    ) -> Report | None:
         """A passing report for `digest` under one of `fingerprints`, or None when the
         registry definitely holds none. `fresh` asks the registry again (before acting on
         the answer). Raises RegistryError when the registry could not say (an error is
@@ -64,30 +69,48 @@ class ReportStore:
             if probe.presence is Presence.ABSENT or probe.digest is None:
                 continue
             report = read_record(self._copy(probe.digest)) or self._fetch(probe.digest)
-            if (report and report.get("passed") is True
-                    and report.get("digest") == str(digest) and report.get("fingerprint") == fp):
+            if (
+                report
+                and report.get("passed") is True
+                and report.get("digest") == str(digest)
+                and report.get("fingerprint") == fp
+            ):
                 return report
         return None
 
     def publish(self, image: Answer, report: Report, holdings: Availability) -> None:
         """Store `report` in the registry, bound to the image's digest, and keep it here."""
-        report = {**report, "made_by": {
-            "host": socket.gethostname(), "run": RUN_ID,
-            "at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}}
+        report = {
+            **report,
+            "made_by": {
+                "host": socket.gethostname(),
+                "run": RUN_ID,
+                "at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            },
+        }
         image_digest = image.digest
         if image_digest is None:
-            raise RegistryError(f"{self.repository}: the registry named no digest for the "
-                                "image the report is about")
-        document = attestation.statement(self.repository, image_digest,
-                                         attestation.VERIFY_PREDICATE, report)
+            raise RegistryError(
+                f"{self.repository}: the registry named no digest for the image the report is about"
+            )
+        document = attestation.statement(
+            self.repository, image_digest, attestation.VERIFY_PREDICATE, report
+        )
         payload = json.dumps(document, indent=1, sort_keys=True).encode()
-        annotations = {"org.opencontainers.image.created": report["made_by"]["at"],
-                       "dev.build-graph.passed": str(bool(report.get("passed"))).lower(),
-                       "dev.build-graph.summary": str(report.get("summary", ""))}
+        annotations = {
+            "org.opencontainers.image.created": report["made_by"]["at"],
+            "dev.build-graph.passed": str(bool(report.get("passed"))).lower(),
+            "dev.build-graph.summary": str(report.get("summary", "")),
+        }
         write_record(self.folder.verify_record, report)  # kept even if the registry refuses
-        tag, artifact = artifacts.publish(parse_ref(self.repository), image,
-                                          f"verify-{report['fingerprint']}", ARTIFACT_TYPE,
-                                          payload, annotations)
+        tag, artifact = artifacts.publish(
+            parse_ref(self.repository),
+            image,
+            f"verify-{report['fingerprint']}",
+            ARTIFACT_TYPE,
+            payload,
+            annotations,
+        )
         holdings.forget(f"{self.repository}:{tag}")
         self._keep(artifact, report)
         log(f"[{self.name}] report stored in the registry as {self.repository}:{tag}")
@@ -98,8 +121,9 @@ class ReportStore:
 
     def publish_sbom(self, image: Answer, sbom: str) -> None:
         """Store the image's SBOM (CycloneDX JSON) beside its report, bound to its digest."""
-        tag, _ = artifacts.publish(parse_ref(self.repository), image, SBOM_SUFFIX, SBOM_TYPE,
-                                   sbom.encode(), {})
+        tag, _ = artifacts.publish(
+            parse_ref(self.repository), image, SBOM_SUFFIX, SBOM_TYPE, sbom.encode(), {}
+        )
         log(f"[{self.name}] SBOM stored in the registry as {self.repository}:{tag}")
 
     def sbom(self, digest: Digest) -> bytes | None:
@@ -121,20 +145,26 @@ class ReportStore:
     def _fetch(self, artifact: Digest) -> Report | None:
         """Read a report another run (or runner) published, by its artifact digest (hashed
         on the way in), and keep it here. A payload that is not a JSON object is no report."""
-        payload = artifacts.read(parse_ref(self.repository), artifact,
-                                 (ARTIFACT_TYPE, OLD_ARTIFACT_TYPE))
+        payload = artifacts.read(
+            parse_ref(self.repository), artifact, (ARTIFACT_TYPE, OLD_ARTIFACT_TYPE)
+        )
         try:
             document = json.loads(payload)
         except ValueError:
             return None
-        report = (attestation.predicate_of(document, attestation.VERIFY_PREDICATE)
-                  if isinstance(document, dict) and "_type" in document else document)
+        report = (
+            attestation.predicate_of(document, attestation.VERIFY_PREDICATE)
+            if isinstance(document, dict) and "_type" in document
+            else document
+        )
         if not isinstance(report, dict):
             return None
         by = report.get("made_by")
         by = by if isinstance(by, dict) else {}
-        log(f"[{self.name}] verify report from {shown(by.get('host', '?'))} "
-            f"(run {shown(by.get('run', '?'))}), {shown(report.get('summary', ''))}")
+        log(
+            f"[{self.name}] verify report from {shown(by.get('host', '?'))} "
+            f"(run {shown(by.get('run', '?'))}), {shown(report.get('summary', ''))}"
+        )
         self._keep(artifact, report)
         return report
 

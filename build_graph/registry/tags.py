@@ -67,23 +67,28 @@ def _pages(ref: Ref, max_pages: int | None, limit: int | None) -> Iterator[list[
     asked: set[str] = set()
     while path is not None:
         if path in asked or (max_pages is not None and len(asked) == max_pages):
-            raise UntrustedAnswer(f"the registry {ref.host} listed the tags of "
-                                  f"{ref.repository} in more than {len(asked)} pages "
-                                  "(or in a loop); refusing the list")
+            raise UntrustedAnswer(
+                f"the registry {ref.host} listed the tags of "
+                f"{ref.repository} in more than {len(asked)} pages "
+                "(or in a loop); refusing the list"
+            )
         asked.add(path)
         response = client(ref.api_host).request("GET", ref.repository, path, limit=limit)
         if response.status == 404 and len(asked) == 1:
             return
         if response.status != 200:
-            raise problems.refused(ref.host, f"listing the tags of {ref.repository}",
-                                   response.status, response.body)
+            raise problems.refused(
+                ref.host, f"listing the tags of {ref.repository}", response.status, response.body
+            )
         yield _tag_page(ref, response.body)
         path = _next_page(ref, response.headers.get("link", ""))
 
 
 def _not_a_list(ref: Ref) -> UntrustedAnswer:
-    return UntrustedAnswer(f"the registry {ref.host} answered a tag list of "
-                           f"{ref.repository} that is not {{\"tags\": [tag, ...]}}")
+    return UntrustedAnswer(
+        f"the registry {ref.host} answered a tag list of "
+        f'{ref.repository} that is not {{"tags": [tag, ...]}}'
+    )
 
 
 def _tag_page(ref: Ref, body: bytes) -> list[object]:
@@ -100,16 +105,24 @@ def _next_page(ref: Ref, link: str) -> str | None:
     """The next page's path relative to /v2/<repository>/, or None on the last page."""
     # Every link-value, not only the first: a registry may list rel="prev" before "next",
     # and a page silently skipped would hide tags (human ones sort after the hash tags).
-    match = next((m for m in re.finditer(r'<([^>]*)>\s*;\s*rel="?([^",;]+)"?', link)
-                  if m[2].strip() == "next"), None)
+    match = next(
+        (
+            m
+            for m in re.finditer(r'<([^>]*)>\s*;\s*rel="?([^",;]+)"?', link)
+            if m[2].strip() == "next"
+        ),
+        None,
+    )
     if match is None:
         if link.strip() and "next" in link:
-            raise UntrustedAnswer(f"the registry {ref.host} sent a Link header we cannot "
-                                  f"read: {link[:120]!r}")
+            raise UntrustedAnswer(
+                f"the registry {ref.host} sent a Link header we cannot read: {link[:120]!r}"
+            )
         return None
     url = urllib.parse.urlsplit(match[1])
     prefix = f"/v2/{ref.repository}/"
     if not url.path.startswith(prefix) or ".." in url.path:
-        raise UntrustedAnswer(f"the registry {ref.host} sent a next page outside {prefix}: "
-                              f"{match[1][:200]!r}")
-    return url.path[len(prefix):] + (f"?{url.query}" if url.query else "")
+        raise UntrustedAnswer(
+            f"the registry {ref.host} sent a next page outside {prefix}: {match[1][:200]!r}"
+        )
+    return url.path[len(prefix) :] + (f"?{url.query}" if url.query else "")

@@ -57,9 +57,16 @@ class Client:
     def secure(self) -> bool:
         return not hosts.plain_http(self.host)
 
-    def request(self, method: str, repository: str, path: str, *,
-                headers: dict[str, str] | None = None, body: bytes | None = None,
-                limit: int | None = None) -> Response:
+    def request(
+        self,
+        method: str,
+        repository: str,
+        path: str,
+        *,
+        headers: dict[str, str] | None = None,
+        body: bytes | None = None,
+        limit: int | None = None,
+    ) -> Response:
         """`method` on /v2/<repository>/<path>; on a 401, authenticates (where credentials
         may go) and asks once more. Raises RegistryError, in words, when the host cannot
         be reached or a login was refused; UntrustedAnswer when a body passes `limit`
@@ -71,8 +78,7 @@ class Client:
         for attempt in range(1, READ_ATTEMPTS + 1):
             response = self._send(method, url, sent, body, limit)
             if response.status == 401 and "www-authenticate" in response.headers:
-                auth = self._authorize(response.headers["www-authenticate"], repository,
-                                       action)
+                auth = self._authorize(response.headers["www-authenticate"], repository, action)
                 if auth is not None:
                     sent = {**sent, "Authorization": auth}
                     response = self._send(method, url, sent, body, limit)
@@ -81,14 +87,18 @@ class Client:
             # A read that met a registry failing for a moment (distribution 2.8 answered 500
             # to a manifest read while a racing runner wrote the same tag) is asked again;
             # writes are not, and the last answer is returned as it is.
-            if (method not in ("GET", "HEAD") or response.status not in _TRANSIENT
-                    or attempt == READ_ATTEMPTS):
+            if (
+                method not in ("GET", "HEAD")
+                or response.status not in _TRANSIENT
+                or attempt == READ_ATTEMPTS
+            ):
                 return response
             time.sleep(0.25 * attempt)
         raise AssertionError("unreachable")
 
-    def _follow(self, method: str, url: str, headers: dict[str, str], response: Response,
-                limit: int | None) -> Response:
+    def _follow(
+        self, method: str, url: str, headers: dict[str, str], response: Response, limit: int | None
+    ) -> Response:
         """A read the registry redirected, as the distribution spec allows (blobs sent to
         object storage, with a signed URL): followed on this host with our headers, on any
         other host (scheme, host and port compared) with none, so our credentials never
@@ -107,8 +117,14 @@ class Client:
             response = self._send(method, path, headers, None, limit)
         return response
 
-    def _send(self, method: str, url: str, headers: dict[str, str],
-              body: bytes | None, limit: int | None = None) -> Response:
+    def _send(
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        body: bytes | None,
+        limit: int | None = None,
+    ) -> Response:
         """One request on this thread's connection; a connection the server closed while
         idle is reopened once. A body over `limit` bytes is not read on (nor kept)."""
         for attempt in (1, 2):
@@ -120,8 +136,10 @@ class Client:
                 if limit is not None and len(data) > limit:
                     conn.close()  # the rest of the body is left unread: not reusable
                     self._local.conn = None
-                    raise UntrustedAnswer(f"the registry {self.host} answered {url[:120]} "
-                                          f"with more than {limit} bytes; refusing it")
+                    raise UntrustedAnswer(
+                        f"the registry {self.host} answered {url[:120]} "
+                        f"with more than {limit} bytes; refusing it"
+                    )
                 return Response(raw.status, {k.lower(): v for k, v in raw.getheaders()}, data)
             except _RETRYABLE as exc:
                 conn.close()
@@ -145,8 +163,7 @@ class Client:
         """The Authorization value the challenge asks for, or None to stay anonymous."""
         challenge = auth.parse_challenge(header)
         if challenge.scheme == "bearer" and "realm" in challenge.params:
-            return TOKENS.bearer(self.host, challenge, f"repository:{repository}:{action}",
-                                 fetch)
+            return TOKENS.bearer(self.host, challenge, f"repository:{repository}:{action}", fetch)
         creds = auth.credentials(self.host)
         here = f"{hosts.scheme(self.host)}://{self.host}/"
         if challenge.scheme == "basic" and creds and hosts.may_send_credentials(here):
@@ -163,16 +180,23 @@ def client(host: str) -> Client:
         return _clients.setdefault(host, Client(host))
 
 
-def fetch(url: str, headers: dict[str, str] | None = None, redirects: int = MAX_REDIRECTS
-          ) -> tuple[int, bytes]:
+def fetch(
+    url: str, headers: dict[str, str] | None = None, redirects: int = MAX_REDIRECTS
+) -> tuple[int, bytes]:
     """GET an absolute URL (a token service); follows redirects without `headers`.
     Raises RegistryError, in words, when the host cannot be reached."""
     response = elsewhere("GET", url, headers or {}, redirects=redirects)
     return response.status, response.body
 
 
-def elsewhere(method: str, url: str, headers: dict[str, str], *, limit: int | None = None,
-              redirects: int = MAX_REDIRECTS) -> Response:
+def elsewhere(
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    *,
+    limit: int | None = None,
+    redirects: int = MAX_REDIRECTS,
+) -> Response:
     """`method` on an absolute URL another host serves (a token realm, a blob's storage), on
     a connection of its own; redirects are followed with no headers at all: a storage
     redirect is a signed URL, and nothing of ours (credentials above all) goes further."""
@@ -183,8 +207,9 @@ def elsewhere(method: str, url: str, headers: dict[str, str], *, limit: int | No
     except (ValueError, http.client.HTTPException) as exc:
         raise problems.unreachable(parts.netloc, exc) from None
     try:
-        conn.request(method, parts.path + (f"?{parts.query}" if parts.query else ""),
-                     headers=headers)
+        conn.request(
+            method, parts.path + (f"?{parts.query}" if parts.query else ""), headers=headers
+        )
         raw = conn.getresponse()
         body = raw.read() if limit is None else raw.read(limit + 1)
         answer = Response(raw.status, {k.lower(): v for k, v in raw.getheaders()}, body)
@@ -193,12 +218,18 @@ def elsewhere(method: str, url: str, headers: dict[str, str], *, limit: int | No
     finally:
         conn.close()
     if limit is not None and len(body) > limit:
-        raise UntrustedAnswer(f"{parts.netloc} answered {url[:120]} with more than {limit} "
-                              "bytes; refusing it")
+        raise UntrustedAnswer(
+            f"{parts.netloc} answered {url[:120]} with more than {limit} bytes; refusing it"
+        )
     location = answer.headers.get("location")
     if answer.status in REDIRECTS and location and redirects > 0:
-        return elsewhere(method, check_hop(url, urllib.parse.urljoin(url, location)), {},
-                         limit=limit, redirects=redirects - 1)
+        return elsewhere(
+            method,
+            check_hop(url, urllib.parse.urljoin(url, location)),
+            {},
+            limit=limit,
+            redirects=redirects - 1,
+        )
     return answer
 
 
@@ -209,19 +240,24 @@ def check_hop(current: str, target: str) -> str:
     machine or its link-local network (a cloud's metadata service lives there)."""
     here, there = urllib.parse.urlsplit(current), urllib.parse.urlsplit(target)
     if there.scheme not in ("http", "https") or not there.netloc:
-        raise UntrustedAnswer(f"{here.netloc} sent us to {target[:200]!r}, which is no HTTP "
-                              "URL; refusing it")
+        raise UntrustedAnswer(
+            f"{here.netloc} sent us to {target[:200]!r}, which is no HTTP URL; refusing it"
+        )
     if here.scheme == "https" and there.scheme == "http" and not hosts.is_loopback(there.netloc):
-        raise UntrustedAnswer(f"{here.netloc} sent us from HTTPS to plain HTTP "
-                              f"({target[:200]}); refusing it")
+        raise UntrustedAnswer(
+            f"{here.netloc} sent us from HTTPS to plain HTTP ({target[:200]}); refusing it"
+        )
     if not hosts.is_loopback(here.netloc) and hosts.is_internal(there.netloc):
-        raise UntrustedAnswer(f"{here.netloc} sent us to {there.netloc}, an address of this "
-                              "machine or its link-local network; refusing it")
+        raise UntrustedAnswer(
+            f"{here.netloc} sent us to {there.netloc}, an address of this "
+            "machine or its link-local network; refusing it"
+        )
     return target
 
 
-def blob_response(ref_host: str, repository: str, digest: Digest,
-                  limit: int | None = None) -> Response:
+def blob_response(
+    ref_host: str, repository: str, digest: Digest, limit: int | None = None
+) -> Response:
     """GET a blob (a storage redirect is followed by Client.request, without credentials);
     UntrustedAnswer past `limit` bytes."""
     return client(ref_host).request("GET", repository, f"blobs/{digest}", limit=limit)

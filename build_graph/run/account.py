@@ -16,20 +16,34 @@ def registry_holds(tier: PlannedTier, holdings: Availability) -> list[str]:
     """What the registry holds for the tier, asked now: `doit info`'s account."""
     image = holdings.registry(tier.image)
     if image.presence is not Presence.PRESENT or image.digest is None:
-        lines = [f"{tier.image}: " + (f"could not ask ({image.error})" if image.error
-                                      else "not in the registry")]
+        lines = [
+            f"{tier.image}: "
+            + (f"could not ask ({image.error})" if image.error else "not in the registry")
+        ]
         for name in tier.human_tags:
             tag = holdings.registry(f"{tier.repository}:{name}")
-            lines.append(f"{tier.repository}:{name} -> "
-                         f"{tag.digest or ('could not ask' if tag.error else 'absent')}")
+            lines.append(
+                f"{tier.repository}:{name} -> "
+                f"{tag.digest or ('could not ask' if tag.error else 'absent')}"
+            )
         return lines
     lines = [f"{tier.image} = {image.digest}"]
     for name in tier.human_tags:
         tag = holdings.registry(f"{tier.repository}:{name}")
-        index = (" (an index of every platform's image)" if tier.platform is not None
-                 and tag.media_type in INDEX_TYPES else "")
-        where = ("the same digest" if tag.digest == image.digest else f"{tag.digest}{index}"
-                 if tag.digest else "could not ask" if tag.error else "absent")
+        index = (
+            " (an index of every platform's image)"
+            if tier.platform is not None and tag.media_type in INDEX_TYPES
+            else ""
+        )
+        where = (
+            "the same digest"
+            if tag.digest == image.digest
+            else f"{tag.digest}{index}"
+            if tag.digest
+            else "could not ask"
+            if tag.error
+            else "absent"
+        )
         lines.append(f"{tier.repository}:{name} -> {where}")
     try:
         report = trust.passing_report(tier, image.digest, holdings)
@@ -38,9 +52,11 @@ def registry_holds(tier: PlannedTier, holdings: Availability) -> list[str]:
     if report is not None:
         by = report.get("made_by")
         by = by if isinstance(by, dict) else {}
-        lines.append(f"verify report: passed ({shown(report.get('summary'))}; GPU "
-                     f"{shown(report.get('gpu'))}), made on "
-                     f"{shown(by.get('host', '?'))} at {shown(by.get('at', '?'))}")
+        lines.append(
+            f"verify report: passed ({shown(report.get('summary'))}; GPU "
+            f"{shown(report.get('gpu'))}), made on "
+            f"{shown(by.get('host', '?'))} at {shown(by.get('at', '?'))}"
+        )
         fingerprint = str(report.get("fingerprint"))
         lines.append(f"  at {trust.store(tier).ref(image.digest, fingerprint)}")
     else:
@@ -52,6 +68,10 @@ def _sbom(tier: PlannedTier, digest: Digest, holdings: Availability) -> str:
     """Where the image's SBOM is (`python -m build_graph sbom` prints it)."""
     ref = trust.store(tier).sbom_ref(digest)
     sbom = holdings.registry(ref)
-    return (f"SBOM: {ref}" if sbom.presence is Presence.PRESENT
-            else f"SBOM: could not ask ({sbom.error})" if sbom.error
-            else "SBOM: none stored for this digest")
+    return (
+        f"SBOM: {ref}"
+        if sbom.presence is Presence.PRESENT
+        else f"SBOM: could not ask ({sbom.error})"
+        if sbom.error
+        else "SBOM: none stored for this digest"
+    )

@@ -24,7 +24,6 @@ from build_graph.manifest.model import STAGES
 _SHOWN = tuple(stage for stage in STAGES if stage != "render")
 
 
-
 def _environment_errors(tasks: list[Any]) -> list[BuildGraphError]:
     """The problems (registry, daemon) that stopped the up-to-date checks of `tasks` from
     getting an answer: a status computed past them would be a guess."""
@@ -58,8 +57,11 @@ def _plan(command: Any, tier_task: Any, tasks: dict[str, Any]) -> list[tuple[str
     for name in names:
         stage, _, key = name.partition(":")
         task = tasks.get(name)
-        if stage in _SHOWN and task is not None and \
-                command.dep_manager.get_status(task, tasks).status != "up-to-date":
+        if (
+            stage in _SHOWN
+            and task is not None
+            and command.dep_manager.get_status(task, tasks).status != "up-to-date"
+        ):
             pending.append((stage if key == facts["key"] else name, task))
     return pending
 
@@ -67,9 +69,17 @@ def _plan(command: Any, tier_task: Any, tasks: dict[str, Any]) -> list[tuple[str
 class TierList(List):  # type: ignore[misc]
     doc_purpose = "list the tiers (--status: what a run would do to each; --all: every task)"
 
-    def _execute(self, subtasks: bool = False, quiet: bool = True, status: bool = False,
-                 private: bool = False, list_deps: bool = False, template: Any = None,
-                 sort: str = "name", pos_args: Any = None) -> int:
+    def _execute(
+        self,
+        subtasks: bool = False,
+        quiet: bool = True,
+        status: bool = False,
+        private: bool = False,
+        list_deps: bool = False,
+        template: Any = None,
+        sort: str = "name",
+        pos_args: Any = None,
+    ) -> int:
         tiers = _tiers(self.task_list)
         if subtasks or private or list_deps or template or pos_args or not tiers:
             # doit's own listing; with --status, held back until every check got an answer
@@ -77,8 +87,11 @@ class TierList(List):  # type: ignore[misc]
             held = io.StringIO()
             self.outstream = held
             try:
-                code = int(super()._execute(subtasks, quiet, status, private, list_deps,
-                                            template, sort, pos_args))
+                code = int(
+                    super()._execute(
+                        subtasks, quiet, status, private, list_deps, template, sort, pos_args
+                    )
+                )
             finally:
                 self.outstream = shown
             listing = held.getvalue()
@@ -114,16 +127,17 @@ class TierInfo(Info):  # type: ignore[misc]
         tasks = {t.name: t for t in self.task_list}
         if len(pos_args) == 1 and pos_args[0] not in tasks:
             tiers = [t.name for t in _tiers(self.task_list)]
-            raise InvalidCommand(f"no tier or task named {pos_args[0]!r}"
-                                 f"{did_you_mean(pos_args[0], tiers or tasks)}; `doit list` "
-                                 "shows the tiers, `doit list --all` every task")
+            raise InvalidCommand(
+                f"no tier or task named {pos_args[0]!r}"
+                f"{did_you_mean(pos_args[0], tiers or tasks)}; `doit list` "
+                "shows the tiers, `doit list --all` every task"
+            )
         task = tasks.get(pos_args[0]) if len(pos_args) == 1 else None
         if task is None or not isinstance(task.meta, dict) or "tier" not in task.meta:
             return int(super()._execute(pos_args, hide_status))
         facts = task.meta["tier"]
         out = self.outstream
-        out.write(f"{task.name}: {facts['description']}\n  {facts['base']}; "
-                  f"{facts['summary']}\n")
+        out.write(f"{task.name}: {facts['description']}\n  {facts['base']}; {facts['summary']}\n")
         out.write("The registry holds:\n")
         out.writelines(f"  - {line}\n" for line in facts["registry"]())
         pending = _plan(self, task, tasks)
@@ -131,16 +145,22 @@ class TierInfo(Info):  # type: ignore[misc]
         if errors:
             return _could_not_ask(errors)
         if not pending:
-            promoted = any(name.startswith("promote:") for name in facts.get("tasks") or [
-                "promote:"])
-            out.write("Up to date: built, pushed, verified and promoted; a run does nothing.\n"
-                      if promoted else "Up to date: built, pushed and verified (its tier's "
-                      f"index: doit info {task.name.rsplit('/', 1)[0]}).\n")
+            promoted = any(
+                name.startswith("promote:") for name in facts.get("tasks") or ["promote:"]
+            )
+            out.write(
+                "Up to date: built, pushed, verified and promoted; a run does nothing.\n"
+                if promoted
+                else "Up to date: built, pushed and verified (its tier's "
+                f"index: doit info {task.name.rsplit('/', 1)[0]}).\n"
+            )
             return 0
         out.write(f"A run would {', '.join(stage for stage, _ in pending)}:\n")
         for stage, stage_task in pending:
-            why = "; ".join(repr(u[0] if isinstance(u, tuple) else u).removeprefix(
-                "up to date when ") for u in stage_task.uptodate)
+            why = "; ".join(
+                repr(u[0] if isinstance(u, tuple) else u).removeprefix("up to date when ")
+                for u in stage_task.uptodate
+            )
             out.write(f"  - {stage}: up to date only when {why}; that is not so now\n")
         changed = facts["changes"]()
         if changed:

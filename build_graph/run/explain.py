@@ -5,9 +5,11 @@ from __future__ import annotations
 from build_graph.fs import read_record
 from build_graph.plan.plan import PlannedTier
 
-_NAMES = {"dockerfile": "its rendered Dockerfile (template or values)",
-          "build_args": "its build_args", "compile": "its compile inputs (builder, script, "
-          "sources)"}
+_NAMES = {
+    "dockerfile": "its rendered Dockerfile (template or values)",
+    "build_args": "its build_args",
+    "compile": "its compile inputs (builder, script, sources)",
+}
 
 
 def changes(tier: PlannedTier) -> list[str]:
@@ -17,8 +19,9 @@ def changes(tier: PlannedTier) -> list[str]:
     """
     record = read_record(tier.folder.push_record)
     if record is None or not isinstance(record.get("inputs"), dict):
-        return ["no earlier push of this tier is recorded here, so there is nothing to "
-                "compare with"]
+        return [
+            "no earlier push of this tier is recorded here, so there is nothing to compare with"
+        ]
     if record.get("image") == tier.image:
         return []
     before: dict[str, str] = record["inputs"]

@@ -110,8 +110,9 @@ class ExitCodeReporter(ConsoleReporter):  # type: ignore[misc]
             for problem in self.summary.write(self.summary_file):
                 progress(f"warning: {problem}")
         failures: list[dict[str, Any]] = self.failures
-        codes = [f["exception"].exit_code for f in failures
-                 if isinstance(f["exception"], StageFailed)]
+        codes = [
+            f["exception"].exit_code for f in failures if isinstance(f["exception"], StageFailed)
+        ]
         if codes:
             # doit returns its own code after this; raising ends the run with ours (doit's
             # database was already closed by the runner).

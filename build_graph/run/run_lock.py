@@ -15,8 +15,18 @@ from build_graph.errors import EnvironmentProblem
 
 READ_ONLY = {"list", "info", "help", "dumpdb", "tabcompletion"}
 # doit's global options that take a separate value (`-f dodo.py`).
-_WITH_VALUE = {"-f", "--file", "-d", "--dir", "-k", "--seek-file", "--db-file", "--backend",
-               "--check_file_uptodate", "--codec-cls"}
+_WITH_VALUE = {
+    "-f",
+    "--file",
+    "-d",
+    "--dir",
+    "-k",
+    "--seek-file",
+    "--db-file",
+    "--backend",
+    "--check_file_uptodate",
+    "--codec-cls",
+}
 _held: list[IO[str]] = []  # keeps the locked file open until the process exits
 
 
@@ -45,9 +55,11 @@ def acquire(lock: Path, argv: list[str]) -> None:
         handle.seek(0)
         holder = handle.read().strip() or "another process"
         handle.close()
-        raise EnvironmentProblem(f"another doit run ({holder}) is using {build_dir}; "
-                                 "wait for it to finish (runs of one stack never share "
-                                 "a doit database)") from None
+        raise EnvironmentProblem(
+            f"another doit run ({holder}) is using {build_dir}; "
+            "wait for it to finish (runs of one stack never share "
+            "a doit database)"
+        ) from None
     handle.truncate(0)
     handle.write(f"pid {os.getpid()}\n")
     handle.flush()

@@ -25,8 +25,9 @@ from build_graph.run.tasks import StackTasks
 from build_graph.stages import pin
 
 
-def open_session(manifest: str | None, verbose: str | None = None,
-                 argv: list[str] | None = None) -> StackTasks:
+def open_session(
+    manifest: str | None, verbose: str | None = None, argv: list[str] | None = None
+) -> StackTasks:
     """The tasks of the stack in `manifest` (default images.toml); exits on a user error."""
     quiet_interrupts()
     if verbose:  # `doit verbose=1`: stream every line, as BUILD_GRAPH_VERBOSE=1 does

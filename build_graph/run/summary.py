@@ -81,15 +81,21 @@ class RunSummary:
             row.failed[stage] = (message.strip().splitlines() or [""])[0]
 
     def markdown(self) -> str:
-        counts = {name: sum(1 for r in self.rows.values() if r.outcome == name)
-                  for name in ("rebuilt", "up to date", "failed", "not run")}
+        counts = {
+            name: sum(1 for r in self.rows.values() if r.outcome == name)
+            for name in ("rebuilt", "up to date", "failed", "not run")
+        }
         total = sum(sum(r.ran.values()) for r in self.rows.values())
-        lines = [f"### build-graph: {cell(self.title)}", "",
-                 f"{len(self.rows)} tiers: " + ", ".join(f"{n} {name}" for name, n
-                                                        in counts.items() if n)
-                 + f"; {total:.1f} s in stages", "",
-                 "| tier | ran | time | compiler cache | verify | digest | tags moved |",
-                 "|---|---|---|---|---|---|---|"]
+        lines = [
+            f"### build-graph: {cell(self.title)}",
+            "",
+            f"{len(self.rows)} tiers: "
+            + ", ".join(f"{n} {name}" for name, n in counts.items() if n)
+            + f"; {total:.1f} s in stages",
+            "",
+            "| tier | ran | time | compiler cache | verify | digest | tags moved |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for key, row in self.rows.items():
             lines.append("| " + " | ".join(cell(c) for c in self._cells(key, row)) + " |")
         return "\n".join(lines) + "\n"
@@ -100,9 +106,15 @@ class RunSummary:
             ran += ("; " if ran else "") + "not run: " + ", ".join(row.not_run)
         time_s = f"{sum(row.ran.values()):.1f} s" if row.ran else "-"
         digest = row.facts.get("digest", "-")  # only what this run's stages or checks read
-        return [key, ran or "nothing (up to date)", time_s,
-                row.facts.get("ccache", "-"), self._verify(row), digest,
-                row.facts.get("tags_moved", "-")]
+        return [
+            key,
+            ran or "nothing (up to date)",
+            time_s,
+            row.facts.get("ccache", "-"),
+            self._verify(row),
+            digest,
+            row.facts.get("tags_moved", "-"),
+        ]
 
     @staticmethod
     def _verify(row: TierRow) -> str:
@@ -140,5 +152,5 @@ def cell(value: str) -> str:
     """One table cell: no markup, no line breaks, no column breaks, bounded."""
     text = " ".join(str(value).split())
     if len(text) > _CELL_LIMIT:
-        text = text[:_CELL_LIMIT - 3] + "..."
+        text = text[: _CELL_LIMIT - 3] + "..."
     return html.escape(_MARKUP.sub(r"\\\g<0>", text), quote=False)

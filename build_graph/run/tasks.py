@@ -34,9 +34,14 @@ DoitTask = dict[str, Any]
 
 
 def doit_config(stack: Stack) -> dict[str, Any]:
-    reporter = type("StackReporter", (ExitCodeReporter,), {
-        "summary_file": stack.build_folder.run_summary,
-        "summary_title": f"{stack.name} ({stack.manifest.name})"})
+    reporter = type(
+        "StackReporter",
+        (ExitCodeReporter,),
+        {
+            "summary_file": stack.build_folder.run_summary,
+            "summary_title": f"{stack.name} ({stack.manifest.name})",
+        },
+    )
     return {
         "dep_file": str(stack.build_folder.doit_db),
         "backend": "json",
@@ -49,9 +54,14 @@ def doit_config(stack: Stack) -> dict[str, Any]:
     }
 
 
-def action(stage: str, tier: PlannedTier, fn: Callable[..., Facts | None],
-           *args: Any, folder: TierFolder | None = None,
-           key: str | None = None) -> Callable[[], TaskFailed | Facts]:
+def action(
+    stage: str,
+    tier: PlannedTier,
+    fn: Callable[..., Facts | None],
+    *args: Any,
+    folder: TierFolder | None = None,
+    key: str | None = None,
+) -> Callable[[], TaskFailed | Facts]:
     """A doit python-action for one stage of one tier. Its output goes to the tier's
     logs/<stage>.log (and to the terminal when verbose); our errors become a clean
     StageFailed with the cause's exit code (no traceback); Ctrl-C becomes one line and
@@ -84,8 +94,13 @@ class Condition:
     list --status` and `doit info` report it instead of a plan made of guesses.
     """
 
-    def __init__(self, says: str, fn: Callable[..., bool], *args: Any,
-                 facts: Callable[[], Facts] | None = None) -> None:
+    def __init__(
+        self,
+        says: str,
+        fn: Callable[..., bool],
+        *args: Any,
+        facts: Callable[[], Facts] | None = None,
+    ) -> None:
         self.says, self.fn, self.args, self._facts = says, fn, args, facts
         self.error: BuildGraphError | None = None
 
@@ -122,8 +137,9 @@ class StackTasks:
         tags, human tags, and the reports for the digests this machine saw last."""
         holdings = Availability()
         for tier in self.planned:
-            holdings.register([tier.image, *map(tier.human_ref, tier.human_tags),
-                           *trust.expected_refs(tier)])
+            holdings.register(
+                [tier.image, *map(tier.human_ref, tier.human_tags), *trust.expected_refs(tier)]
+            )
         return holdings
 
     @cached_property
@@ -131,8 +147,9 @@ class StackTasks:
         return {t.key: t for t in self.planned}
 
     def describe(self, tier: PlannedTier) -> str:
-        return f"{tier.spec.description or tier.spec.name} ({self._base(tier)}; " \
-               f"{self._summary(tier)})"
+        return (
+            f"{tier.spec.description or tier.spec.name} ({self._base(tier)}; {self._summary(tier)})"
+        )
 
     def _base(self, tier: PlannedTier) -> str:
         return f"on {tier.parent_key}" if tier.parent_key else f"from {tier.spec.from_image}"
@@ -140,8 +157,11 @@ class StackTasks:
     def _summary(self, tier: PlannedTier) -> str:
         """The key versions: python, torch, CUDA, cuDNN, and the archs a compile targets."""
         variant = self.stack.variant(tier.spec.variant)
-        facts = [f"{k} {variant.versions[k]}" for k in ("python", "torch", "cuda", "cudnn")
-                 if k in variant.versions]
+        facts = [
+            f"{k} {variant.versions[k]}"
+            for k in ("python", "torch", "cuda", "cudnn")
+            if k in variant.versions
+        ]
         if variant.gpu.arch_list and tier.spec.compile:
             facts.append(f"archs {variant.gpu.torch_cuda_arch_list}")
         return ", ".join(facts)
@@ -166,20 +186,32 @@ class StackTasks:
                 stages = [f"{stage}:{tier.key}" for stage in STAGES if stage != "promote"]
                 if not tier.platform:
                     stages.append(self.promote_task(tier))
-                yield {"basename": tier.key, "actions": None, "doc": self.describe(tier),
-                       "task_dep": [stages[-1]],
-                       "meta": {"tier": {"key": tier.key, "base": self._base(tier),
-                                         "summary": self._summary(tier),
-                                         "description": tier.spec.description or tier.spec.name,
-                                         "tasks": stages,
-                                         "changes": partial(explain.changes, tier),
-                                         "registry": partial(self.registry_holds, tier)}}}
+                yield {
+                    "basename": tier.key,
+                    "actions": None,
+                    "doc": self.describe(tier),
+                    "task_dep": [stages[-1]],
+                    "meta": {
+                        "tier": {
+                            "key": tier.key,
+                            "base": self._base(tier),
+                            "summary": self._summary(tier),
+                            "description": tier.spec.description or tier.spec.name,
+                            "tasks": stages,
+                            "changes": partial(explain.changes, tier),
+                            "registry": partial(self.registry_holds, tier),
+                        }
+                    },
+                }
         if self.stack.has_variants:
             for name in dict.fromkeys(t.spec.name for t in self.planned):
-                keys = list(dict.fromkeys(t.group_key for t in self.planned
-                                          if t.spec.name == name))
-                yield {"basename": name, "actions": None, "task_dep": keys,
-                       "doc": f"{name} in every variant ({', '.join(keys)})"}
+                keys = list(dict.fromkeys(t.group_key for t in self.planned if t.spec.name == name))
+                yield {
+                    "basename": name,
+                    "actions": None,
+                    "task_dep": keys,
+                    "doc": f"{name} in every variant ({', '.join(keys)})",
+                }
 
     def _group_task(self, key: str, images: list[PlannedTier]) -> DoitTask:
         """`doit <tier>` of a tier built per platform: every platform, then the index."""
@@ -190,17 +222,24 @@ class StackTasks:
         def each(fn: Callable[[PlannedTier], list[str]]) -> list[str]:
             return [f"{t.key}: {line}" for t in images for line in fn(t)]
 
-        return {"basename": key, "actions": None, "task_dep": [f"promote:{key}"],
-                "doc": self._group_doc(images),
-                "meta": {"tier": {
-                    "key": key, "base": f"on {parent}" if parent else
-                    f"from {first.spec.from_image}",
+        return {
+            "basename": key,
+            "actions": None,
+            "task_dep": [f"promote:{key}"],
+            "doc": self._group_doc(images),
+            "meta": {
+                "tier": {
+                    "key": key,
+                    "base": f"on {parent}" if parent else f"from {first.spec.from_image}",
                     "summary": f"{self._summary(first)}; "
-                               + ", ".join(str(t.platform) for t in images),
+                    + ", ".join(str(t.platform) for t in images),
                     "description": first.spec.description or first.spec.name,
                     "tasks": [*tasks, f"promote:{key}"],
                     "changes": partial(each, explain.changes),
-                    "registry": partial(each, self.registry_holds)}}}
+                    "registry": partial(each, self.registry_holds),
+                }
+            },
+        }
 
     def _group_doc(self, images: list[PlannedTier]) -> str:
         platforms = ", ".join(str(t.platform) for t in images)
@@ -213,10 +252,10 @@ class StackTasks:
         yield {"basename": name, "name": None, "doc": STAGES[name]}
         if name == "promote":  # one promote per tier: of its image, or of its index
             for key, images in self.groups.items():
-                task = (self._promote_index(images) if images[0].platform
-                        else self._promote(images[0]))
-                doc = (self._group_doc(images) if images[0].platform
-                       else self.describe(images[0]))
+                task = (
+                    self._promote_index(images) if images[0].platform else self._promote(images[0])
+                )
+                doc = self._group_doc(images) if images[0].platform else self.describe(images[0])
                 yield {"basename": name, "name": key, "doc": doc, **task}
             return
         make = getattr(self, f"_{name}")
@@ -226,37 +265,64 @@ class StackTasks:
                 yield {"basename": name, "name": tier.key, "doc": self.describe(tier), **task}
 
     def _render(self, tier: PlannedTier) -> DoitTask:
-        return {"actions": [action("render", tier, render_stage.render, tier)],
-                "targets": list(render_stage.rendered_files(tier)),
-                "uptodate": [config_changed(render_stage.rendered_digest(tier))],
-                "verbosity": 1}
+        return {
+            "actions": [action("render", tier, render_stage.render, tier)],
+            "targets": list(render_stage.rendered_files(tier)),
+            "uptodate": [config_changed(render_stage.rendered_digest(tier))],
+            "verbosity": 1,
+        }
 
     def _compile(self, tier: PlannedTier) -> DoitTask | None:
         if tier.builder_key is None:
             return None
         builder = self.by_key[tier.builder_key]
-        return {"actions": [action("compile", tier, compile_stage.compile_tier, self.stack, tier,
-                                      builder)],
-                "task_dep": [f"render:{tier.key}", f"build:{builder.key}"],
-                "uptodate": [Condition(
+        return {
+            "actions": [
+                action("compile", tier, compile_stage.compile_tier, self.stack, tier, builder)
+            ],
+            "task_dep": [f"render:{tier.key}", f"build:{builder.key}"],
+            "uptodate": [
+                Condition(
                     f"{tier.image} exists, or {tier.folder.wheels} holds wheels of compile "
-                    f"inputs {tier.compile_hash}", compile_stage.compiled, tier, self.holdings)]}
+                    f"inputs {tier.compile_hash}",
+                    compile_stage.compiled,
+                    tier,
+                    self.holdings,
+                )
+            ],
+        }
 
     def _build(self, tier: PlannedTier) -> DoitTask:
         deps = [f"render:{tier.key}"]
         deps += [f"build:{tier.parent_key}"] if tier.parent_key else []
         deps += [f"compile:{tier.key}"] if tier.builder_key else []
-        return {"actions": [action("build", tier, build.build, self.stack, tier, self.holdings)],
-                "task_dep": deps, "uptodate": [Condition(
+        return {
+            "actions": [action("build", tier, build.build, self.stack, tier, self.holdings)],
+            "task_dep": deps,
+            "uptodate": [
+                Condition(
                     f"the registry holds {tier.image}, or the daemon here has it",
-                    build.image_available, tier, self.holdings)]}
+                    build.image_available,
+                    tier,
+                    self.holdings,
+                )
+            ],
+        }
 
     def _push(self, tier: PlannedTier) -> DoitTask:
-        return {"actions": [action("push", tier, push.push, tier, self.holdings)],
-                "task_dep": [f"build:{tier.key}"],
-                "uptodate": [Condition(f"the registry holds {tier.image}", push.pushed,
-                                       tier, self.holdings,
-                                       facts=partial(self._digest, tier))]}
+        return {
+            "actions": [action("push", tier, push.push, tier, self.holdings)],
+            "task_dep": [f"build:{tier.key}"],
+            "uptodate": [
+                Condition(
+                    f"the registry holds {tier.image}",
+                    push.pushed,
+                    tier,
+                    self.holdings,
+                    facts=partial(self._digest, tier),
+                )
+            ],
+        }
 
     def _digest(self, tier: PlannedTier) -> Facts:
         """The digest the registry named for the hash tag in this run's round."""
@@ -264,37 +330,69 @@ class StackTasks:
         return {"digest": str(digest)} if digest else {}
 
     def _verify(self, tier: PlannedTier) -> DoitTask:
-        return {"actions": [action("verify", tier, verify_stage.verify, tier, self.holdings)],
-                "task_dep": [f"push:{tier.key}"],
-                "uptodate": [Condition(
+        return {
+            "actions": [action("verify", tier, verify_stage.verify, tier, self.holdings)],
+            "task_dep": [f"push:{tier.key}"],
+            "uptodate": [
+                Condition(
                     f"the registry holds a passing verify report for {tier.image}'s digest "
-                    "and these checks", verify_stage.verified, tier, self.holdings)]}
+                    "and these checks",
+                    verify_stage.verified,
+                    tier,
+                    self.holdings,
+                )
+            ],
+        }
 
     def _promote_index(self, images: list[PlannedTier]) -> DoitTask:
         first = images[0]
         deps = [f"verify:{image.key}" for image in images]
         deps += [self.promote_task(self.by_key[first.parent_key])] if first.parent_key else []
-        verify_first = {image.key: partial(verify_stage.verify, image, self.holdings)
-                        for image in images}
-        return {"actions": [action("promote", first, promote.promote_index, images,
-                                   self.holdings, verify_first, key=first.group_key,
-                                   # the tier's own folder, above its platforms': the log
-                                   folder=self.stack.build_folder.tier(first.spec.variant,
-                                                                       first.spec.name))],
-                "task_dep": deps,
-                "uptodate": [Condition(
+        verify_first = {
+            image.key: partial(verify_stage.verify, image, self.holdings) for image in images
+        }
+        return {
+            "actions": [
+                action(
+                    "promote",
+                    first,
+                    promote.promote_index,
+                    images,
+                    self.holdings,
+                    verify_first,
+                    key=first.group_key,
+                    # the tier's own folder, above its platforms': the log
+                    folder=self.stack.build_folder.tier(first.spec.variant, first.spec.name),
+                )
+            ],
+            "task_dep": deps,
+            "uptodate": [
+                Condition(
                     f"every human tag ({', '.join(first.human_tags) or 'none'}) names the "
                     f"index of the verified images of {', '.join(str(i.platform) for i in images)}",
-                    promote.index_promoted, images, self.holdings)]}
+                    promote.index_promoted,
+                    images,
+                    self.holdings,
+                )
+            ],
+        }
 
     def _promote(self, tier: PlannedTier) -> DoitTask:
         deps = [f"verify:{tier.key}"]
         deps += [self.promote_task(self.by_key[tier.parent_key])] if tier.parent_key else []
         verify_first = partial(verify_stage.verify, tier, self.holdings)
-        return {"actions": [action("promote", tier, promote.promote, tier, self.holdings,
-                                   verify_first)],
-                "task_dep": deps,
-                "uptodate": [Condition(
+        return {
+            "actions": [
+                action("promote", tier, promote.promote, tier, self.holdings, verify_first)
+            ],
+            "task_dep": deps,
+            "uptodate": [
+                Condition(
                     f"every human tag ({', '.join(tier.human_tags) or 'none'}) names the "
                     "verified digest in the registry",
-                    promote.promoted, tier, self.holdings)]}
+                    promote.promoted,
+                    tier,
+                    self.holdings,
+                )
+            ],
+        }

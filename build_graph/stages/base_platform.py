@@ -31,14 +31,18 @@ def check(tier: PlannedTier) -> None:
     try:
         found = platforms_of(tier.base_image)
     except (BuildGraphError, ValueError, KeyError, TypeError) as exc:
-        progress(f"[{tier.key}] note: could not read the platforms of {tier.base_image} "
-                 f"({str(exc)[:200]}); the build will say")
+        progress(
+            f"[{tier.key}] note: could not read the platforms of {tier.base_image} "
+            f"({str(exc)[:200]}); the build will say"
+        )
         return
     if tier.platform not in found:
-        raise BuildFailed(f"{tier.key}: {tier.spec.from_image} (pinned {tier.base_image}) has "
-                          f"no {tier.platform} image, only {', '.join(sorted(found)) or 'none'};"
-                          f" name a `from` image that holds {tier.platform}, or leave it out of "
-                          f"tiers.{tier.spec.name}'s platforms")
+        raise BuildFailed(
+            f"{tier.key}: {tier.spec.from_image} (pinned {tier.base_image}) has "
+            f"no {tier.platform} image, only {', '.join(sorted(found)) or 'none'};"
+            f" name a `from` image that holds {tier.platform}, or leave it out of "
+            f"tiers.{tier.spec.name}'s platforms"
+        )
 
 
 @cache

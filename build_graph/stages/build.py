@@ -60,9 +60,11 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> None:
     command = buildkit.cli()
     buildargs, secrets = settings.for_build(buildkit=command is not None)
     if command is None and tier.platform is not None:
-        raise BuildFailed(f"{tier.key}: building per platform needs BuildKit (docker buildx, "
-                          "or a docker CLI with BuildKit): the classic builder has no "
-                          "--platform for FROM and keeps one image per base digest")
+        raise BuildFailed(
+            f"{tier.key}: building per platform needs BuildKit (docker buildx, "
+            "or a docker CLI with BuildKit): the classic builder has no "
+            "--platform for FROM and keeps one image per base digest"
+        )
     if command is None:
         _warn_classic(settings.named_ca())
     # The labels go only into the Dockerfile sent to the builder, not into the rendered one
@@ -71,21 +73,35 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> None:
     wheels = tier.folder.wheels if tier.spec.compile is not None else None
     with context_tar(dockerfile, tier.context_files, wheels, classic=command is None) as context:
         if command is None:
-            daemon.build(context, tier.image, name=tier.key, buildargs=buildargs,
-                         platform=tier.platform)
+            daemon.build(
+                context, tier.image, name=tier.key, buildargs=buildargs, platform=tier.platform
+            )
         else:
-            buildkit.build(command, context, tier.image, name=tier.key, buildargs=buildargs,
-                           secrets=secrets, platform=tier.platform)
+            buildkit.build(
+                command,
+                context,
+                tier.image,
+                name=tier.key,
+                buildargs=buildargs,
+                secrets=secrets,
+                platform=tier.platform,
+            )
     holdings.built(tier.image)
 
 
 @cache
 def _warn_classic(named_ca: bool) -> None:
-    ca = (f"; {settings.CA_SETTING} does not reach its pip steps either (they verify TLS "
-          "with the image's own CAs)" if named_ca else "")
-    progress("warning: no BuildKit here (no docker buildx, no docker CLI with "
-             "DOCKER_BUILDKIT support): building with the classic builder, without cache "
-             f"mounts or secrets{ca}")
+    ca = (
+        f"; {settings.CA_SETTING} does not reach its pip steps either (they verify TLS "
+        "with the image's own CAs)"
+        if named_ca
+        else ""
+    )
+    progress(
+        "warning: no BuildKit here (no docker buildx, no docker CLI with "
+        "DOCKER_BUILDKIT support): building with the classic builder, without cache "
+        f"mounts or secrets{ca}"
+    )
 
 
 def label_instruction(labels: dict[str, str]) -> str:
@@ -119,8 +135,13 @@ def labels(stack: Stack, tier: PlannedTier) -> dict[str, str]:
 def _git_facts(root: Path) -> tuple[str, str]:
     def git(*args: str) -> str:
         try:
-            result = subprocess.run(["git", "-C", str(root), *args], capture_output=True,
-                                    text=True, timeout=10, check=False)
+            result = subprocess.run(
+                ["git", "-C", str(root), *args],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired):
             return ""
         return result.stdout.strip() if result.returncode == 0 else ""

@@ -82,8 +82,11 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
     out_mount = Mount(str(staging), OUT_DIR, back_limit=OUTPUT_LIMIT)
     mounts: tuple[Mount, ...] = (
         Mount(str(tier.folder.compile_script), COMPILE_SCRIPT, read_only=True),
-        Mount(str(src), SRC_DIR), cache_mount, out_mount,
-        Mount(str(stack.build_folder.sources), SOURCES_DIR))
+        Mount(str(src), SRC_DIR),
+        cache_mount,
+        out_mount,
+        Mount(str(stack.build_folder.sources), SOURCES_DIR),
+    )
     bundle = settings.host_ca()
     if bundle is not None:  # the compile script's downloads verify TLS behind a proxy too
         mounts += (Mount(str(bundle.resolve()), HOST_CA, read_only=True),)
@@ -91,8 +94,14 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
     log(f"[{tier.key}] compiling in {builder.image}")
     started = time.monotonic()
     try:
-        with containers.container(builder.image, [COMPILE_SCRIPT], entrypoint=["bash"],
-                                  mounts=mounts, env=env, platform=builder.platform) as box:
+        with containers.container(
+            builder.image,
+            [COMPILE_SCRIPT],
+            entrypoint=["bash"],
+            mounts=mounts,
+            env=env,
+            platform=builder.platform,
+        ) as box:
             code, output = containers.run_to_end(box, Progress(tier.key, box).line)
             _bring_back(tier, box, cache_mount, out_mount if code == 0 else None)
     finally:  # a failed compile's partial cache is worth keeping too
@@ -101,12 +110,16 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
         sync.save()
         _report(tier, stats, sync, elapsed)
     if code != 0:
-        raise BuildFailed(f"compile of {tier.key} failed (exit {code}); "
-                          f"{last_output(output.splitlines())}{emulation_hint(output)}")
+        raise BuildFailed(
+            f"compile of {tier.key} failed (exit {code}); "
+            f"{last_output(output.splitlines())}{emulation_hint(output)}"
+        )
     outputs = sorted(staging.glob(tier.spec.compile.outputs))
     if not outputs:
-        raise BuildFailed(f"compile of {tier.key} wrote nothing matching "
-                          f"{tier.spec.compile.outputs!r} to {OUT_DIR}")
+        raise BuildFailed(
+            f"compile of {tier.key} wrote nothing matching "
+            f"{tier.spec.compile.outputs!r} to {OUT_DIR}"
+        )
     (staging / STAMP).write_text(f"{tier.compile_hash}\n")
     shutil.rmtree(tier.folder.wheels, ignore_errors=True)
     staging.rename(tier.folder.wheels)
@@ -122,9 +135,12 @@ def compile_env(stack: Stack, tier: PlannedTier, with_ca: bool) -> dict[str, str
     wins: a team that points SSL_CERT_FILE elsewhere on purpose keeps it."""
     assert tier.spec.compile is not None
     ca = dict.fromkeys(settings.CA_ENV, HOST_CA) if with_ca else {}
-    return {**settings.pip_settings(), **ca,
-            "CCACHE_MAXSIZE": f"{stack.cache.max_size_bytes >> 20}M",
-            **dict(tier.spec.compile.env)}
+    return {
+        **settings.pip_settings(),
+        **ca,
+        "CCACHE_MAXSIZE": f"{stack.cache.max_size_bytes >> 20}M",
+        **dict(tier.spec.compile.env),
+    }
 
 
 def _bring_back(tier: PlannedTier, box: Container, cache: Mount, out: Mount | None) -> None:
@@ -133,8 +149,9 @@ def _bring_back(tier: PlannedTier, box: Container, cache: Mount, out: Mount | No
     try:
         containers.bring_back(box, cache)
     except BuildFailed as exc:
-        progress(f"[{tier.key}] warning: the compiler cache stays as it was before this "
-                 f"compile: {exc}")
+        progress(
+            f"[{tier.key}] warning: the compiler cache stays as it was before this compile: {exc}"
+        )
     if out is not None:
         containers.bring_back(box, out)
 
@@ -153,32 +170,41 @@ class Progress:
         if match and time.monotonic() - self.last >= PROGRESS_S:
             self.last = time.monotonic()
             done, total = int(match[1]), int(match[2])
-            progress(f"..    compile:{self.key}  {done}/{total} files ({done / total:.0%})"
-                     f"{self._hit_rate()}")
+            progress(
+                f"..    compile:{self.key}  {done}/{total} files ({done / total:.0%})"
+                f"{self._hit_rate()}"
+            )
 
     def _hit_rate(self) -> str:
-        code, output = containers.exec_in(self.box, ["ccache", "--print-stats"],
-                                      {"CCACHE_DIR": CCACHE_DIR})
+        code, output = containers.exec_in(
+            self.box, ["ccache", "--print-stats"], {"CCACHE_DIR": CCACHE_DIR}
+        )
         if code != 0:
             return ""
         stats = parse(output)
         return f", ccache {stats.hits} hits / {stats.misses} misses ({stats.hit_rate:.0%})"
 
 
-def _report(tier: PlannedTier, stats: CcacheStats | None, sync: CacheSync,
-            compile_s: float) -> None:
+def _report(
+    tier: PlannedTier, stats: CcacheStats | None, sync: CacheSync, compile_s: float
+) -> None:
     """Print the cache's effect and record it in build/<variant>/<tier>/ccache-stats.json."""
     moved = sync.transfer
     if stats is None:
-        progress(f"[{tier.key}] ccache: statistics unavailable (no ccache in the builder "
-                 "image?)")
+        progress(f"[{tier.key}] ccache: statistics unavailable (no ccache in the builder image?)")
     else:
-        progress(f"[{tier.key}] ccache: {stats.hits} hits, {stats.misses} misses "
+        progress(
+            f"[{tier.key}] ccache: {stats.hits} hits, {stats.misses} misses "
             f"({stats.hit_rate:.1%} hit rate), cache {stats.cache_bytes / 2**20:.1f} MiB; "
             f"restore {moved.bytes_down / 2**20:.1f} MiB in {moved.restore_s:.1f} s, "
             f"save {moved.bytes_up / 2**20:.1f} MiB in {moved.save_s:.1f} s ({moved.saved}); "
-            f"compile {compile_s:.1f} s")
-    write_record(tier.folder.ccache_stats, {
-        "compile_s": round(compile_s, 2), "stats": stats.as_dict() if stats else None,
-        "transfer": sync.summary()})
-
+            f"compile {compile_s:.1f} s"
+        )
+    write_record(
+        tier.folder.ccache_stats,
+        {
+            "compile_s": round(compile_s, 2),
+            "stats": stats.as_dict() if stats else None,
+            "transfer": sync.summary(),
+        },
+    )

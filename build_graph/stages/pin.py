@@ -33,23 +33,35 @@ def resolve(ref: str) -> str:
         raise exc.needs(f"pinning {ref} ({_registry_said(probe)})") from None
     if local is not None:
         if probe.presence is Presence.ERROR:  # air-gapped hosts pin this way: say why
-            progress(f"note: {ref}: its registry could not be asked ({probe.error}); "
-                     + ("pinned from the Docker daemon's copy instead" if local else
-                        "pinned as local: the Docker daemon's copy names no registry digest "
-                        "(built, imported or loaded here, or kept in the containerd image "
-                        "store, which cannot say where an image came from)"))
+            progress(
+                f"note: {ref}: its registry could not be asked ({probe.error}); "
+                + (
+                    "pinned from the Docker daemon's copy instead"
+                    if local
+                    else "pinned as local: the Docker daemon's copy names no registry digest "
+                    "(built, imported or loaded here, or kept in the containerd image "
+                    "store, which cannot say where an image came from)"
+                )
+            )
         return _checked(ref, local, "the Docker daemon") if local else LOCAL
     if probe.presence is Presence.ERROR:
-        raise RegistryError(f"cannot pin {ref}: its registry did not answer ({probe.error}) "
-                            "and the Docker daemon has no such image; start the registry or "
-                            "pull the image")
-    raise BuildFailed(f"cannot pin {ref}: it is neither in its registry nor in the Docker "
-                      "daemon; fix `from` in images.toml")
+        raise RegistryError(
+            f"cannot pin {ref}: its registry did not answer ({probe.error}) "
+            "and the Docker daemon has no such image; start the registry or "
+            "pull the image"
+        )
+    raise BuildFailed(
+        f"cannot pin {ref}: it is neither in its registry nor in the Docker "
+        "daemon; fix `from` in images.toml"
+    )
 
 
 def _registry_said(probe: Answer) -> str:
-    return (f"its registry did not answer: {probe.error}" if probe.presence is Presence.ERROR
-            else "its registry does not hold it")
+    return (
+        f"its registry did not answer: {probe.error}"
+        if probe.presence is Presence.ERROR
+        else "its registry does not hold it"
+    )
 
 
 def resolve_source(source: Source) -> str:
@@ -58,26 +70,35 @@ def resolve_source(source: Source) -> str:
     if conforms(COMMIT_RE, ref):
         return ref
     try:
-        out = subprocess.run(["git", "ls-remote", "--", url, ref], capture_output=True,
-                             text=True, timeout=120, check=False)
+        out = subprocess.run(
+            ["git", "ls-remote", "--", url, ref],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise BuildFailed(f"cannot pin {source.text}: git ls-remote failed ({exc})") from None
     commits = [line.split()[0] for line in out.stdout.splitlines() if line.strip()]
     if out.returncode != 0 or not commits:
         why = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "no such ref"
-        raise BuildFailed(f"cannot pin {source.text}: {why}; check the URL and ref in "
-                          "compile.sources")
+        raise BuildFailed(
+            f"cannot pin {source.text}: {why}; check the URL and ref in compile.sources"
+        )
     if not conforms(COMMIT_RE, commits[0]):
-        raise BuildFailed(f"cannot pin {source.text}: git ls-remote answered {commits[0]!r}, "
-                          "which is not a commit")
+        raise BuildFailed(
+            f"cannot pin {source.text}: git ls-remote answered {commits[0]!r}, "
+            "which is not a commit"
+        )
     return commits[0]
 
 
 def _checked(ref: str, digest: str, where: str) -> str:
     """Only a pin images.lock would accept is written to it."""
     if not conforms(DIGEST_RE, digest):
-        raise BuildFailed(f"cannot pin {ref}: {where} named it {digest!r}, which is not a "
-                          "sha256 digest")
+        raise BuildFailed(
+            f"cannot pin {ref}: {where} named it {digest!r}, which is not a sha256 digest"
+        )
     return digest
 
 
@@ -113,30 +134,38 @@ def update(stack: Stack, names: list[str]) -> list[str]:
     sources = list(by_text)
     unknown = [n for n in names if n not in images and n not in sources]
     if unknown:
-        raise BuildFailed(f"not a `from` image or git source of {stack.manifest}: "
-                          f"{', '.join(unknown)} (they are: {', '.join(images + sources)})")
-    new = Lock({r: p for r, p in old.images.items() if r in images},
-               {s: c for s, c in old.sources.items() if s in sources})
+        raise BuildFailed(
+            f"not a `from` image or git source of {stack.manifest}: "
+            f"{', '.join(unknown)} (they are: {', '.join(images + sources)})"
+        )
+    new = Lock(
+        {r: p for r, p in old.images.items() if r in images},
+        {s: c for s, c in old.sources.items() if s in sources},
+    )
     # After damage, every name the lock lacks is pinned again, not only `names`.
-    lines = [f"{path.name}: {issue.key or 'the file'}: dropped, "
-             f"{issue.message.partition('; run ')[0]}" for issue in issues]
+    lines = [
+        f"{path.name}: {issue.key or 'the file'}: dropped, {issue.message.partition('; run ')[0]}"
+        for issue in issues
+    ]
     todo = list(names or images + sources)
     if issues:
-        todo += [n for n in images + sources if n not in todo and n not in old.images
-                 and n not in old.sources]
+        todo += [
+            n
+            for n in images + sources
+            if n not in todo and n not in old.images and n not in old.sources
+        ]
     for name in todo:
-        table, before = (new.images, old.images) if name in images else (new.sources,
-                                                                         old.sources)
+        table, before = (new.images, old.images) if name in images else (new.sources, old.sources)
         table[name] = resolve(name) if name in images else resolve_source(by_text[name])
         if before.get(name) != table[name]:
-            lines.append(_line(path, name, table[name],
-                               f"moved from {before.get(name) or 'nothing'}"))
+            lines.append(
+                _line(path, name, table[name], f"moved from {before.get(name) or 'nothing'}")
+            )
     write_lock(path, new)
     return lines
 
 
 def _line(path: Path, name: str, pin: str, what: str) -> str:
     if pin == LOCAL:
-        return f"{path.name}: {name} exists only in this Docker daemon: {what} as local, " \
-               "not pinned"
+        return f"{path.name}: {name} exists only in this Docker daemon: {what} as local, not pinned"
     return f"{path.name}: {name} pinned to {pin} ({what})"

@@ -57,8 +57,9 @@ def lines(pruning: Pruning, deleting: bool) -> list[str]:
             continue
         verb = "would delete" if d.delete else "keep"
         extra = f" and {len(d.artifacts)} artifact(s)" if d.delete and d.artifacts else ""
-        out.append(f"{verb:<12} {d.repository}:{','.join(d.tags)} ({d.digest.hex[:12]})"
-                   f"{extra}  {d.why}")
+        out.append(
+            f"{verb:<12} {d.repository}:{','.join(d.tags)} ({d.digest.hex[:12]}){extra}  {d.why}"
+        )
     return out
 
 
@@ -66,11 +67,14 @@ def summary(pruning: Pruning, deleted: int | None) -> str:
     """The last line: how many images went (None: a dry run) and the layer bytes freed."""
     count = sum(d.delete for d in pruning.decisions)
     if deleted is None:
-        return (f"{count} image(s) to delete, {_size(pruning.freed)} of layers to free"
-                + ("; run with --yes to delete" if count else ""))
+        return f"{count} image(s) to delete, {_size(pruning.freed)} of layers to free" + (
+            "; run with --yes to delete" if count else ""
+        )
     freed = _size(pruning.freed) if deleted == count else "fewer bytes"
-    return (f"{deleted} image(s) deleted, {freed} of layers freed once the registry "
-            "collects its garbage")
+    return (
+        f"{deleted} image(s) deleted, {freed} of layers freed once the registry "
+        "collects its garbage"
+    )
 
 
 def delete(pruning: Pruning, say: Callable[[str], None]) -> int:
@@ -84,8 +88,10 @@ def delete(pruning: Pruning, say: Callable[[str], None]) -> int:
     for d in (d for d in pruning.decisions if d.delete):
         ref = parse_ref(d.repository)
         if tagged := _tagged_now(ref, d):
-            say(f"{'keep':<12} {d.repository}:{','.join(d.tags)} ({d.digest.hex[:12]})  "
-                f"kept: {tagged!r} came to name it while prune ran")
+            say(
+                f"{'keep':<12} {d.repository}:{','.join(d.tags)} ({d.digest.hex[:12]})  "
+                f"kept: {tagged!r} came to name it while prune ran"
+            )
             continue
         for _tag, artifact in d.artifacts:
             api.delete_manifest(ref, artifact)
@@ -93,8 +99,10 @@ def delete(pruning: Pruning, say: Callable[[str], None]) -> int:
         inner.setdefault(d.repository, set()).update(d.inner)
         deleted += 1
         extra = f" and {len(d.artifacts)} artifact(s)" if d.artifacts else ""
-        say(f"{'deleted':<12} {d.repository}:{','.join(d.tags)} ({d.digest.hex[:12]})"
-            f"{extra}  {d.why}")
+        say(
+            f"{'deleted':<12} {d.repository}:{','.join(d.tags)} ({d.digest.hex[:12]})"
+            f"{extra}  {d.why}"
+        )
     for repository, digests in inner.items():
         _delete_untagged(repository, digests)
     return deleted
@@ -109,8 +117,12 @@ def _delete_untagged(repository: str, digests: set[Digest]) -> None:
     now = read_repository(repository)
     if any(i.problem and not (i.contains or i.refers_to) for i in now.tags.values()):
         return  # a tag whose contents could not be read may hold any of them
-    staying = {x for image in now.tags.values()
-               for x in (image.digest, *image.contains, *image.refers_to) if x is not None}
+    staying = {
+        x
+        for image in now.tags.values()
+        for x in (image.digest, *image.contains, *image.refers_to)
+        if x is not None
+    }
     ref = parse_ref(repository)
     for digest in sorted(digests - staying, key=str):
         api.delete_manifest(ref, digest)

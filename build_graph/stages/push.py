@@ -36,11 +36,15 @@ def push(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
     ours = daemon.push(tier.image)  # only compared and logged: the registry's answer counts
     now = holdings.require(tier.image)
     if now.digest is None:
-        raise RegistryError(f"{tier.image} was pushed ({ours or 'no digest said'}) but the "
-                            "registry does not hold it; check the registry's storage and logs")
+        raise RegistryError(
+            f"{tier.image} was pushed ({ours or 'no digest said'}) but the "
+            "registry does not hold it; check the registry's storage and logs"
+        )
     if ours is not None and now.digest != ours:
-        log(f"[{tier.key}] another runner pushed {tier.image} too; adopting the registry's "
-            f"{now.digest} (ours was {ours})")
+        log(
+            f"[{tier.key}] another runner pushed {tier.image} too; adopting the registry's "
+            f"{now.digest} (ours was {ours})"
+        )
     write_record(tier.folder.push_record, record(tier, now.digest))
     return {"digest": str(now.digest)}
 

@@ -33,15 +33,17 @@ def cyclonedx_json(inventory: object, repository: str, digest: Digest) -> str:
     from cyclonedx.output.json import JsonV1Dot6
 
     if not isinstance(inventory, dict):
-        raise BuildFailed(f"{repository}@{digest}: the probe listed no packages, so there is "
-                          "no SBOM; see the report's 'errors' for why")
+        raise BuildFailed(
+            f"{repository}@{digest}: the probe listed no packages, so there is "
+            "no SBOM; see the report's 'errors' for why"
+        )
     bom = Bom()
-    bom.metadata.component = Component(type=ComponentType.CONTAINER, name=repository,
-                                       version=str(digest), bom_ref=str(digest))
+    bom.metadata.component = Component(
+        type=ComponentType.CONTAINER, name=repository, version=str(digest), bom_ref=str(digest)
+    )
     distro = inventory.get("distro")
     distro = distro if isinstance(distro, dict) else {}
-    for component in [*_debian(inventory.get("debian"), distro),
-                      *_python(inventory.get("python"))]:
+    for component in [*_debian(inventory.get("debian"), distro), *_python(inventory.get("python"))]:
         bom.components.add(component)
     with warnings.catch_warnings():
         # The library warns that the image has no dependency graph: true, the SBOM lists
@@ -72,10 +74,16 @@ def _debian(packages: object, distro: dict[str, Any]) -> Iterator[Any]:
         qualifiers = {"arch": p["architecture"]} if p.get("architecture") else {}
         if re.fullmatch(r"[0-9A-Za-z.]{1,20}", version):
             qualifiers["distro"] = f"{vendor}-{version}"
-        purl = PackageURL("deb", vendor, p["name"], p.get("version") or None,
-                          qualifiers=qualifiers or None)
-        yield Component(type=ComponentType.LIBRARY, name=p["name"], version=p.get("version"),
-                        purl=purl, bom_ref=f"{purl}")
+        purl = PackageURL(
+            "deb", vendor, p["name"], p.get("version") or None, qualifiers=qualifiers or None
+        )
+        yield Component(
+            type=ComponentType.LIBRARY,
+            name=p["name"],
+            version=p.get("version"),
+            purl=purl,
+            bom_ref=f"{purl}",
+        )
 
 
 def _python(distributions: object) -> Iterator[Any]:
@@ -91,9 +99,12 @@ def _python(distributions: object) -> Iterator[Any]:
         purl = PackageURL("pypi", None, d["name"].lower(), d.get("version") or None)
         where = d.get("location", "")
         yield Component(
-            type=ComponentType.LIBRARY, name=d["name"], version=d.get("version"), purl=purl,
+            type=ComponentType.LIBRARY,
+            name=d["name"],
+            version=d.get("version"),
+            purl=purl,
             # the same distribution may be installed twice (two prefixes): one ref each
             bom_ref=f"{purl}?location={where}",
-            licenses=[licenses.make_from_string(d["license"])] if d.get("license")
-            else None,
-            properties=[Property(name="build-graph:location", value=where)] if where else None)
+            licenses=[licenses.make_from_string(d["license"])] if d.get("license") else None,
+            properties=[Property(name="build-graph:location", value=where)] if where else None,
+        )

@@ -72,10 +72,12 @@ def cached_archive(cache: Path, source: str) -> Path:
             fcntl.flock(out, fcntl.LOCK_EX)  # held until closed: _sweep leaves it alone
             got = _download(url, out)
             if got != digest:
-                raise BuildFailed(f"{url}: sha256 is {got}, but compile.sources pins "
-                                  f"{digest}: the archive changed upstream or the pin is "
-                                  "wrong; check the file's published sha256 and fix the "
-                                  "#sha256= in images.toml")
+                raise BuildFailed(
+                    f"{url}: sha256 is {got}, but compile.sources pins "
+                    f"{digest}: the archive changed upstream or the pin is "
+                    "wrong; check the file's published sha256 and fix the "
+                    "#sha256= in images.toml"
+                )
             out.flush()
             os.replace(partial, target)
     finally:
@@ -107,11 +109,15 @@ def _download(url: str, out: IO[bytes]) -> str:
                 out.write(chunk)
                 received += len(chunk)
     except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
-        raise BuildFailed(f"cannot download {url}: {exc}; check the URL in compile.sources "
-                          "and this machine's network or proxy") from None
+        raise BuildFailed(
+            f"cannot download {url}: {exc}; check the URL in compile.sources "
+            "and this machine's network or proxy"
+        ) from None
     if expected is not None and received != expected:
-        raise BuildFailed(f"cannot download {url}: the connection ended after {received} of "
-                          f"{expected} bytes; run again")
+        raise BuildFailed(
+            f"cannot download {url}: the connection ended after {received} of "
+            f"{expected} bytes; run again"
+        )
     return digest.hexdigest()
 
 

@@ -61,8 +61,9 @@ def native(tier: PlannedTier) -> bool:
     return parse_platform(tier.platform) == here
 
 
-def passing_report(tier: PlannedTier, digest: Digest, holdings: Availability,
-                   fresh: bool = False) -> Report | None:
+def passing_report(
+    tier: PlannedTier, digest: Digest, holdings: Availability, fresh: bool = False
+) -> Report | None:
     """A passing report for `digest` that counts here (ReportStore.find's contract)."""
     return store(tier).find(digest, fingerprints(tier), holdings, fresh)
 

@@ -37,8 +37,11 @@ def verified(tier: PlannedTier, holdings: Availability) -> bool:
     verifier (made here or by any other runner). Raises RegistryError when the registry
     could not say."""
     probe = holdings.answer(tier.image)
-    return bool(probe.presence is Presence.PRESENT and probe.digest
-                and trust.passing_report(tier, probe.digest, holdings) is not None)
+    return bool(
+        probe.presence is Presence.PRESENT
+        and probe.digest
+        and trust.passing_report(tier, probe.digest, holdings) is not None
+    )
 
 
 def verify(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
@@ -53,22 +56,30 @@ def verify(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
     stored = trust.passing_report(tier, digest, holdings, fresh=True)
     if stored is not None:
         log(f"[{tier.key}] the registry already holds a passing report for {digest}")
-        return {"verify": "passed (a report another runner stored)",
-                "gpu": shown(stored.get("gpu", "?"))}
+        return {
+            "verify": "passed (a report another runner stored)",
+            "gpu": shown(stored.get("gpu", "?")),
+        }
     # What runs is the platform image the digest names, by its own digest: the very image
     # promote publishes, never one the daemon picks from an index by platform.
     ref = f"{tier.repository}@{one_image(tier, digest)}"
     daemon.ensure_local(ref, tier.platform)
     runtime = connection.gpu_runtime()
     gpu = runtime and trust.native(tier)
-    probe = run_probe(ref, probe_request(want, gpu, PROBE_REPORT, inventory=True), gpu,
-                      tier.platform)
+    probe = run_probe(
+        ref, probe_request(want, gpu, PROBE_REPORT, inventory=True), gpu, tier.platform
+    )
     probe["image_platform"] = daemon.image_platform(ref)
     inventory = probe.pop("inventory", None)  # the SBOM's, not the report's
     if not gpu:
-        probe["gpu_absent_reason"] = NO_GPU if not runtime else (
-            f"no GPU for {tier.platform} images here: this host runs them under emulation; "
-            "a GPU runner of that platform verifies their kernels")
+        probe["gpu_absent_reason"] = (
+            NO_GPU
+            if not runtime
+            else (
+                f"no GPU for {tier.platform} images here: this host runs them under emulation; "
+                "a GPU runner of that platform verifies their kernels"
+            )
+        )
     probe["image_size_bytes"] = daemon.image_size(ref, tier.platform)
     probe["smoke"] = [run_smoke(ref, command, tier.platform) for command in want.smoke]
     results = evaluate(want, probe)
@@ -76,14 +87,17 @@ def verify(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
     # The SBOM first: the report is what marks verify done, so a run stopped between the
     # two leaves a digest to verify again, never a verified one without its SBOM.
     publish_sbom(tier, image, digest, inventory)
-    trust.store(tier).publish(image, report(tier, digest, want, probe, results, gpu,
-                                                passed=not stoppers), holdings)
+    trust.store(tier).publish(
+        image, report(tier, digest, want, probe, results, gpu, passed=not stoppers), holdings
+    )
     lines = "\n".join(r.line() for r in results)
     if stoppers:
-        why = "; ".join(f"{r.name} {'failed' if r.status == 'fail' else 'not checked'}"
-                        for r in stoppers)
-        raise BuildFailed(f"verify of {tier.key} ({ref}): {summary(results)}; nothing "
-                          f"promoted ({why}):\n{lines}")
+        why = "; ".join(
+            f"{r.name} {'failed' if r.status == 'fail' else 'not checked'}" for r in stoppers
+        )
+        raise BuildFailed(
+            f"verify of {tier.key} ({ref}): {summary(results)}; nothing promoted ({why}):\n{lines}"
+        )
     progress(f"[{tier.key}] verified {ref}: {summary(results)}; GPU {gpu_status(results)}")
     log(lines)
     return {"verify": f"passed ({summary(results)})", "gpu": gpu_status(results)}
@@ -96,12 +110,16 @@ def one_image(tier: PlannedTier, digest: Digest) -> Digest:
     try:
         found = api.read_image(parse_ref(tier.image).at(str(digest)))
     except UntrustedAnswer as exc:
-        raise BuildFailed(f"verify of {tier.key}: {exc}; a tier's hash tag must name one "
-                          "platform's image (did another tool push this tag?)") from None
+        raise BuildFailed(
+            f"verify of {tier.key}: {exc}; a tier's hash tag must name one "
+            "platform's image (did another tool push this tag?)"
+        ) from None
     stated = found.named.images[0].platform if found.named.is_index else None
     if tier.platform and stated not in (None, tier.platform):
-        raise BuildFailed(f"verify of {tier.key}: {tier.image} names an index of a {stated} "
-                          f"image, not {tier.platform}")
+        raise BuildFailed(
+            f"verify of {tier.key}: {tier.image} names an index of a {stated} "
+            f"image, not {tier.platform}"
+        )
     return found.image.digest
 
 
@@ -116,19 +134,29 @@ def publish_sbom(tier: PlannedTier, image: Answer, digest: Digest, inventory: ob
     trust.store(tier).publish_sbom(image, document)
 
 
-def run_probe(ref: str, request: str, gpu: bool,
-              platform: str | None = None) -> dict[str, Any]:
+def run_probe(ref: str, request: str, gpu: bool, platform: str | None = None) -> dict[str, Any]:
     mounts = tuple(Mount(str(p), f"{PROBE_DIR}/{p.name}", read_only=True) for p in PROBE_FILES)
-    with containers.container(ref, [f"{PROBE_DIR}/probe.py", request], entrypoint=["python3"],
-                              mounts=mounts, gpus=gpu, platform=platform) as box:
+    with containers.container(
+        ref,
+        [f"{PROBE_DIR}/probe.py", request],
+        entrypoint=["python3"],
+        mounts=mounts,
+        gpus=gpu,
+        platform=platform,
+    ) as box:
         code, output = containers.run_to_end(box)
         written = containers.read_file(box, PROBE_REPORT) if code == 0 else None
         stdout = (written or box.logs(stdout=True, stderr=False)).decode("utf-8", "replace")
     if code != 0:
-        hint = ("the image has no python3 on PATH" if code in (126, 127)
-                else "the interpreter itself failed")
-        raise BuildFailed(f"the probe could not run in {ref} (exit {code}: {hint}); "
-                          f"last output:\n{output[-1500:]}")
+        hint = (
+            "the image has no python3 on PATH"
+            if code in (126, 127)
+            else "the interpreter itself failed"
+        )
+        raise BuildFailed(
+            f"the probe could not run in {ref} (exit {code}: {hint}); "
+            f"last output:\n{output[-1500:]}"
+        )
     try:
         data: dict[str, Any] = json.loads(stdout)
     except ValueError:
@@ -137,25 +165,42 @@ def run_probe(ref: str, request: str, gpu: bool,
 
 
 def run_smoke(ref: str, command: str, platform: str | None = None) -> dict[str, Any]:
-    with containers.container(ref, [command], entrypoint=["sh", "-c"],
-                              platform=platform) as box:
+    with containers.container(ref, [command], entrypoint=["sh", "-c"], platform=platform) as box:
         code, output = containers.run_to_end(box)
     return {"command": command, "exit_code": code, "output": output[-2000:]}
 
 
-def report(tier: PlannedTier, digest: Digest, want: Expectation, probe: dict[str, Any],
-           results: list[Result], gpu_present: bool, passed: bool) -> dict[str, Any]:
+def report(
+    tier: PlannedTier,
+    digest: Digest,
+    want: Expectation,
+    probe: dict[str, Any],
+    results: list[Result],
+    gpu_present: bool,
+    passed: bool,
+) -> dict[str, Any]:
     torch = probe.get("torch") or {}
     python = probe.get("python") or {}
     return {
-        "tier": tier.spec.name, "variant": tier.spec.variant, "image": tier.image,
+        "tier": tier.spec.name,
+        "variant": tier.spec.variant,
+        "image": tier.image,
         **({"platform": tier.platform} if tier.platform else {}),
-        "digest": str(digest), "content_hash": tier.content_hash, "passed": passed,
-        "summary": summary(results), "fingerprint": fingerprint(want, gpu_present),
-        "fingerprints": {"python": python.get("version"), "torch": torch.get("version"),
-                         "cuda": torch.get("cuda"), "cudnn": torch.get("cudnn"),
-                         "arch_list": torch.get("arch_list")},
-        "gpu": gpu_status(results), "gpu_policy": want.gpu_policy, "gpu_present": gpu_present,
+        "digest": str(digest),
+        "content_hash": tier.content_hash,
+        "passed": passed,
+        "summary": summary(results),
+        "fingerprint": fingerprint(want, gpu_present),
+        "fingerprints": {
+            "python": python.get("version"),
+            "torch": torch.get("version"),
+            "cuda": torch.get("cuda"),
+            "cudnn": torch.get("cudnn"),
+            "arch_list": torch.get("arch_list"),
+        },
+        "gpu": gpu_status(results),
+        "gpu_policy": want.gpu_policy,
+        "gpu_present": gpu_present,
         "gpu_code_paths": gpu_code_paths(probe),
         "checks": [dataclasses.asdict(r) for r in results],
         "probe": probe,

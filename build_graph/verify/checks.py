@@ -32,8 +32,10 @@ def _names(items: list[str]) -> str:
 
 def check_probe_errors(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     """A part of the probe that could not run is a failure, not a silent gap."""
-    return [Result(f"probe: {section}", "fail", "ran", error)
-            for section, error in sorted((probe.get("errors") or {}).items())]
+    return [
+        Result(f"probe: {section}", "fail", "ran", error)
+        for section, error in sorted((probe.get("errors") or {}).items())
+    ]
 
 
 def check_platform(want: Expectation, probe: dict[str, Any]) -> list[Result]:
@@ -44,10 +46,20 @@ def check_platform(want: Expectation, probe: dict[str, Any]) -> list[Result]:
         return []
     config = str(probe.get("image_platform") or "unknown")
     machine = str((probe.get("python") or {}).get("machine") or "unknown")
-    return [Result("platform (image config)", "pass" if config == want.platform else "fail",
-                   want.platform, config),
-            Result("platform (machine)", "pass" if machine == want.machine else "fail",
-                   want.machine, machine)]
+    return [
+        Result(
+            "platform (image config)",
+            "pass" if config == want.platform else "fail",
+            want.platform,
+            config,
+        ),
+        Result(
+            "platform (machine)",
+            "pass" if machine == want.machine else "fail",
+            want.machine,
+            machine,
+        ),
+    ]
 
 
 def check_python(want: Expectation, probe: dict[str, Any]) -> list[Result]:
@@ -66,8 +78,14 @@ def check_conda(want: Expectation, probe: dict[str, Any]) -> list[Result]:
         where = _names([f"{p['path']} ({p['why']})" for p in found["places"]])
         return [Result("no conda", "fail", "no conda", f"conda at {where}")]
     if not found.get("complete", True):
-        return [Result("no conda", "not checked", "no conda",
-                       "the file-system walk hit its limit before it finished")]
+        return [
+            Result(
+                "no conda",
+                "not checked",
+                "no conda",
+                "the file-system walk hit its limit before it finished",
+            )
+        ]
     return [Result("no conda", "pass", "no conda", "no conda")]
 
 
@@ -76,13 +94,26 @@ def check_single_python(want: Expectation, probe: dict[str, Any]) -> list[Result
     if not want.single_python or found is None:
         return []
     envs = found["found"]
-    actual = _names([f"{i['names'][0]} ({i['implementation']} {i['version']}, prefix "
-                     f"{i['prefix']})" for i in envs]) or "none"
+    actual = (
+        _names(
+            [
+                f"{i['names'][0]} ({i['implementation']} {i['version']}, prefix {i['prefix']})"
+                for i in envs
+            ]
+        )
+        or "none"
+    )
     if len(envs) > 1:
         return [Result("one Python", "fail", "exactly one", f"{len(envs)}: {actual}")]
     if not found.get("complete", True):
-        return [Result("one Python", "not checked", "exactly one",
-                       f"the search hit its limit (found {actual})")]
+        return [
+            Result(
+                "one Python",
+                "not checked",
+                "exactly one",
+                f"the search hit its limit (found {actual})",
+            )
+        ]
     return [Result("one Python", "pass" if len(envs) == 1 else "fail", "exactly one", actual)]
 
 
@@ -92,10 +123,18 @@ def check_virtualenv(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     if not want.single_python or venv is None:
         return []
     hidden = [*venv["hides"], *venv["shadows"]]
-    actual = (f"{venv['prefix']} over {venv['base_executable']}; hides "
-              f"{_names(hidden) if hidden else 'nothing'}")
-    return [Result("no shadowing virtualenv", "fail" if venv["hides_packages"] else "pass",
-                   "python3 sees the image's packages", actual)]
+    actual = (
+        f"{venv['prefix']} over {venv['base_executable']}; hides "
+        f"{_names(hidden) if hidden else 'nothing'}"
+    )
+    return [
+        Result(
+            "no shadowing virtualenv",
+            "fail" if venv["hides_packages"] else "pass",
+            "python3 sees the image's packages",
+            actual,
+        )
+    ]
 
 
 def check_pip(want: Expectation, probe: dict[str, Any]) -> list[Result]:
@@ -105,12 +144,21 @@ def check_pip(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     if result["ok"]:
         return [Result("pip check", "pass", "clean", "clean")]
     lines = [line for line in str(result["output"]).splitlines() if line.strip()]
-    allowed = [line for line in lines if _pip_name(line) in want.pip_check_allow
-               and line.rstrip().endswith(_UNSUPPORTED)]
+    allowed = [
+        line
+        for line in lines
+        if _pip_name(line) in want.pip_check_allow and line.rstrip().endswith(_UNSUPPORTED)
+    ]
     rest = [line for line in lines if line not in allowed]
     if allowed and not rest:
-        return [Result("pip check", "pass", "clean", "clean but for verify.pip_check_allow: "
-                       + "; ".join(allowed)[:400])]
+        return [
+            Result(
+                "pip check",
+                "pass",
+                "clean",
+                "clean but for verify.pip_check_allow: " + "; ".join(allowed)[:400],
+            )
+        ]
     return [Result("pip check", "fail", "clean", "; ".join(rest)[:400])]
 
 
@@ -130,8 +178,14 @@ def check_packages(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     results = []
     for name, spec in sorted(want.packages.items()):
         installed = installed_versions.get(name)
-        results.append(Result(f"package {name}", _satisfies(installed, spec), spec or "any",
-                              installed or "not installed"))
+        results.append(
+            Result(
+                f"package {name}",
+                _satisfies(installed, spec),
+                spec or "any",
+                installed or "not installed",
+            )
+        )
     return results
 
 
@@ -142,18 +196,24 @@ def _satisfies(installed: str | None, spec: str) -> Status:
     if installed is None:
         return "fail"
     try:
-        return "pass" if SpecifierSet(spec).contains(Version(installed), prereleases=True) \
-            else "fail"
+        return (
+            "pass" if SpecifierSet(spec).contains(Version(installed), prereleases=True) else "fail"
+        )
     except (InvalidSpecifier, InvalidVersion):
         return "fail"
 
 
 def check_imports(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     """Each installed package really imports, in a fresh interpreter inside the image."""
-    return [Result(f"import {entry['module']}", "pass" if entry["ok"] else "fail",
-                   f"{entry['package']} imports", "imported" if entry["ok"] else
-                   f"{entry['package']}: {entry['error']}")
-            for _, entry in sorted((probe.get("imports") or {}).items())]
+    return [
+        Result(
+            f"import {entry['module']}",
+            "pass" if entry["ok"] else "fail",
+            f"{entry['package']} imports",
+            "imported" if entry["ok"] else f"{entry['package']}: {entry['error']}",
+        )
+        for _, entry in sorted((probe.get("imports") or {}).items())
+    ]
 
 
 def check_size(want: Expectation, probe: dict[str, Any]) -> list[Result]:
@@ -164,22 +224,43 @@ def check_size(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     if size is None:
         return [Result("image size", "not checked", expected, "the daemon reported no size")]
     ok = int(size) <= want.max_size_bytes
-    return [Result("image size", "pass" if ok else "fail", expected,
-                   f"{int(size) / 2**30:.2f} GiB")]
+    return [
+        Result("image size", "pass" if ok else "fail", expected, f"{int(size) / 2**30:.2f} GiB")
+    ]
 
 
 def check_smoke(want: Expectation, probe: dict[str, Any]) -> list[Result]:
-    return [Result(f"smoke: {s['command']}", "pass" if s["exit_code"] == 0 else "fail",
-                   "exit 0", f"exit {s['exit_code']}: {s['output'][-200:]}")
-            for s in probe.get("smoke", [])]
+    return [
+        Result(
+            f"smoke: {s['command']}",
+            "pass" if s["exit_code"] == 0 else "fail",
+            "exit 0",
+            f"exit {s['exit_code']}: {s['output'][-200:]}",
+        )
+        for s in probe.get("smoke", [])
+    ]
 
 
 Check = Callable[[Expectation, dict[str, Any]], list[Result]]
 CHECKS: tuple[Check, ...] = (
-    check_probe_errors, check_platform, check_python, check_conda, check_single_python,
-    check_virtualenv, check_pip, check_packages, check_imports, check_torch_cuda, check_arch_list,
-    check_libraries_readable, check_binaries, check_targets, check_gpu, check_size,
-    check_smoke)
+    check_probe_errors,
+    check_platform,
+    check_python,
+    check_conda,
+    check_single_python,
+    check_virtualenv,
+    check_pip,
+    check_packages,
+    check_imports,
+    check_torch_cuda,
+    check_arch_list,
+    check_libraries_readable,
+    check_binaries,
+    check_targets,
+    check_gpu,
+    check_size,
+    check_smoke,
+)
 
 
 def evaluate(want: Expectation, probe: dict[str, Any]) -> list[Result]:

@@ -40,15 +40,23 @@ def check_arch_list(want: Expectation, probe: dict[str, Any]) -> list[Result]:
         return [Result("torch arch list", "fail", expected, str(broken))]
     compiled = set(torch.get("arch_list") or [])
     missing = [a for a in want.archs if f"sm_{a.replace('.', '')}" not in compiled]
-    return [Result("torch arch list", "fail" if missing else "pass", expected,
-                   ", ".join(sorted(compiled)) or "none")]
+    return [
+        Result(
+            "torch arch list",
+            "fail" if missing else "pass",
+            expected,
+            ", ".join(sorted(compiled)) or "none",
+        )
+    ]
 
 
 def check_libraries_readable(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     """A library the reader could not parse is a failure naming it (never skipped)."""
-    return [Result(f"readable {path}", "fail", "a readable ELF library", str(entry["error"]))
-            for path, entry in sorted((probe.get("libraries") or {}).items())
-            if entry.get("error")]
+    return [
+        Result(f"readable {path}", "fail", "a readable ELF library", str(entry["error"]))
+        for path, entry in sorted((probe.get("libraries") or {}).items())
+        if entry.get("error")
+    ]
 
 
 def fatbins(probe: dict[str, Any]) -> dict[str, tuple[list[Arch], list[Arch]]]:
@@ -56,8 +64,10 @@ def fatbins(probe: dict[str, Any]) -> dict[str, tuple[list[Arch], list[Arch]]]:
     found = {}
     for path, entry in (probe.get("libraries") or {}).items():
         if entry.get("sass") or entry.get("ptx"):
-            found[path.rsplit("/", 1)[-1]] = ([parse_arch(a)[0] for a in entry["sass"]],
-                                              [parse_arch(a)[0] for a in entry["ptx"]])
+            found[path.rsplit("/", 1)[-1]] = (
+                [parse_arch(a)[0] for a in entry["sass"]],
+                [parse_arch(a)[0] for a in entry["ptx"]],
+            )
     return found
 
 
@@ -71,20 +81,26 @@ def check_binaries(want: Expectation, probe: dict[str, Any]) -> list[Result]:
         if not scanned and probe.get("torch") is None and not want.libraries:
             return []  # nothing in this image claims device code
         where = ", ".join(sorted(scanned)) or "no library matched"
-        return [Result("device code", "fail", "SASS for " + ", ".join(want.archs),
-                       f"no readable fatbin in {where}")]
+        return [
+            Result(
+                "device code",
+                "fail",
+                "SASS for " + ", ".join(want.archs),
+                f"no readable fatbin in {where}",
+            )
+        ]
     results = []
     for name, (sass, ptx) in sorted(libraries.items()):
         have_sass, have_ptx = {str(a) for a in sass}, {str(a) for a in ptx}
         missing = [f"SASS {a}" for a in want.archs if a not in have_sass]
         missing += [f"PTX {a}" for a in want.ptx if a not in have_ptx]
-        actual = (f"SASS {', '.join(sorted(have_sass)) or '-'}; "
-                  f"PTX {', '.join(sorted(have_ptx)) or '-'}")
+        actual = (
+            f"SASS {', '.join(sorted(have_sass)) or '-'}; PTX {', '.join(sorted(have_ptx)) or '-'}"
+        )
         if missing:
             actual += f" (missing {', '.join(missing)})"
         expected = f"SASS {', '.join(want.archs)}; PTX {', '.join(want.ptx) or '-'}"
-        results.append(Result(f"archs in {name}", "fail" if missing else "pass", expected,
-                              actual))
+        results.append(Result(f"archs in {name}", "fail" if missing else "pass", expected, actual))
     return results
 
 
@@ -119,11 +135,20 @@ def check_gpu(want: Expectation, probe: dict[str, Any]) -> list[Result]:
         return [Result("GPU kernel launch", status, "a kernel runs", reason, gpu=True)]
     launch = gpu.get("launch") or {}
     cc = tuple(gpu["capability"])
-    actual = (f"{gpu['name']} (sm_{cc[0]}{cc[1]}, driver {gpu.get('driver')}): "
-              + ("ran, correct result" if launch.get("ok") else
-                 f"failed: {launch.get('error', launch.get('result'))}"))
-    return [Result("GPU kernel launch", "pass" if launch.get("ok") else "fail",
-                   "a kernel runs", actual, gpu=True)]
+    actual = f"{gpu['name']} (sm_{cc[0]}{cc[1]}, driver {gpu.get('driver')}): " + (
+        "ran, correct result"
+        if launch.get("ok")
+        else f"failed: {launch.get('error', launch.get('result'))}"
+    )
+    return [
+        Result(
+            "GPU kernel launch",
+            "pass" if launch.get("ok") else "fail",
+            "a kernel runs",
+            actual,
+            gpu=True,
+        )
+    ]
 
 
 def gpu_code_paths(probe: dict[str, Any]) -> list[str]:
@@ -132,5 +157,7 @@ def gpu_code_paths(probe: dict[str, Any]) -> list[str]:
     if gpu is None:
         return []
     cc = (int(gpu["capability"][0]), int(gpu["capability"][1]))
-    return [f"{name}: {coverage(sass, ptx, cc).describe(cc)}"
-            for name, (sass, ptx) in sorted(fatbins(probe).items())]
+    return [
+        f"{name}: {coverage(sass, ptx, cc).describe(cc)}"
+        for name, (sass, ptx) in sorted(fatbins(probe).items())
+    ]

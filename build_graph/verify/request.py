@@ -18,30 +18,39 @@ HERE = Path(__file__).parent
 IN_IMAGE = HERE / "in_image"
 PROBE = IN_IMAGE / "probe.py"
 # Mounted together into the image; standard library only.
-PROBE_FILES = (PROBE, IN_IMAGE / "fatbin.py", IN_IMAGE / "finder.py",
-               IN_IMAGE / "inventory.py")
+PROBE_FILES = (PROBE, IN_IMAGE / "fatbin.py", IN_IMAGE / "finder.py", IN_IMAGE / "inventory.py")
 # The code of every rule the verifier applies, by folder: the probe, the fatbin reader and
 # the finder (in_image/), the checks here; which code runs on which GPU (gpu/archs.py) and
 # the tables it reads (gpu/tables.py). A fix in any of them re-verifies.
 VERIFIER_CODE = (HERE, IN_IMAGE, HERE.parent / "gpu")
 
 
-def probe_request(want: Expectation, gpu: bool, out: str | None = None,
-                  inventory: bool = False) -> str:
+def probe_request(
+    want: Expectation, gpu: bool, out: str | None = None, inventory: bool = False
+) -> str:
     """The probe's one argument: packages to report and import, libraries to read, whether
     to list what is installed (for the SBOM), and the file to write its report to (stdout
     without one)."""
-    return json.dumps({"packages": sorted(want.packages), "imports": sorted(want.packages),
-                       "libraries": list(want.libraries), "torch_libraries": want.torch_archs,
-                       "gpu": gpu, "inventory": inventory, "out": out})
+    return json.dumps(
+        {
+            "packages": sorted(want.packages),
+            "imports": sorted(want.packages),
+            "libraries": list(want.libraries),
+            "torch_libraries": want.torch_archs,
+            "gpu": gpu,
+            "inventory": inventory,
+            "out": out,
+        }
+    )
 
 
 def fingerprint(want: Expectation, gpu_present: bool) -> str:
     """Changes when the verifier changes: the probe, the reader, the checks, the GPU rules
     and tables, the promises (policy included) and whether a GPU was there. A changed
     fingerprint re-verifies."""
-    return content_hash({"verifier": _verifier_code(), "want": dataclasses.asdict(want),
-                         "gpu_present": gpu_present})
+    return content_hash(
+        {"verifier": _verifier_code(), "want": dataclasses.asdict(want), "gpu_present": gpu_present}
+    )
 
 
 def trusted_fingerprints(want: Expectation, gpu_here: bool) -> list[str]:
@@ -61,5 +70,7 @@ def _verifier_code() -> tuple[tuple[str, str], ...]:
     """(name, sha256 of the bytes) of each verifier file, read once per process (every
     verify task's up-to-date check asks, on every run). Names count: a module added,
     removed or renamed changes the fingerprint too."""
-    return tuple((f"{p.parent.name}/{p.name}", hashlib.sha256(p.read_bytes()).hexdigest())
-                 for p in verifier_files())
+    return tuple(
+        (f"{p.parent.name}/{p.name}", hashlib.sha256(p.read_bytes()).hexdigest())
+        for p in verifier_files()
+    )

@@ -29,15 +29,18 @@ class Result:
 def blocking(results: list[Result], want: Expectation) -> list[Result]:
     """Results that stop promotion: every failure, and every check that could not run,
     except GPU checks on a tier whose policy makes the GPU optional."""
-    return [r for r in results if r.status == "fail" or (
-        r.status == "not checked" and not (r.gpu and want.gpu_policy == "optional"))]
+    return [
+        r
+        for r in results
+        if r.status == "fail"
+        or (r.status == "not checked" and not (r.gpu and want.gpu_policy == "optional"))
+    ]
 
 
 def summary(results: list[Result]) -> str:
     """'N passed, M failed, K not checked'."""
     counts = Counter(r.status for r in results)
-    return (f"{counts['pass']} passed, {counts['fail']} failed, "
-            f"{counts['not checked']} not checked")
+    return f"{counts['pass']} passed, {counts['fail']} failed, {counts['not checked']} not checked"
 
 
 def gpu_status(results: list[Result]) -> str:

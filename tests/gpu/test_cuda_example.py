@@ -25,8 +25,9 @@ import pytest
 
 pytestmark = pytest.mark.gpu
 REPO = Path(__file__).resolve().parent.parent.parent
-WHEELS = Path(os.environ.get("BUILD_GRAPH_CUDA_WHEELS",
-                             REPO / "examples/cuda/build/default/kernels/wheels"))
+WHEELS = Path(
+    os.environ.get("BUILD_GRAPH_CUDA_WHEELS", REPO / "examples/cuda/build/default/kernels/wheels")
+)
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +63,7 @@ def test_teamkernels_run_their_own_sass_with_right_results(unpacked: Path) -> No
     y = torch.randn_like(x)
     # nvcc contracts a * x + y into one fused multiply-add (one rounding), torch rounds
     # twice: equal to within an ulp, not bit for bit.
-    torch.testing.assert_close(teamkernels.saxpy(2.5, x, y), 2.5 * x + y, rtol=1.2e-7,
-                               atol=1e-6)
+    torch.testing.assert_close(teamkernels.saxpy(2.5, x, y), 2.5 * x + y, rtol=1.2e-7, atol=1e-6)
     m = torch.randn(513, 4099, device="cuda")
     torch.testing.assert_close(teamkernels.row_sum(m), m.sum(dim=1), rtol=1e-4, atol=1e-3)
 
@@ -78,8 +78,12 @@ def test_torch_scatter_built_from_its_sdist_gives_torchs_answers(unpacked: Path)
     for reduce in ("sum", "mean", "max", "min"):
         out = torch_scatter.scatter(src, index, dim=0, dim_size=1000, reduce=reduce)
         want = torch.zeros(1000, 16, device="cuda").scatter_reduce(
-            0, index[:, None].expand_as(src), src,
-            reduce={"max": "amax", "min": "amin"}.get(reduce, reduce), include_self=False)
+            0,
+            index[:, None].expand_as(src),
+            src,
+            reduce={"max": "amax", "min": "amin"}.get(reduce, reduce),
+            include_self=False,
+        )
         torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-4)
     ptr = torch.tensor([0, 3, 3, 10], device="cuda")
     values = torch.arange(10.0, device="cuda")
@@ -87,21 +91,31 @@ def test_torch_scatter_built_from_its_sdist_gives_torchs_answers(unpacked: Path)
 
 
 def test_the_same_source_without_this_gpus_arch_fails_to_launch(
-        unpacked: Path, tmp_path: Path) -> None:
+    unpacked: Path, tmp_path: Path
+) -> None:
     """The negative control: teamkernels built here for sm_75 only (no PTX) loads, but its
     kernels cannot run on this GPU: the error is CUDA's 'no kernel image'."""
     torch_module()
     source = tmp_path / "teamkernels"
     shutil.copytree(REPO / "examples/cuda/src/teamkernels", source)
     env = {**os.environ, "TORCH_CUDA_ARCH_LIST": "7.5", "MAX_JOBS": "4"}
-    built = subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
-                           cwd=source, env=env, capture_output=True, text=True, check=False)
+    built = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+        cwd=source,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-3000:]
-    probe = ("import torch, teamkernels; print(teamkernels.__file__); "
-             "x = torch.ones(8, device='cuda'); teamkernels.saxpy(1.0, x, x); "
-             "torch.cuda.synchronize()")
-    ran = subprocess.run([sys.executable, "-c", probe], cwd=source, capture_output=True,
-                         text=True, check=False)
+    probe = (
+        "import torch, teamkernels; print(teamkernels.__file__); "
+        "x = torch.ones(8, device='cuda'); teamkernels.saxpy(1.0, x, x); "
+        "torch.cuda.synchronize()"
+    )
+    ran = subprocess.run(
+        [sys.executable, "-c", probe], cwd=source, capture_output=True, text=True, check=False
+    )
     print(ran.stdout, ran.stderr[-1500:])
     assert ran.returncode != 0
     assert str(source) in ran.stdout  # the sm_75-only build, not the unpacked wheel

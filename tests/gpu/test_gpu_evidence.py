@@ -58,8 +58,9 @@ def libtorch_cuda() -> Path:
 
 
 def cuobjdump_archs(library: Path, flag: str, suffix: str) -> set[str]:
-    out = subprocess.run(["cuobjdump", flag, str(library)], capture_output=True, text=True,
-                         check=True, timeout=1200).stdout
+    out = subprocess.run(
+        ["cuobjdump", flag, str(library)], capture_output=True, text=True, check=True, timeout=1200
+    ).stdout
     found = set()
     for number, variant in re.findall(rf"\.sm_(\d+)([af]?)\.{suffix}", out):
         found.add(f"{int(number) // 10}.{int(number) % 10}{variant}")
@@ -72,8 +73,10 @@ def test_reader_matches_cuobjdump_on_libtorch_cuda() -> None:
     elf = cuobjdump_archs(library, "--list-elf", "cubin")
     ptx = cuobjdump_archs(library, "--list-ptx", "ptx")
     print(f"\n{library} ({library.stat().st_size / 2**20:.0f} MiB)")
-    print(f"  ours:      SASS {sorted(ours.sass)}  PTX {sorted(ours.ptx)}  "
-          f"containers {ours.containers}")
+    print(
+        f"  ours:      SASS {sorted(ours.sass)}  PTX {sorted(ours.ptx)}  "
+        f"containers {ours.containers}"
+    )
     print(f"  cuobjdump: SASS {sorted(elf)}  PTX {sorted(ptx)}")
     assert ours.sass == elf
     assert ours.ptx == ptx
@@ -101,10 +104,14 @@ def test_the_strict_reader_reads_every_real_cuda_library() -> None:
             continue
         if found.sass or found.ptx:
             with_code += 1
-            print(f"  {library.name}: SASS {sorted(found.sass)} PTX {sorted(found.ptx)} "
-                  f"({found.containers} containers)")
-    print(f"{len(libraries)} libraries ({total / 2**30:.1f} GiB), {with_code} with device code, "
-          f"{len(errors)} unreadable")
+            print(
+                f"  {library.name}: SASS {sorted(found.sass)} PTX {sorted(found.ptx)} "
+                f"({found.containers} containers)"
+            )
+    print(
+        f"{len(libraries)} libraries ({total / 2**30:.1f} GiB), {with_code} with device code, "
+        f"{len(errors)} unreadable"
+    )
     assert len(libraries) > 10 and with_code > 5
     assert errors == []
 
@@ -127,17 +134,20 @@ def build_launcher(folder: Path, gencodes: list[str]) -> Path:
     source.write_text(LAUNCHER)
     out = folder / "liblauncher.so"
     args = [a for g in gencodes for a in ("-gencode", g)]
-    subprocess.run(["nvcc", "-shared", "-Xcompiler", "-fPIC", *args, "-o", str(out),
-                    str(source)], check=True, timeout=600)
+    subprocess.run(
+        ["nvcc", "-shared", "-Xcompiler", "-fPIC", *args, "-o", str(out), str(source)],
+        check=True,
+        timeout=600,
+    )
     return out
 
 
 def launch(library: Path) -> int:
     """Launch the kernel in a fresh process (a failed context must not leak into others)."""
-    code = (f"import ctypes; lib = ctypes.CDLL({str(library)!r}); "
-            "print(lib.launch_add_one())")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, timeout=300)
+    code = f"import ctypes; lib = ctypes.CDLL({str(library)!r}); print(lib.launch_add_one())"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300
+    )
     return int(out.stdout.strip())
 
 
@@ -149,11 +159,14 @@ def test_sm75_only_library_is_flagged_and_really_fails_to_launch(tmp_path: Path)
     own = build_launcher(tmp_path / "own", [f"arch=compute_{cc[0]}{cc[1]},code=sm_{cc[0]}{cc[1]}"])
     for name, library in (("sm_75 only", old), (f"own sm_{cc[0]}{cc[1]}", own)):
         found = scan_library(library)
-        verdict = coverage([parse_arch(a)[0] for a in found.sass],
-                           [parse_arch(a)[0] for a in found.ptx], cc)
+        verdict = coverage(
+            [parse_arch(a)[0] for a in found.sass], [parse_arch(a)[0] for a in found.ptx], cc
+        )
         code = launch(library)
-        print(f"\n{name}: SASS {sorted(found.sass)} PTX {sorted(found.ptx)} -> "
-              f"{verdict.describe(cc)}; launch returned {code}")
+        print(
+            f"\n{name}: SASS {sorted(found.sass)} PTX {sorted(found.ptx)} -> "
+            f"{verdict.describe(cc)}; launch returned {code}"
+        )
         if library == old:
             assert verdict.coverage is Coverage.NONE
             assert code == NO_KERNEL_IMAGE
@@ -166,12 +179,14 @@ def test_doctor_on_this_gpu_machine(tmp_path: Path) -> None:
     import torch
 
     cc = device_capability()
-    archs = sorted({a.split("_")[1] for a in torch.cuda.get_arch_list() if a.startswith("sm_")},
-                   key=int)
+    archs = sorted(
+        {a.split("_")[1] for a in torch.cuda.get_arch_list() if a.startswith("sm_")}, key=int
+    )
     arch_list = [f"{int(a) // 10}.{int(a) % 10}" for a in archs]
     cuda = torch.version.cuda
     manifest = tmp_path / "images.toml"
-    manifest.write_text(textwrap.dedent(f"""\
+    manifest.write_text(
+        textwrap.dedent(f"""\
         # The environment of this GPU machine, written as a pinned stack.
         [stack]
         name = "gpu-host"
@@ -179,7 +194,7 @@ def test_doctor_on_this_gpu_machine(tmp_path: Path) -> None:
         [versions]
         python = "{sys.version_info.major}.{sys.version_info.minor}"
         cuda = "{cuda}"
-        torch = "{torch.__version__.split('+')[0]}"
+        torch = "{torch.__version__.split("+")[0]}"
         [gpu]
         arch_list = {json.dumps(arch_list)}
         targets = ["sm_{cc[0]}{cc[1]}"]
@@ -187,12 +202,28 @@ def test_doctor_on_this_gpu_machine(tmp_path: Path) -> None:
         from = "debian:bookworm-slim"
         template = "python-runtime.Dockerfile.j2"
         verify = {{ single_python = false, pip_check = false }}
-        """))
+        """)
+    )
     report = tmp_path / "doctor.json"
     result = subprocess.run(
-        [sys.executable, "-m", "build_graph", "doctor", "--manifest", str(manifest),
-         "--tier", "host", "--emit-json", str(report)],
-        capture_output=True, text=True, timeout=1800, cwd=REPO, check=False)
+        [
+            sys.executable,
+            "-m",
+            "build_graph",
+            "doctor",
+            "--manifest",
+            str(manifest),
+            "--tier",
+            "host",
+            "--emit-json",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=REPO,
+        check=False,
+    )
     print("\n" + result.stdout + result.stderr)
     assert result.returncode == 0
     checks = {c["name"]: c for c in json.loads(report.read_text())["checks"]}

@@ -43,8 +43,9 @@ class LoopbackServer:
         raise NotImplementedError
 
     def start(self) -> None:
-        self.process = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL,
-                                        stderr=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
@@ -73,7 +74,8 @@ class Registry(LoopbackServer):
         config.write_text(
             "version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n"
             f"    rootdirectory: {self.folder / 'data'}\n  delete:\n    enabled: true\n"
-            f"http:\n  addr: {self.address}\n")
+            f"http:\n  addr: {self.address}\n"
+        )
         return ["docker-registry", "serve", str(config)]
 
     def health_url(self) -> str:
@@ -108,8 +110,10 @@ class Registry(LoopbackServer):
         from build_graph.oci.refs import MANIFEST_TYPES
 
         request = urllib.request.Request(
-            f"http://{self.address}/v2/{repo}/manifests/{tag}", method="HEAD",
-            headers={"Accept": ", ".join(MANIFEST_TYPES)})
+            f"http://{self.address}/v2/{repo}/manifests/{tag}",
+            method="HEAD",
+            headers={"Accept": ", ".join(MANIFEST_TYPES)},
+        )
         try:
             with urllib.request.urlopen(request) as resp:
                 return str(resp.headers["Docker-Content-Digest"])
@@ -144,38 +148,58 @@ class Engine:
         return {**os.environ, "DOCKER_HOST": self.host, **more}
 
     def docker(self, *args: str, stdin: bytes | None = None) -> bytes:
-        done = subprocess.run(["docker", *args], env=self.env(), input=stdin,
-                              capture_output=True, check=False, timeout=600)
+        done = subprocess.run(
+            ["docker", *args],
+            env=self.env(),
+            input=stdin,
+            capture_output=True,
+            check=False,
+            timeout=600,
+        )
         assert done.returncode == 0, done.stderr.decode()[-2000:]
         return done.stdout
 
 
-def start_engine(instance: str, store: str, min_api: str = "",
-                 ca_dir: Path | None = None) -> Engine:
+def start_engine(
+    instance: str, store: str, min_api: str = "", ca_dir: Path | None = None
+) -> Engine:
     """scripts/engine.sh's engine `instance` in `store`, seeded with debian:bookworm-slim
     from the engine the tests run on (docker save | docker load). `ca_dir` (under /tmp):
     the CA certificates its daemon trusts besides the system's (ENGINE_CA_DIR)."""
-    env = {**os.environ, "ENGINE_INSTANCE": instance, "ENGINE_MIN_API": min_api,
-           "ENGINE_CA_DIR": str(ca_dir or "")}
+    env = {
+        **os.environ,
+        "ENGINE_INSTANCE": instance,
+        "ENGINE_MIN_API": min_api,
+        "ENGINE_CA_DIR": str(ca_dir or ""),
+    }
     subprocess.run([str(ENGINE), "up", store], env=env, check=True, timeout=600)
-    exports = subprocess.run([str(ENGINE), "env"], env=env, check=True, capture_output=True,
-                             text=True).stdout
-    host = next(line.split("=", 1)[1] for line in exports.splitlines()
-                if line.startswith("export DOCKER_HOST="))
+    exports = subprocess.run(
+        [str(ENGINE), "env"], env=env, check=True, capture_output=True, text=True
+    ).stdout
+    host = next(
+        line.split("=", 1)[1]
+        for line in exports.splitlines()
+        if line.startswith("export DOCKER_HOST=")
+    )
     engine = Engine(host, store)
     try:
         engine.docker("image", "inspect", "debian:bookworm-slim")
     except AssertionError:
-        image = subprocess.run(["docker", "save", "debian:bookworm-slim"], capture_output=True,
-                               check=True, timeout=600).stdout
+        image = subprocess.run(
+            ["docker", "save", "debian:bookworm-slim"], capture_output=True, check=True, timeout=600
+        ).stdout
         engine.docker("load", stdin=image)
     return engine
 
 
 def stop_engine(instance: str, purge: bool = False) -> None:
     """Stops the engine `instance`; `purge` removes its data (images, build cache) too."""
-    subprocess.run([str(ENGINE), "purge" if purge else "down"],
-                   env={**os.environ, "ENGINE_INSTANCE": instance}, check=False, timeout=120)
+    subprocess.run(
+        [str(ENGINE), "purge" if purge else "down"],
+        env={**os.environ, "ENGINE_INSTANCE": instance},
+        check=False,
+        timeout=120,
+    )
 
 
 @dataclass
@@ -189,14 +213,27 @@ class Workspace:
     def manifest(self) -> Path:
         return self.root / "images.toml"
 
-    def doit(self, *args: str, env: dict[str, str] | None = None,
-             timeout: float = 1800) -> subprocess.CompletedProcess[str]:
-        command = [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"),
-                   f"manifest={self.manifest}", *args]
+    def doit(
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 1800
+    ) -> subprocess.CompletedProcess[str]:
+        command = [
+            sys.executable,
+            "-m",
+            "doit",
+            "-f",
+            str(REPO / "dodo.py"),
+            f"manifest={self.manifest}",
+            *args,
+        ]
         # Verbose: the tests read the build steps from the output (quiet runs: test_runs).
-        result = subprocess.run(command, capture_output=True, text=True, check=False,
-                                env={**os.environ, "BUILD_GRAPH_VERBOSE": "1", **(env or {})},
-                                timeout=timeout)
+        result = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "BUILD_GRAPH_VERBOSE": "1", **(env or {})},
+            timeout=timeout,
+        )
         print(result.stdout[-20000:], result.stderr[-20000:])
         return result
 
@@ -208,14 +245,16 @@ class Workspace:
 
 def make_workspace(folder: Path, registry: Registry) -> Workspace:
     root = folder / "quickstart"
-    shutil.copytree(REPO / "examples" / "quickstart", root,
-                    ignore=shutil.ignore_patterns("build", "gen"))
+    shutil.copytree(
+        REPO / "examples" / "quickstart", root, ignore=shutil.ignore_patterns("build", "gen")
+    )
     ws = Workspace(root, registry)
-    ws.edit('registry = "127.0.0.1:5000/quickstart"',
-            f'registry = "{registry.address}/quickstart"')
+    ws.edit('registry = "127.0.0.1:5000/quickstart"', f'registry = "{registry.address}/quickstart"')
     # Two kernels instead of eight: the tests exercise the mechanism, not the cache's value.
-    ws.edit('sources = { fastext = "src/fastext" } }',
-            'sources = { fastext = "src/fastext" }, env = { FASTEXT_KERNELS = "2" } }')
+    ws.edit(
+        'sources = { fastext = "src/fastext" } }',
+        'sources = { fastext = "src/fastext" }, env = { FASTEXT_KERNELS = "2" } }',
+    )
     return ws
 
 
@@ -274,13 +313,19 @@ def _said(output: str | subprocess.CompletedProcess[str]) -> str:
 
 def built(output: str | subprocess.CompletedProcess[str]) -> list[str]:
     """Tier keys that `docker build` ran for, from doit's output (or the whole run)."""
-    return [line.split("(tier ", 1)[1].rstrip(")") for line in _said(output).splitlines()
-            if line.startswith("+ docker build ")]
+    return [
+        line.split("(tier ", 1)[1].rstrip(")")
+        for line in _said(output).splitlines()
+        if line.startswith("+ docker build ")
+    ]
 
 
 def pushed(output: str | subprocess.CompletedProcess[str]) -> list[str]:
-    return [line.removeprefix("+ docker push ") for line in _said(output).splitlines()
-            if line.startswith("+ docker push ")]
+    return [
+        line.removeprefix("+ docker push ")
+        for line in _said(output).splitlines()
+        if line.startswith("+ docker push ")
+    ]
 
 
 class GcsEmulator(LoopbackServer):
@@ -295,8 +340,19 @@ class GcsEmulator(LoopbackServer):
 
         binary = next(Path(wrapper.__file__).parent.rglob("fake-gcs-server-linux-*"))
         binary.chmod(0o755)
-        return [str(binary), "-scheme", "http", "-host", "127.0.0.1", "-port", str(self.port),
-                "-backend", "filesystem", "-filesystem-root", str(self.folder)]
+        return [
+            str(binary),
+            "-scheme",
+            "http",
+            "-host",
+            "127.0.0.1",
+            "-port",
+            str(self.port),
+            "-backend",
+            "filesystem",
+            "-filesystem-root",
+            str(self.folder),
+        ]
 
     def health_url(self) -> str:
         return f"{self.url}/storage/v1/b"
@@ -305,9 +361,11 @@ class GcsEmulator(LoopbackServer):
         import google.cloud.storage as storage
         from google.auth.credentials import AnonymousCredentials
 
-        return storage.Client(project="test",
-                              credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
-                              client_options={"api_endpoint": self.url})
+        return storage.Client(
+            project="test",
+            credentials=AnonymousCredentials(),  # type: ignore[no-untyped-call]
+            client_options={"api_endpoint": self.url},
+        )
 
 
 @pytest.fixture(scope="module")

@@ -27,8 +27,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 REPORT_TAGS = re.compile(r"/manifests/sha256-[0-9a-f]{64}\.verify-")
 BY_DIGEST = re.compile(r"/manifests/sha256:([0-9a-f]{64})$")
-_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade",
-        "proxy-connection", "content-length"}
+_HOP = {
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "proxy-connection",
+    "content-length",
+}
 
 
 @dataclass
@@ -80,8 +88,9 @@ class _Handler(BaseHTTPRequestHandler):
             if name.lower() not in _HOP:
                 self.send_header(name, value)
         length = next((v for k, v in headers if k.lower() == "content-length"), None)
-        self.send_header("Content-Length", length if self.command == "HEAD" and length
-                         else str(len(body)))
+        self.send_header(
+            "Content-Length", length if self.command == "HEAD" and length else str(len(body))
+        )
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
@@ -90,17 +99,24 @@ class _Handler(BaseHTTPRequestHandler):
         lies, path = self.lies, self.path.split("?", 1)[0]
         lies.requests.append((self.command, path))
         body = self._body()
-        if (lies.fail is not None and lies.fail_paths.search(path)
-                and lies.fail_method in (None, self.command) and lies.fail_times != 0):
+        if (
+            lies.fail is not None
+            and lies.fail_paths.search(path)
+            and lies.fail_method in (None, self.command)
+            and lies.fail_times != 0
+        ):
             if lies.fail_times is not None:
                 lies.fail_times -= 1
             self._answer(lies.fail, [("Content-Type", "text/plain")], b"injected failure")
             return
         conn = http.client.HTTPConnection(self.upstream, timeout=60)
         try:
-            conn.request(self.command, self.path, body=body or None,
-                         headers={k: v for k, v in self.headers.items()
-                                  if k.lower() not in _HOP})
+            conn.request(
+                self.command,
+                self.path,
+                body=body or None,
+                headers={k: v for k, v in self.headers.items() if k.lower() not in _HOP},
+            )
             raw = conn.getresponse()
             status, headers, data = raw.status, raw.getheaders(), raw.read()
         finally:
@@ -108,14 +124,19 @@ class _Handler(BaseHTTPRequestHandler):
         asked = BY_DIGEST.search(path)
         if lies.swap is not None and asked and self.command in ("GET", "HEAD") and status == 200:
             data, media_type = lies.swap
-            headers = [("Content-Type", media_type), ("Content-Length", str(len(data))),
-                       ("Docker-Content-Digest", f"sha256:{asked[1]}")]
-        if self.command == "HEAD" and lies.head_length is not None and \
-                lies.head_paths.search(path):
-            headers = [(k, v) for k, v in headers
-                       if k.lower() not in ("content-length", "content-type")]
-            headers += [("Content-Length", lies.head_length),
-                        ("Content-Type", lies.head_type or raw.getheader("Content-Type") or "")]
+            headers = [
+                ("Content-Type", media_type),
+                ("Content-Length", str(len(data))),
+                ("Docker-Content-Digest", f"sha256:{asked[1]}"),
+            ]
+        if self.command == "HEAD" and lies.head_length is not None and lies.head_paths.search(path):
+            headers = [
+                (k, v) for k, v in headers if k.lower() not in ("content-length", "content-type")
+            ]
+            headers += [
+                ("Content-Length", lies.head_length),
+                ("Content-Type", lies.head_type or raw.getheader("Content-Type") or ""),
+            ]
         if lies.digest_header is not None and lies.header_paths.search(path):
             headers = [(k, v) for k, v in headers if k.lower() != "docker-content-digest"]
             headers.append(("Docker-Content-Digest", lies.digest_header))

@@ -22,8 +22,9 @@ BUCKET = "team-ccache"  # created by the gcs fixture
 
 
 @pytest.fixture
-def bucket(gcs: GcsEmulator, monkeypatch: pytest.MonkeyPatch,
-           tmp_path: Path) -> Iterator[tuple[str, Any]]:
+def bucket(
+    gcs: GcsEmulator, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[tuple[str, Any]]:
     """A prefix of its own in the emulator's bucket for each test, and the client's handle."""
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs.url)
     prefix = f"hostile-{tmp_path.name}"
@@ -43,8 +44,8 @@ def blob_name(url: str, key: str) -> str:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_hostile_object_is_refused_whole(
-        tmp_path: Path, bucket: tuple[str, Any], capsys: pytest.CaptureFixture[str],
-        name: str) -> None:
+    tmp_path: Path, bucket: tuple[str, Any], capsys: pytest.CaptureFixture[str], name: str
+) -> None:
     url, handle = bucket
     local, outside = tmp_path / "local", tmp_path / "outside"
     outside.mkdir()
@@ -73,8 +74,7 @@ def test_a_hostile_object_is_refused_whole(
     assert ccache_archive.fingerprint(tmp_path / "again") == before
 
 
-def test_a_bucket_that_lost_its_object_is_reseeded(
-        tmp_path: Path, bucket: tuple[str, Any]) -> None:
+def test_a_bucket_that_lost_its_object_is_reseeded(tmp_path: Path, bucket: tuple[str, Any]) -> None:
     url, handle = bucket
     local = tmp_path / "local"
     first = gs_sync(tmp_path, url, local)
@@ -91,7 +91,8 @@ def test_a_bucket_that_lost_its_object_is_reseeded(
 
 
 def test_a_variant_never_takes_a_longer_variants_object(
-        tmp_path: Path, bucket: tuple[str, Any]) -> None:
+    tmp_path: Path, bucket: tuple[str, Any]
+) -> None:
     url, handle = bucket
     debug = gs_sync(tmp_path, url, tmp_path / "debug", "cu128-debug")
     debug.restore()

@@ -24,8 +24,9 @@ FIRST_WHEEL: dict[str, int] = {}  # the cold compile's wheel, compared after a w
 
 
 @pytest.fixture(scope="module")
-def ws(tmp_path_factory: pytest.TempPathFactory, registry: Registry,
-       gcs: GcsEmulator) -> Iterator[Workspace]:
+def ws(
+    tmp_path_factory: pytest.TempPathFactory, registry: Registry, gcs: GcsEmulator
+) -> Iterator[Workspace]:
     ws = make_workspace(tmp_path_factory.mktemp("cc"), registry)
     ws.edit('max_size = "2G"', f'url = "gs://{BUCKET}/ccache"\nmax_size = "2G"')
     yield ws
@@ -76,7 +77,8 @@ def test_warm_compile_on_a_wiped_workspace_hits(ws: Workspace, gcs: GcsEmulator)
 
 
 def test_corrupt_archive_means_a_cold_compile_with_a_warning(
-        ws: Workspace, gcs: GcsEmulator) -> None:
+    ws: Workspace, gcs: GcsEmulator
+) -> None:
     [name] = archives(gcs)
     gcs.client().bucket(BUCKET).blob(name).upload_from_string(b"not a zstd archive")
     output, stats = compile_(ws, gcs)
@@ -117,7 +119,8 @@ def test_read_only_store_warns_and_the_compile_succeeds(ws: Workspace, gcs: GcsE
 
 
 def test_stopped_emulator_means_a_cold_compile_with_a_warning(
-        ws: Workspace, gcs: GcsEmulator) -> None:
+    ws: Workspace, gcs: GcsEmulator
+) -> None:
     gcs.stop()
     try:
         output, stats = compile_(ws, gcs)
@@ -139,8 +142,9 @@ def test_missing_bucket_is_a_warning(ws: Workspace, gcs: GcsEmulator) -> None:
     assert stats["stats"]["misses"] > 0
 
 
-def test_racing_writers_never_clobber_a_newer_archive(ws: Workspace, gcs: GcsEmulator,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_racing_writers_never_clobber_a_newer_archive(
+    ws: Workspace, gcs: GcsEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs.url)
     stack = load(ws.manifest)
     by_key = {t.key: t for t in plan(stack)}

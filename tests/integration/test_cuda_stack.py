@@ -30,14 +30,20 @@ pytestmark = [pytest.mark.integration, pytest.mark.cuda]
 BUCKET = "team-ccache"
 SASS = ["10.0", "12.0", "7.5", "8.0", "8.6", "8.9", "9.0"]
 # teamkernels' extension, torch-scatter's CUDA ops, and teamcuda's CMake-built library.
-LIBRARIES = ("_C.abi3.so", "_scatter_cuda.so", "_segment_csr_cuda.so", "_segment_coo_cuda.so",
-             "libteamcuda.so")
+LIBRARIES = (
+    "_C.abi3.so",
+    "_scatter_cuda.so",
+    "_segment_csr_cuda.so",
+    "_segment_coo_cuda.so",
+    "libteamcuda.so",
+)
 HOST_ONLY = ("_version_cuda.so",)  # torch-scatter's version query: no device code
 
 
 @pytest.fixture(scope="module")
-def ws(tmp_path_factory: pytest.TempPathFactory, registry: Registry,
-       gcs: GcsEmulator) -> Iterator[Workspace]:
+def ws(
+    tmp_path_factory: pytest.TempPathFactory, registry: Registry, gcs: GcsEmulator
+) -> Iterator[Workspace]:
     root = tmp_path_factory.mktemp("cuda") / "cuda"
     shutil.copytree(REPO / "examples" / "cuda", root, ignore=shutil.ignore_patterns("build"))
     ws = Workspace(root, registry)
@@ -47,8 +53,7 @@ def ws(tmp_path_factory: pytest.TempPathFactory, registry: Registry,
 
 
 def compile_stats(ws: Workspace) -> dict[str, Any]:
-    data = json.loads((ws.root / "build" / "default" / "kernels" / "ccache-stats.json")
-                      .read_text())
+    data = json.loads((ws.root / "build" / "default" / "kernels" / "ccache-stats.json").read_text())
     assert isinstance(data, dict)
     return data
 
@@ -58,8 +63,9 @@ def wheel_libraries(ws: Workspace) -> dict[str, int]:
     found = {}
     for wheel in (ws.root / "build" / "default" / "kernels" / "wheels").glob("*.whl"):
         with zipfile.ZipFile(wheel) as archive:
-            found.update({i.filename: i.CRC for i in archive.infolist()
-                          if i.filename.endswith(".so")})
+            found.update(
+                {i.filename: i.CRC for i in archive.infolist() if i.filename.endswith(".so")}
+            )
     return found
 
 
@@ -99,16 +105,16 @@ def test_the_cuda_stack_builds_verifies_and_promotes(ws: Workspace, gcs: GcsEmul
     row = summary_rows((ws.root / "build" / "summary.md").read_text())["kernels"]
     assert row[1] == "render, compile, build, push, verify, promote", row
     assert " misses (" in row[3] and row[4].startswith("passed ("), row
-    assert "; GPU not checked: " in row[4] and row[5] == ws.registry.digest("cuda/kernels",
-                                                                            "latest")
+    assert "; GPU not checked: " in row[4] and row[5] == ws.registry.digest(
+        "cuda/kernels", "latest"
+    )
 
     image = f"{ws.registry.address}/cuda/kernels:latest"
     found = output_of(image, ["sh", "-c", "command -v gcc g++ cc nvcc ccache || true"])
     assert found.strip() == "", f"compilers in the runtime image: {found}"
 
 
-def test_a_fresh_runner_compiles_from_the_buckets_cache(ws: Workspace,
-                                                        gcs: GcsEmulator) -> None:
+def test_a_fresh_runner_compiles_from_the_buckets_cache(ws: Workspace, gcs: GcsEmulator) -> None:
     assert FIRST, "needs the cold build"
     build = ws.root / "build"
     shutil.rmtree(build / "ccache", ignore_errors=True)
@@ -116,8 +122,7 @@ def test_a_fresh_runner_compiles_from_the_buckets_cache(ws: Workspace,
     shutil.rmtree(build / "default" / "kernels" / "wheels", ignore_errors=True)
     # -a: the kernels image is in the registry, which makes its compile up to date; a new
     # runner that must compile (a changed tier, an image gone) is what this stands for.
-    result = ws.doit("-a", "compile:kernels", env={"STORAGE_EMULATOR_HOST": gcs.url},
-                     timeout=3000)
+    result = ws.doit("-a", "compile:kernels", env={"STORAGE_EMULATOR_HOST": gcs.url}, timeout=3000)
     assert result.returncode == 0, (result.stdout + result.stderr)[-5000:]
     assert "compiler cache: restored cuda/kernels/" in result.stdout + result.stderr
     stats = compile_stats(ws)

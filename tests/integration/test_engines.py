@@ -54,7 +54,8 @@ def promoted_everywhere(registry: Registry) -> None:
 
 
 def test_the_quickstart_promotes_in_one_run_on_the_classic_store(
-        tmp_path: Path, registry: Registry, classic: Engine) -> None:
+    tmp_path: Path, registry: Registry, classic: Engine
+) -> None:
     ws = make_workspace(tmp_path, registry)
     first = ws.doit(env={"DOCKER_HOST": classic.host})
     assert first.returncode == 0, first.stderr[-3000:]
@@ -64,7 +65,8 @@ def test_the_quickstart_promotes_in_one_run_on_the_classic_store(
 
 
 def test_a_daemon_with_docker_29s_api_floor_builds_the_quickstart(
-        tmp_path: Path, floor: Engine) -> None:
+    tmp_path: Path, floor: Engine
+) -> None:
     """Docker 29.0-29.2 refuse clients below API 1.44: the CLI chosen must speak it. The
     base image was loaded (`docker load`) and tagged for a registry that never got it: in
     the containerd store it still has a RepoDigests entry under that name, which must not
@@ -76,8 +78,9 @@ def test_a_daemon_with_docker_29s_api_floor_builds_the_quickstart(
         ws = make_workspace(tmp_path, registry)
         seed = f"{registry.address}/seed/debian:loaded"
         floor.docker("tag", "debian:bookworm-slim", seed)
-        ws.manifest.write_text(ws.manifest.read_text().replace(
-            'from = "debian:{debian}-slim"', f'from = "{seed}"'))
+        ws.manifest.write_text(
+            ws.manifest.read_text().replace('from = "debian:{debian}-slim"', f'from = "{seed}"')
+        )
         (ws.root / "images.lock").unlink()  # pinned by this run, not the example's lock
         run = ws.doit(env={"DOCKER_HOST": floor.host})
         assert run.returncode == 0, run.stderr[-3000:]
@@ -87,8 +90,9 @@ def test_a_daemon_with_docker_29s_api_floor_builds_the_quickstart(
         registry.stop()
 
 
-def test_a_cli_the_daemon_refuses_is_never_chosen(tmp_path: Path, floor: Engine,
-                                                  old_cli: Path) -> None:
+def test_a_cli_the_daemon_refuses_is_never_chosen(
+    tmp_path: Path, floor: Engine, old_cli: Path
+) -> None:
     """Debian 12's docker 20.10 CLI (API 1.41), alone on PATH against a 1.44 floor: one line
     naming what to install, before anything is built."""
     registry = Registry(tmp_path / "registry", free_port())  # an empty one: builder is built
@@ -110,25 +114,49 @@ def test_max_size_gives_one_verdict_on_both_stores(tmp_path: Path, classic: Engi
     """verify.max_size is unpacked bytes on every store: the containerd store's own `Size`
     (compressed) would pass an image of 64 MiB of zeros under a limit it is over."""
     main = Engine(os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock"), "containerd")
-    found = subprocess.run([sys.executable, "-c", "from build_graph.docker import daemon; "
-                            "print(daemon.containerd_store())"], env=main.env(), check=True,
-                           capture_output=True, text=True).stdout.strip()
+    found = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from build_graph.docker import daemon; print(daemon.containerd_store())",
+        ],
+        env=main.env(),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     assert found == "True", "the main engine is not in the containerd image store"
     (tmp_path / "Dockerfile").write_text(
-        "FROM debian:bookworm-slim\nRUN head -c 67108864 /dev/zero > /zeros\n")
+        "FROM debian:bookworm-slim\nRUN head -c 67108864 /dev/zero > /zeros\n"
+    )
     sizes = {}
     for engine in (main, classic):
-        engine.docker("buildx", "build", "--load", "--network=host", "-t", "sizes:1",
-                      str(tmp_path))
-        sizes[engine.host] = int(subprocess.run(
-            [sys.executable, "-c", "from build_graph.docker import daemon; "
-             "print(daemon.image_size('sizes:1'))"], env=engine.env(), check=True,
-            capture_output=True, text=True).stdout)
+        engine.docker("buildx", "build", "--load", "--network=host", "-t", "sizes:1", str(tmp_path))
+        sizes[engine.host] = int(
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-c",
+                    "from build_graph.docker import daemon; print(daemon.image_size('sizes:1'))",
+                ],
+                env=engine.env(),
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
+        )
     first, second = sizes.values()
     assert abs(first - second) < 0.1 * max(first, second), sizes
     limit = 64 << 20  # the zeros alone; the image is more
-    want = Expectation(python="3.11", conda=False, single_python=True, pip_check=True,
-                       packages={}, cuda=None, max_size_bytes=limit)
+    want = Expectation(
+        python="3.11",
+        conda=False,
+        single_python=True,
+        pip_check=True,
+        packages={},
+        cuda=None,
+        max_size_bytes=limit,
+    )
     verdicts = {h: check_size(want, {"image_size_bytes": s})[0].status for h, s in sizes.items()}
     assert set(verdicts.values()) == {"fail"}, (sizes, verdicts)
 
@@ -137,11 +165,19 @@ def test_max_size_gives_one_verdict_on_both_stores(tmp_path: Path, classic: Engi
 def old_cli(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Debian 12's own docker CLI (docker.io 20.10, API 1.41), unpacked from its package."""
     folder = tmp_path_factory.mktemp("old-cli")
-    got = subprocess.run(["apt-get", "download", "docker.io/bookworm"], cwd=folder,
-                         check=False, capture_output=True, text=True, timeout=600)
+    got = subprocess.run(
+        ["apt-get", "download", "docker.io/bookworm"],
+        cwd=folder,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if got.returncode != 0:  # a host whose apt has no bookworm: said, never passed
-        pytest.skip(f"not checked: Debian 12's docker.io is not in this host's apt sources "
-                    f"({got.stderr.strip()[-200:]})")
+        pytest.skip(
+            f"not checked: Debian 12's docker.io is not in this host's apt sources "
+            f"({got.stderr.strip()[-200:]})"
+        )
     deb = next(folder.glob("docker.io_20.10*.deb"))
     subprocess.run(["dpkg-deb", "-x", str(deb), str(folder / "root")], check=True)
     cli = folder / "bin" / "docker"

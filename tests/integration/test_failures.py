@@ -70,9 +70,12 @@ def test_stopped_registry_fails_clearly_and_moves_no_tag(ws: Workspace) -> None:
 def test_missing_docker_daemon_is_one_clear_line(ws: Workspace) -> None:
     # A tier the registry does not hold (one it holds needs no daemon to be up to date).
     (ws.root / "templates" / "nodaemon.Dockerfile.j2").write_text(
-        "FROM {{ base_image }}\nRUN echo nodaemon > /nodaemon\n")
-    ws.manifest.write_text(ws.manifest.read_text() + (
-        '\n[tiers.nodaemon]\nparent = "builder"\ntemplate = "nodaemon.Dockerfile.j2"\n'))
+        "FROM {{ base_image }}\nRUN echo nodaemon > /nodaemon\n"
+    )
+    ws.manifest.write_text(
+        ws.manifest.read_text()
+        + ('\n[tiers.nodaemon]\nparent = "builder"\ntemplate = "nodaemon.Dockerfile.j2"\n')
+    )
     result = ws.doit("build:nodaemon", env={"DOCKER_HOST": "unix:///nonexistent/docker.sock"})
     text = result.stdout + result.stderr
     assert result.returncode == 3
@@ -98,15 +101,21 @@ def test_plan_json_says_registry_errors(ws: Workspace) -> None:
     images = [t.image for t in plan(load(ws.manifest))]
     # Every tier held here, as after a build with the registry down; tiers earlier tests
     # built are left as they are, and only the tags made here are removed afterwards.
-    held = [i for i in images if subprocess.run(["docker", "image", "inspect", i],
-                                                capture_output=True).returncode != 0]
+    held = [
+        i
+        for i in images
+        if subprocess.run(["docker", "image", "inspect", i], capture_output=True).returncode != 0
+    ]
     for image in held:
         subprocess.run(["docker", "tag", "debian:bookworm-slim", image], check=True)
     ws.registry.stop()
     try:
-        done = subprocess.run([sys.executable, "-m", "build_graph", "plan", "--json",
-                               "--manifest", str(ws.manifest)],
-                              capture_output=True, text=True, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "build_graph", "plan", "--json", "--manifest", str(ws.manifest)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
     finally:
         ws.registry.start()
     # The rows still say what could not be asked, and the exit says the plan is no plan
@@ -121,14 +130,28 @@ def test_ctrl_c_is_one_line_and_records_nothing(ws: Workspace) -> None:
     """SIGINT in the middle of a build: exit 130, one line, no traceback, no record, no tag."""
     template = ws.root / "templates" / "slow.Dockerfile.j2"
     template.write_text("FROM {{ base_image }}\nRUN echo building-slowly && sleep 60\n")
-    ws.manifest.write_text(ws.manifest.read_text() + '\n[tiers.slow]\nparent = "fastext"\n'
-                           'template = "slow.Dockerfile.j2"\n')
+    ws.manifest.write_text(
+        ws.manifest.read_text() + '\n[tiers.slow]\nparent = "fastext"\n'
+        'template = "slow.Dockerfile.j2"\n'
+    )
     assert ws.doit("fastext").returncode == 0  # `doit <tier>`: through promote
     assert "latest" in ws.registry.tags("quickstart/fastext")
-    command = [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"),
-               f"manifest={ws.manifest}", "promote:slow"]
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, env={**os.environ, "BUILD_GRAPH_VERBOSE": "1"}) as proc:
+    command = [
+        sys.executable,
+        "-m",
+        "doit",
+        "-f",
+        str(REPO / "dodo.py"),
+        f"manifest={ws.manifest}",
+        "promote:slow",
+    ]
+    with subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "BUILD_GRAPH_VERBOSE": "1"},
+    ) as proc:
         assert proc.stdout is not None
         seen = []
         for line in proc.stdout:
@@ -141,7 +164,8 @@ def test_ctrl_c_is_one_line_and_records_nothing(ws: Workspace) -> None:
     assert proc.returncode == 130, text[-2000:]
     assert "Traceback" not in text
     assert [line for line in text.splitlines() if line.startswith("interrupted")] == [
-        "interrupted during build of slow: stopped; nothing interrupted was recorded as done"]
+        "interrupted during build of slow: stopped; nothing interrupted was recorded as done"
+    ]
     slow = ws.root / "build" / "default" / "slow"
     assert not (slow / "push.json").exists() and not (slow / "verify.json").exists()
     assert ws.registry.tags("quickstart/slow") == []
@@ -161,18 +185,26 @@ def test_hostile_values_arrive_literally(ws: Workspace) -> None:
     the value images.toml gave, nothing is expanded or executed."""
     (ws.root / "templates" / "hostile.Dockerfile.j2").write_text(HOSTILE_TEMPLATE)
     launcher = '"; touch /pwned ; "'
-    ws.edit('context = ["launcher/launch.py"]', 'context = ["launcher/launch.py"]\n'
-            f"build_args = {{ LAUNCHER = {json.dumps(launcher)} }}")
-    ws.manifest.write_text(ws.manifest.read_text() + (
-        '\n[tiers.hostile]\nparent = "fastext"\ntemplate = "hostile.Dockerfile.j2"\n'
-        f"description = {json.dumps(HOSTILE)}\n"
-        f"build_args = {{ GREETING = {json.dumps(HOSTILE)} }}\n"))
+    ws.edit(
+        'context = ["launcher/launch.py"]',
+        f'context = ["launcher/launch.py"]\nbuild_args = {{ LAUNCHER = {json.dumps(launcher)} }}',
+    )
+    ws.manifest.write_text(
+        ws.manifest.read_text()
+        + (
+            '\n[tiers.hostile]\nparent = "fastext"\ntemplate = "hostile.Dockerfile.j2"\n'
+            f"description = {json.dumps(HOSTILE)}\n"
+            f"build_args = {{ GREETING = {json.dumps(HOSTILE)} }}\n"
+        )
+    )
     result = ws.doit("build:hostile", "build:runner")
     assert result.returncode == 0
     # The images this run built, by their hash tags (other tests leave other runner images).
-    tags = {line.rsplit("(tier ", 1)[1].rstrip(")"): line.split(" -t ", 1)[1].split()[0]
-            for line in (result.stdout + result.stderr).splitlines()
-            if line.startswith("+ docker build")}
+    tags = {
+        line.rsplit("(tier ", 1)[1].rstrip(")"): line.split(" -t ", 1)[1].split()[0]
+        for line in (result.stdout + result.stderr).splitlines()
+        if line.startswith("+ docker build")
+    }
     client = docker.from_env()
     assert output_of(tags["hostile"], ["cat", "/greeting"]) == HOSTILE
     labels = client.images.get(tags["hostile"]).labels
@@ -184,29 +216,46 @@ def test_hostile_values_arrive_literally(ws: Workspace) -> None:
 def test_credentials_never_reach_an_image_label_or_log(ws: Workspace) -> None:
     marker = "MARKER-7d2e"
     # Without BuildKit a credential could only be a build arg: refused before any build.
-    refused = ws.doit(env={"BUILD_GRAPH_PIP_INDEX_URL": f"https://ci:{marker}@pypi.example/simple",
-                           "BUILD_GRAPH_BUILDER": "classic"})
+    refused = ws.doit(
+        env={
+            "BUILD_GRAPH_PIP_INDEX_URL": f"https://ci:{marker}@pypi.example/simple",
+            "BUILD_GRAPH_BUILDER": "classic",
+        }
+    )
     text = refused.stdout + refused.stderr
     assert refused.returncode == 2
-    assert ("BUILD_GRAPH_PIP_INDEX_URL (https://***@pypi.example/simple) carries a "
-            "credential") in text
+    assert (
+        "BUILD_GRAPH_PIP_INDEX_URL (https://***@pypi.example/simple) carries a credential"
+    ) in text
     assert marker not in text and built(text) == []
     # A CI job token in the git remote (GitLab's style) must not become a label.
     git = ["git", "-C", str(ws.root), "-c", "user.name=ci", "-c", "user.email=ci@example"]
     subprocess.run(["git", "init", "-q", str(ws.root)], check=True)
-    subprocess.run([*git, "remote", "add", "origin",
-                    f"https://gitlab-ci-token:{marker}@gitlab.example/team/stack.git"], check=True)
+    subprocess.run(
+        [
+            *git,
+            "remote",
+            "add",
+            "origin",
+            f"https://gitlab-ci-token:{marker}@gitlab.example/team/stack.git",
+        ],
+        check=True,
+    )
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "stack"], check=True)
     (ws.root / "templates" / "labelled.Dockerfile.j2").write_text(
-        "FROM {{ base_image }}\nRUN echo labelled > /labelled\n")
-    ws.manifest.write_text(ws.manifest.read_text() + (
-        '\n[tiers.labelled]\nparent = "fastext"\ntemplate = "labelled.Dockerfile.j2"\n'))
+        "FROM {{ base_image }}\nRUN echo labelled > /labelled\n"
+    )
+    ws.manifest.write_text(
+        ws.manifest.read_text()
+        + ('\n[tiers.labelled]\nparent = "fastext"\ntemplate = "labelled.Dockerfile.j2"\n')
+    )
     result = ws.doit("push:labelled")
     assert result.returncode == 0
     assert marker not in result.stdout + result.stderr
     image, texts = image_as_stored_and_pushed(ws, "labelled")
     assert image.labels["org.opencontainers.image.source"] == (
-        "https://gitlab.example/team/stack.git")
+        "https://gitlab.example/team/stack.git"
+    )
     for blob in texts:
         assert marker.encode() not in blob

@@ -51,15 +51,27 @@ def test_full_run_builds_pushes_verifies_and_promotes(ws: Workspace) -> None:
         assert report["digest"] == ws.registry.digest(f"quickstart/{tier}", "latest")
     assert "py3.11" in ws.registry.tags("quickstart/fastext")
     # Promote copied the manifest in the registry: the daemon pulls what `latest` names.
-    labels = docker.from_env().images.pull(
-        f"{ws.registry.address}/quickstart/base", tag="latest").labels
+    labels = (
+        docker.from_env().images.pull(f"{ws.registry.address}/quickstart/base", tag="latest").labels
+    )
     assert labels["io.build-graph.tier"] == "base"
     assert labels["org.opencontainers.image.revision"]
     assert len(labels["io.build-graph.content-hash"]) == 20
     # The runner really runs the training code through the launcher.
-    run = subprocess.run(["docker", "run", "--rm", "--network=host",
-                          f"{ws.registry.address}/quickstart/runner:latest", "2"],
-                         capture_output=True, text=True, check=False, timeout=120)
+    run = subprocess.run(
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network=host",
+            f"{ws.registry.address}/quickstart/runner:latest",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout.count("fingerprint=") == 2
 
@@ -92,16 +104,19 @@ def test_editing_one_tier_rebuilds_it_and_its_descendants_only(ws: Workspace) ->
     assert report["digest"] == ws.registry.digest("quickstart/runner", "latest")
 
 
-def test_a_new_file_rebuilds_its_tier_and_descendants_and_dotenv_stays_out(
-        ws: Workspace) -> None:
+def test_a_new_file_rebuilds_its_tier_and_descendants_and_dotenv_stays_out(ws: Workspace) -> None:
     """A file the last plan never knew rebuilds (the plan cache sees the folder change);
     a .env beside it is neither sent nor hashed."""
     before = ws.registry.digest("quickstart/base", "latest")
     (ws.root / "train" / "extra.py").write_text("EXTRA = 1\n")
     (ws.root / "train" / ".env").write_text("TOKEN=MARKER-env-9c1\n")
-    assert statuses(ws) == {"builder": "up to date", "fastext": "up to date",
-                            "base": "up to date", "training": "build, push, verify, promote",
-                            "runner": "build, push, verify, promote"}
+    assert statuses(ws) == {
+        "builder": "up to date",
+        "fastext": "up to date",
+        "base": "up to date",
+        "training": "build, push, verify, promote",
+        "runner": "build, push, verify, promote",
+    }
     info = ws.doit("info", "training")
     assert info.returncode == 1
     assert "A run would build, push, verify, promote:" in info.stdout
@@ -112,10 +127,22 @@ def test_a_new_file_rebuilds_its_tier_and_descendants_and_dotenv_stays_out(
     assert built(output(result)) == ["training", "runner"]
     assert ws.registry.digest("quickstart/base", "latest") == before
     find = subprocess.run(
-        ["docker", "run", "--rm", "--network=host", "--entrypoint", "sh",
-         f"{ws.registry.address}/quickstart/training:latest", "-c",
-         "find / -xdev \\( -name extra.py -o -name .env \\) -path '*workspace*'"],
-        capture_output=True, text=True, check=True, timeout=120)
+        [
+            "docker",
+            "run",
+            "--rm",
+            "--network=host",
+            "--entrypoint",
+            "sh",
+            f"{ws.registry.address}/quickstart/training:latest",
+            "-c",
+            "find / -xdev \\( -name extra.py -o -name .env \\) -path '*workspace*'",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
     assert find.stdout.strip().endswith("extra.py") and ".env" not in find.stdout
     assert set(statuses(ws).values()) == {"up to date"}
     assert "Up to date" in ws.doit("info", "runner").stdout
@@ -123,14 +150,21 @@ def test_a_new_file_rebuilds_its_tier_and_descendants_and_dotenv_stays_out(
 
 def test_fresh_machine_rebuilds_and_pushes_nothing(ws: Workspace) -> None:
     client = docker.from_env()
-    plan = json.loads(subprocess.run(
-        [sys.executable, "-m", "build_graph", "plan", "--json", "--manifest", str(ws.manifest)],
-        capture_output=True, text=True, check=True).stdout)
+    plan = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "build_graph", "plan", "--json", "--manifest", str(ws.manifest)],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     assert {row["registry"] for row in plan} == {"present"}
     shutil.rmtree(ws.root / "build")  # the doit database, wheels, reports: all gone
     for row in plan:
-        for ref in [row["image"], *(f"{row['image'].rsplit(':', 1)[0]}:{t}"
-                                    for t in row["human_tags"])]:
+        for ref in [
+            row["image"],
+            *(f"{row['image'].rsplit(':', 1)[0]}:{t}" for t in row["human_tags"]),
+        ]:
             with contextlib.suppress(docker.errors.ImageNotFound):
                 client.images.remove(ref, force=True)
     result = ws.doit()
@@ -141,9 +175,15 @@ def test_fresh_machine_rebuilds_and_pushes_nothing(ws: Workspace) -> None:
 
 
 def test_plan_json_reports_hash_tags_and_presence(ws: Workspace) -> None:
-    rows = json.loads(subprocess.run(
-        [sys.executable, "-m", "build_graph", "plan", "--json", "--manifest", str(ws.manifest)],
-        capture_output=True, text=True, check=True, cwd=REPO).stdout)
+    rows = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "build_graph", "plan", "--json", "--manifest", str(ws.manifest)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=REPO,
+        ).stdout
+    )
     assert [r["tier"] for r in rows] == TIERS
     base = rows[2]
     assert base["parent"] == "fastext" and base["human_tags"] == ["latest"]

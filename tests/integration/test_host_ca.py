@@ -48,35 +48,52 @@ def make_ca_and_server(folder: Path) -> tuple[Path, Path, Path]:
     a certificate for 127.0.0.1 it signed."""
     now = dt.datetime.now(dt.UTC)
     ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-    ca = (x509.CertificateBuilder().subject_name(_name("build-graph test CA"))
-          .issuer_name(_name("build-graph test CA")).public_key(ca_key.public_key())
-          .serial_number(x509.random_serial_number())
-          .not_valid_before(now - dt.timedelta(hours=1))
-          .not_valid_after(now + dt.timedelta(days=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-          .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False,
-                                       False), critical=True)
-          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()),
-                         critical=False)
-          .sign(ca_key, hashes.SHA256()))
-    server = (x509.CertificateBuilder().subject_name(_name("127.0.0.1"))
-              .issuer_name(ca.subject).public_key(key.public_key())
-              .serial_number(x509.random_serial_number())
-              .not_valid_before(now - dt.timedelta(hours=1))
-              .not_valid_after(now + dt.timedelta(days=1))
-              .add_extension(x509.SubjectAlternativeName(
-                  [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-              .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]),
-                             critical=False)
-              .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
-                  ca_key.public_key()), critical=False)
-              .sign(ca_key, hashes.SHA256()))
+    ca = (
+        x509.CertificateBuilder()
+        .subject_name(_name("build-graph test CA"))
+        .issuer_name(_name("build-graph test CA"))
+        .public_key(ca_key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(hours=1))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(False, False, False, False, False, True, True, False, False),
+            critical=True,
+        )
+        .add_extension(
+            x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    server = (
+        x509.CertificateBuilder()
+        .subject_name(_name("127.0.0.1"))
+        .issuer_name(ca.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(hours=1))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
     paths = folder / "ca.pem", folder / "server.pem", folder / "server.key"
     paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     paths[1].write_bytes(server.public_bytes(serialization.Encoding.PEM))
-    paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    paths[2].write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
     return paths
 
 
@@ -84,21 +101,24 @@ def make_index(root: Path) -> None:
     """simple/tlsprobe/ listing one hand-made pure-Python wheel (with its sha256)."""
     (root / "files").mkdir(parents=True)
     with zipfile.ZipFile(root / "files" / WHEEL, "w") as wheel:
-        files = {"tlsprobe/__init__.py": "VALUE = 1\n",
-                 "tlsprobe-1.0.dist-info/METADATA":
-                     "Metadata-Version: 2.1\nName: tlsprobe\nVersion: 1.0\n",
-                 "tlsprobe-1.0.dist-info/WHEEL":
-                     "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-                     "Tag: py3-none-any\n"}
-        files["tlsprobe-1.0.dist-info/RECORD"] = "".join(f"{n},,\n" for n in files) + \
-            "tlsprobe-1.0.dist-info/RECORD,,\n"
+        files = {
+            "tlsprobe/__init__.py": "VALUE = 1\n",
+            "tlsprobe-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: tlsprobe\n"
+            "Version: 1.0\n",
+            "tlsprobe-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\n"
+            "Root-Is-Purelib: true\n"
+            "Tag: py3-none-any\n",
+        }
+        files["tlsprobe-1.0.dist-info/RECORD"] = (
+            "".join(f"{n},,\n" for n in files) + "tlsprobe-1.0.dist-info/RECORD,,\n"
+        )
         for name, text in files.items():
             wheel.writestr(name, text)
     digest = hashlib.sha256((root / "files" / WHEEL).read_bytes()).hexdigest()
     (root / "simple" / "tlsprobe").mkdir(parents=True)
     (root / "simple" / "tlsprobe" / "index.html").write_text(
-        f'<html><body><a href="../../files/{WHEEL}#sha256={digest}">{WHEEL}</a>'
-        "</body></html>\n")
+        f'<html><body><a href="../../files/{WHEEL}#sha256={digest}">{WHEEL}</a></body></html>\n'
+    )
 
 
 @pytest.fixture
@@ -140,16 +160,21 @@ def system_bundle() -> Path:
 
 
 def test_pip_verifies_tls_with_the_hosts_ca_bundle_and_fails_without_it(
-        ws: Workspace, index: tuple[str, Path, list[str]], tmp_path: Path) -> None:
+    ws: Workspace, index: tuple[str, Path, list[str]], tmp_path: Path
+) -> None:
     url, ca, asked = index
     # No site script: no trusted hosts. The parent's pip steps reach PyPI through this
     # host's TLS interception with the host's own bundle, found by default.
     plain = {"BUILD_GRAPH_PIP_TRUSTED_HOST": "", "BUILD_GRAPH_CA_BUNDLE": ""}
     first = ws.doit("push:fastext", env=plain)
     assert first.returncode == 0, (first.stdout + first.stderr)[-3000:]
-    ws.manifest.write_text(ws.manifest.read_text() + (
-        '\n[tiers.private]\nparent = "fastext"\ntemplate = "python-packages.Dockerfile.j2"\n'
-        'packages = ["tlsprobe==1.0"]\n'))
+    ws.manifest.write_text(
+        ws.manifest.read_text()
+        + (
+            '\n[tiers.private]\nparent = "fastext"\ntemplate = "python-packages.Dockerfile.j2"\n'
+            'packages = ["tlsprobe==1.0"]\n'
+        )
+    )
     with_ca = tmp_path / "host-bundle.pem"  # the host's bundle, as a host behind a proxy has
     with_ca.write_text(system_bundle().read_text() + ca.read_text())
     env = {**plain, "BUILD_GRAPH_PIP_INDEX_URL": url}
@@ -169,29 +194,41 @@ def test_pip_verifies_tls_with_the_hosts_ca_bundle_and_fails_without_it(
     # Same Dockerfile, same hash tag, with and without the CA.
     assert (ws.root / "build" / "default" / "private" / "Dockerfile").read_text() == dockerfile
     image, texts = image_as_stored_and_pushed(ws, "private")
-    assert output_of(image.id, ["python3", "-c", "import tlsprobe; print(tlsprobe.VALUE)"]
-                     ).strip() == "1"
+    assert (
+        output_of(image.id, ["python3", "-c", "import tlsprobe; print(tlsprobe.VALUE)"]).strip()
+        == "1"
+    )
     pem_line = ca.read_text().splitlines()[1].encode()  # a line of the CA's base64
     for blob in texts:  # config, history, pushed manifest and config blob
         assert pem_line not in blob
     # The secret's file is gone with its RUN (BuildKit 20.10 may leave the empty mount
     # point behind: a name, no bytes).
-    assert output_of(image.id, ["sh", "-c", "cat /run/build-graph/host-ca.pem 2>/dev/null | "
-                                "wc -c"]).strip() == "0"
+    assert (
+        output_of(
+            image.id, ["sh", "-c", "cat /run/build-graph/host-ca.pem 2>/dev/null | wc -c"]
+        ).strip()
+        == "0"
+    )
 
     # The compile container gets the same bundle, read-only, for the compile script's own
     # downloads: pip (PIP_CERT) and Python's ssl (SSL_CERT_FILE) inside the builder image.
     (ws.root / "templates" / "tlsfetch.sh.j2").write_text(
         "#!/usr/bin/env bash\nset -euo pipefail\n"
-        "python3 -c \"import os, urllib.request; "
+        'python3 -c "import os, urllib.request; '
         "urllib.request.urlopen(os.environ['PIP_INDEX_URL'] + 'tlsprobe/').read()\"\n"
-        "python3 -m pip download --no-deps --dest {{ paths.out }} tlsprobe==1.0\n")
-    ws.manifest.write_text(ws.manifest.read_text() + (
-        '\n[tiers.fetched]\nfrom = "debian:{debian}-slim"\n'
-        'template = "python-runtime.Dockerfile.j2"\n'
-        'compile = { builder = "builder", script = "tlsfetch.sh.j2" }\n'))
-    withheld = ws.doit("compile:fetched",
-                       env={**env, "BUILD_GRAPH_CA_BUNDLE": str(system_bundle())})
+        "python3 -m pip download --no-deps --dest {{ paths.out }} tlsprobe==1.0\n"
+    )
+    ws.manifest.write_text(
+        ws.manifest.read_text()
+        + (
+            '\n[tiers.fetched]\nfrom = "debian:{debian}-slim"\n'
+            'template = "python-runtime.Dockerfile.j2"\n'
+            'compile = { builder = "builder", script = "tlsfetch.sh.j2" }\n'
+        )
+    )
+    withheld = ws.doit(
+        "compile:fetched", env={**env, "BUILD_GRAPH_CA_BUNDLE": str(system_bundle())}
+    )
     text = withheld.stdout + withheld.stderr
     assert withheld.returncode == 1, text[-3000:]
     assert "CERTIFICATE_VERIFY_FAILED" in text

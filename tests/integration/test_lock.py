@@ -38,9 +38,13 @@ def test_a_moved_tag_rebuilds_nothing_until_the_lock_is_updated(ws: Workspace) -
     local = {t: str(docker.from_env().images.list(r)[0].id) for t, r in images.items()}
     upstream = f"{ws.registry.address}/upstream/python:1"
     push_as(local["fastext"], upstream)
-    ws.manifest.write_text(ws.manifest.read_text() + (
-        f'\n[tiers.app]\nfrom = "{upstream}"\ntemplate = "training.Dockerfile.j2"\n'
-        'context = ["train"]\n'))
+    ws.manifest.write_text(
+        ws.manifest.read_text()
+        + (
+            f'\n[tiers.app]\nfrom = "{upstream}"\ntemplate = "training.Dockerfile.j2"\n'
+            'context = ["train"]\n'
+        )
+    )
     first = ws.doit("push:app")
     text = first.stdout + first.stderr
     assert first.returncode == 0, text[-3000:]
@@ -56,9 +60,22 @@ def test_a_moved_tag_rebuilds_nothing_until_the_lock_is_updated(ws: Workspace) -
     again = ws.doit("push:app")
     assert again.returncode == 0 and built(again.stdout + again.stderr) == []
 
-    update = subprocess.run([sys.executable, "-m", "build_graph", "lock", "--update", upstream,
-                             "--manifest", str(ws.manifest)], capture_output=True, text=True,
-                            check=False, cwd=REPO)
+    update = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "build_graph",
+            "lock",
+            "--update",
+            upstream,
+            "--manifest",
+            str(ws.manifest),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+    )
     assert update.returncode == 0, update.stderr
     assert f"{upstream} pinned to" in update.stdout and f"moved from {pinned}" in update.stdout
     moved = ws.doit("push:app", "push:base")
@@ -81,16 +98,25 @@ def add_fetching_tier(ws: Workspace, source: str) -> None:
     """Tier `fromgit`: its compile fetches `source` (as `lib`) with the shared git fetch and
     writes lib's VERSION file to its wheels folder."""
     (ws.root / "templates" / "fetch.sh.j2").write_text(FETCH)
-    ws.manifest.write_text(ws.manifest.read_text() + (
-        '\n[tiers.fromgit]\nfrom = "debian:{debian}-slim"\n'
-        'template = "python-runtime.Dockerfile.j2"\n'
-        'compile = { builder = "builder", script = "fetch.sh.j2", '
-        f'sources = {{ lib = "{source}" }}, outputs = "*.txt" }}\n'))
+    ws.manifest.write_text(
+        ws.manifest.read_text()
+        + (
+            '\n[tiers.fromgit]\nfrom = "debian:{debian}-slim"\n'
+            'template = "python-runtime.Dockerfile.j2"\n'
+            'compile = { builder = "builder", script = "fetch.sh.j2", '
+            f'sources = {{ lib = "{source}" }}, outputs = "*.txt" }}\n'
+        )
+    )
 
 
 def git(*args: str, cwd: Path) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example", *args],
-                          cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -107,12 +133,29 @@ def remote(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     git("config", "uploadpack.allowAnySHA1InWant", "true", cwd=served / "lib.git")
     git("remote", "add", "origin", str(served / "lib.git"), cwd=work)
     port = free_port()
-    with subprocess.Popen(["git", "daemon", "--reuseaddr", "--export-all", "--listen=127.0.0.1",
-                           f"--port={port}", f"--base-path={served}", str(served)],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as daemon:
+    with subprocess.Popen(
+        [
+            "git",
+            "daemon",
+            "--reuseaddr",
+            "--export-all",
+            "--listen=127.0.0.1",
+            f"--port={port}",
+            f"--base-path={served}",
+            str(served),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    ) as daemon:
         deadline = time.monotonic() + 20
-        while subprocess.run(["git", "ls-remote", f"git://127.0.0.1:{port}/lib.git"],
-                             capture_output=True, check=False).returncode != 0:
+        while (
+            subprocess.run(
+                ["git", "ls-remote", f"git://127.0.0.1:{port}/lib.git"],
+                capture_output=True,
+                check=False,
+            ).returncode
+            != 0
+        ):
             assert time.monotonic() < deadline, "git daemon did not start"
             time.sleep(0.2)
         yield f"git://127.0.0.1:{port}/lib.git", work
@@ -121,7 +164,8 @@ def remote(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 
 def test_a_moved_branch_recompiles_nothing_until_the_lock_is_updated(
-        ws: Workspace, remote: tuple[str, Path]) -> None:
+    ws: Workspace, remote: tuple[str, Path]
+) -> None:
     url, work = remote
     source = f"{url}@main"
     add_fetching_tier(ws, source)
@@ -139,9 +183,22 @@ def test_a_moved_branch_recompiles_nothing_until_the_lock_is_updated(
     assert again.returncode == 0 and "-- compile:fromgit" in again.stdout
     assert version.read_text() == "v1\n"
 
-    update = subprocess.run([sys.executable, "-m", "build_graph", "lock", "--update", source,
-                             "--manifest", str(ws.manifest)], capture_output=True, text=True,
-                            check=False, cwd=REPO)
+    update = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "build_graph",
+            "lock",
+            "--update",
+            source,
+            "--manifest",
+            str(ws.manifest),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+    )
     assert update.returncode == 0, update.stderr
     assert f"moved from {v1}" in update.stdout
     moved = ws.doit("compile:fromgit")
@@ -154,7 +211,8 @@ def test_a_moved_branch_recompiles_nothing_until_the_lock_is_updated(
 
 
 def test_a_pinned_commit_compiles_again_from_the_source_cache_without_the_remote(
-        ws: Workspace, tmp_path: Path) -> None:
+    ws: Workspace, tmp_path: Path
+) -> None:
     """A fresh compile of a commit the source cache holds needs no network: the remote is
     gone (a URL nothing listens on) and the wheels are wiped; the compile still runs."""
     commit = "1" * 40

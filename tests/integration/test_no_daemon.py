@@ -31,16 +31,27 @@ def no_daemon(tmp_path: Path) -> dict[str, str]:
 
 
 def cli(ws: Workspace, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "build_graph", *args, "--manifest",
-                           str(ws.manifest)], capture_output=True, text=True, check=False,
-                          env={**os.environ, **env}, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "build_graph", *args, "--manifest", str(ws.manifest)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, **env},
+        timeout=300,
+    )
 
 
-def test_read_only_commands_and_a_no_op_need_no_daemon(pushed: Workspace,
-                                                       no_daemon: dict[str, str]) -> None:
-    results = [cli(pushed, no_daemon, "check"), cli(pushed, no_daemon, "plan", "--json"),
-               pushed.doit("list", env=no_daemon), pushed.doit("info", "training", env=no_daemon),
-               pushed.doit("list", "--all", "--status", env=no_daemon), pushed.doit(env=no_daemon)]
+def test_read_only_commands_and_a_no_op_need_no_daemon(
+    pushed: Workspace, no_daemon: dict[str, str]
+) -> None:
+    results = [
+        cli(pushed, no_daemon, "check"),
+        cli(pushed, no_daemon, "plan", "--json"),
+        pushed.doit("list", env=no_daemon),
+        pushed.doit("info", "training", env=no_daemon),
+        pushed.doit("list", "--all", "--status", env=no_daemon),
+        pushed.doit(env=no_daemon),
+    ]
     for result in results:
         text = result.stdout + result.stderr
         assert result.returncode == 0, text
@@ -70,11 +81,13 @@ def _parse(out: str) -> dict[str, str]:
     return found
 
 
-def test_a_run_that_needs_the_daemon_says_so_in_one_line(pushed: Workspace,
-                                                          no_daemon: dict[str, str]) -> None:
+def test_a_run_that_needs_the_daemon_says_so_in_one_line(
+    pushed: Workspace, no_daemon: dict[str, str]
+) -> None:
     text = pushed.manifest.read_text()
-    pushed.edit('context = ["src/teamlib"]',
-                'context = ["src/teamlib"]\nbuild_args = { NODAEMON = "1" }')
+    pushed.edit(
+        'context = ["src/teamlib"]', 'context = ["src/teamlib"]\nbuild_args = { NODAEMON = "1" }'
+    )
     try:
         plan = _parse(pushed.doit("list", "--status", env=no_daemon).stdout)
         assert plan["base"].startswith("build") and plan["fastext"] == "up to date"
@@ -87,7 +100,13 @@ def test_a_run_that_needs_the_daemon_says_so_in_one_line(pushed: Workspace,
     assert "Traceback" not in out
     lines = [line for line in out.splitlines() if "needs the Docker daemon" in line]
     assert len(lines) == 1, out
-    assert lines[0].strip().startswith("build:base needs the Docker daemon: cannot reach the "
-                                       f"Docker daemon at {no_daemon['DOCKER_HOST']}")
+    assert (
+        lines[0]
+        .strip()
+        .startswith(
+            "build:base needs the Docker daemon: cannot reach the "
+            f"Docker daemon at {no_daemon['DOCKER_HOST']}"
+        )
+    )
     assert "point DOCKER_HOST at one" in lines[0]
     assert statuses(pushed)["base"] == "up to date"  # the real daemon was left as it was

@@ -26,8 +26,9 @@ pytestmark = pytest.mark.integration
 
 
 def run(*command: str | Path, cwd: Path) -> str:
-    done = subprocess.run([str(c) for c in command], cwd=cwd, capture_output=True, text=True,
-                          timeout=600, check=False)
+    done = subprocess.run(
+        [str(c) for c in command], cwd=cwd, capture_output=True, text=True, timeout=600, check=False
+    )
     assert done.returncode == 0, f"{command}: {done.stdout}\n{done.stderr}"
     return done.stdout
 
@@ -44,10 +45,21 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO / name, source / name)
     for name in ("build_graph", "templates", "examples"):
-        shutil.copytree(REPO / name, source / name,
-                        ignore=shutil.ignore_patterns("__pycache__", "build"))
-    run(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", work / "dist", source,
-        cwd=work)
+        shutil.copytree(
+            REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "build")
+        )
+    run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "-q",
+        "--no-deps",
+        "-w",
+        work / "dist",
+        source,
+        cwd=work,
+    )
     wheel = next((work / "dist").glob("build_graph-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "build_graph/templates/_macros.j2" in names, names
@@ -56,8 +68,11 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert "build_graph/gpu/torch_releases.json" in names  # check's torch partner facts
     run(sys.executable, "-m", "venv", "--without-pip", work / "venv", cwd=work)
     python = work / "venv" / "bin" / "python"
-    site = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))",
-                    cwd=work).strip())
+    site = Path(
+        run(
+            python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))", cwd=work
+        ).strip()
+    )
     with zipfile.ZipFile(wheel) as archive:  # what `pip install --no-deps wheel` does
         archive.extractall(site)
     (site / "deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
@@ -65,32 +80,56 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_wheel_ships_templates_and_plans_a_stack_outside_the_checkout(
-        installed: Path, tmp_path: Path) -> None:
+    installed: Path, tmp_path: Path
+) -> None:
     stack = tmp_path / "team"
-    shutil.copytree(REPO / "examples" / "quickstart", stack,
-                    ignore=shutil.ignore_patterns("build"))
-    where = run(installed, "-c", "import build_graph, build_graph.manifest.resolve as r; "
-                "print(build_graph.__file__); print(r.shipped_templates())", cwd=tmp_path)
+    shutil.copytree(REPO / "examples" / "quickstart", stack, ignore=shutil.ignore_patterns("build"))
+    where = run(
+        installed,
+        "-c",
+        "import build_graph, build_graph.manifest.resolve as r; "
+        "print(build_graph.__file__); print(r.shipped_templates())",
+        cwd=tmp_path,
+    )
     package, templates = where.split()
     assert not Path(package).is_relative_to(REPO), package  # the installed copy, not ours
     assert Path(templates) == Path(package).parent / "templates"
-    assert "ok" in run(installed, "-m", "build_graph", "check", "--manifest",
-                       stack / "images.toml", cwd=tmp_path)
-    rows = json.loads(run(installed, "-m", "build_graph", "plan", "--offline", "--json",
-                          "--manifest", stack / "images.toml", cwd=tmp_path))
+    assert "ok" in run(
+        installed, "-m", "build_graph", "check", "--manifest", stack / "images.toml", cwd=tmp_path
+    )
+    rows = json.loads(
+        run(
+            installed,
+            "-m",
+            "build_graph",
+            "plan",
+            "--offline",
+            "--json",
+            "--manifest",
+            stack / "images.toml",
+            cwd=tmp_path,
+        )
+    )
     ours = {p.key: p.content_hash for p in plan(load(stack / "images.toml"))}
     assert {row["key"]: row["hash"] for row in rows} == ours
-    run(installed, "-c", "import sys; from build_graph.plan.cache import load_plan; "
+    run(
+        installed,
+        "-c",
+        "import sys; from build_graph.plan.cache import load_plan; "
         "from build_graph.stages.render import render; "
         "[render(t) for t in load_plan(__import__('pathlib').Path(sys.argv[1]))[1]]",
-        stack / "images.toml", cwd=tmp_path)
-    rendered = sorted(p.relative_to(stack).as_posix()
-                      for p in (stack / "build").rglob("Dockerfile"))
+        stack / "images.toml",
+        cwd=tmp_path,
+    )
+    rendered = sorted(
+        p.relative_to(stack).as_posix() for p in (stack / "build").rglob("Dockerfile")
+    )
     assert rendered == sorted(f"build/default/{key}/Dockerfile" for key in ours)
 
 
-def test_init_from_the_wheel_writes_a_stack_that_doit_lists(installed: Path,
-                                                             tmp_path: Path) -> None:
+def test_init_from_the_wheel_writes_a_stack_that_doit_lists(
+    installed: Path, tmp_path: Path
+) -> None:
     """A team's repository in three commands: init, then doit there (no checkout, no
     daemon asked: planning needs none)."""
     repo = tmp_path / "team-repo"
@@ -100,8 +139,14 @@ def test_init_from_the_wheel_writes_a_stack_that_doit_lists(installed: Path,
     assert "ok" in run(installed, "-m", "build_graph", "check", cwd=repo)
     listed = run(installed, "-m", "doit", "list", cwd=repo)
     assert [line.split()[0] for line in listed.splitlines()] == [
-        "builder", "fastext", "base", "training", "runner"], listed
+        "builder",
+        "fastext",
+        "base",
+        "training",
+        "runner",
+    ], listed
     # The templates rendered are the installed package's, found beside it.
-    where = run(installed, "-c", "import build_graph.cli.init as i; print(i.shipped_examples())",
-                cwd=repo).strip()
+    where = run(
+        installed, "-c", "import build_graph.cli.init as i; print(i.shipped_examples())", cwd=repo
+    ).strip()
     assert not Path(where).is_relative_to(REPO), where

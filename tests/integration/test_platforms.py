@@ -42,14 +42,17 @@ TIERS = ("fastext", "base", "training", "runner")
 @pytest.fixture(scope="module")
 def ws(tmp_path_factory: pytest.TempPathFactory, registry: Registry) -> Workspace:
     # The set-up is idempotent: binfmt + qemu-user-static, the arm64 seed, the seed index.
-    subprocess.run(["bash", str(REPO / "scripts" / "services.sh"), "arm64"], check=True,
-                   timeout=1800)
+    subprocess.run(
+        ["bash", str(REPO / "scripts" / "services.sh"), "arm64"], check=True, timeout=1800
+    )
     ws = make_workspace(tmp_path_factory.mktemp("platforms"), registry)
     ws.edit('registry = "', f'platforms = {json.dumps(list(PLATFORMS))}\nregistry = "')
     for _ in range(2):  # the builder's and fastext's
         ws.edit('from = "debian:{debian}-slim"', f'from = "{SEED}:{{debian}}-slim"')
-    ws.manifest.write_text(ws.manifest.read_text() + (
-        '\n[tiers.runner.verify]\nsmoke = ["python3 /opt/runner/launch.py 1"]\n'))
+    ws.manifest.write_text(
+        ws.manifest.read_text()
+        + ('\n[tiers.runner.verify]\nsmoke = ["python3 /opt/runner/launch.py 1"]\n')
+    )
     return ws
 
 
@@ -61,10 +64,14 @@ def index_at(registry: Registry, repo: str, tag: str) -> tuple[str, dict[str, An
     """(media type, document, digest) of what `tag` names, asked as an index."""
     request = urllib.request.Request(
         f"http://{registry.address}/v2/{repo}/manifests/{tag}",
-        headers={"Accept": ", ".join(INDEX_TYPES)})
+        headers={"Accept": ", ".join(INDEX_TYPES)},
+    )
     with urllib.request.urlopen(request) as response:
-        return (response.headers["Content-Type"], json.loads(response.read()),
-                response.headers["Docker-Content-Digest"])
+        return (
+            response.headers["Content-Type"],
+            json.loads(response.read()),
+            response.headers["Docker-Content-Digest"],
+        )
 
 
 def report(tier: PlannedTier) -> dict[str, Any]:
@@ -80,8 +87,9 @@ def test_latest_is_an_index_of_every_platforms_verified_image(ws: Workspace) -> 
     for name in TIERS:
         media_type, index, _ = index_at(ws.registry, f"quickstart/{name}", "latest")
         assert media_type in INDEX_TYPES
-        named = contents.parse(json.dumps(index).encode(), media_type,
-                               Digest.of(json.dumps(index).encode()))
+        named = contents.parse(
+            json.dumps(index).encode(), media_type, Digest.of(json.dumps(index).encode())
+        )
         assert [e.platform for e in named.images] == list(PLATFORMS)
         for entry, platform in zip(named.images, PLATFORMS, strict=True):
             image = tiers[f"{name}/{platform.split('/')[1]}"]
@@ -97,8 +105,9 @@ def test_latest_is_an_index_of_every_platforms_verified_image(ws: Workspace) -> 
             assert entry.digest == found.image.digest
             checks = {c["name"]: c for c in verified["checks"]}
             assert checks["platform (machine)"]["status"] == "pass"
-            assert checks["platform (machine)"]["actual"] == ("aarch64" if "arm" in platform
-                                                              else "x86_64")
+            assert checks["platform (machine)"]["actual"] == (
+                "aarch64" if "arm" in platform else "x86_64"
+            )
         # Each attestation kept in `latest` is about one of its entries.
         assert {a.about for a in named.attestations} <= {e.digest for e in named.images}
     # docker itself picks each platform's image from the index that `latest` names. One
@@ -107,12 +116,25 @@ def test_latest_is_an_index_of_every_platforms_verified_image(ws: Workspace) -> 
     latest = f"{ws.registry.address}/quickstart/runner:latest"
     index_digest = index_at(ws.registry, "quickstart/runner", "latest")[2]
     for platform, machine in (("linux/arm64", "aarch64"), ("linux/amd64", "x86_64")):
-        subprocess.run(["docker", "rmi", latest, latest.replace(":latest", f"@{index_digest}")],
-                       capture_output=True, check=False)
-        subprocess.run(["docker", "pull", "-q", "--platform", platform, latest], check=True,
-                       capture_output=True)
-        said = output_of(latest, ["python3", "-c", "import platform, fastext; "
-                                  "print(platform.machine(), fastext.__name__)"], platform)
+        subprocess.run(
+            ["docker", "rmi", latest, latest.replace(":latest", f"@{index_digest}")],
+            capture_output=True,
+            check=False,
+        )
+        subprocess.run(
+            ["docker", "pull", "-q", "--platform", platform, latest],
+            check=True,
+            capture_output=True,
+        )
+        said = output_of(
+            latest,
+            [
+                "python3",
+                "-c",
+                "import platform, fastext; print(platform.machine(), fastext.__name__)",
+            ],
+            platform,
+        )
         assert said.split() == [machine, "fastext"]
     # each platform's compile had its own cache: the arm64 builder ran the arm64 compile
     arm = tiers["fastext/arm64"].folder.ccache_stats
@@ -132,11 +154,14 @@ def test_a_fresh_runner_does_nothing(ws: Workspace) -> None:
 def test_an_arm64_only_defect_fails_arm64_alone_and_moves_no_tag(ws: Workspace) -> None:
     before = {t: index_at(ws.registry, f"quickstart/{t}", "latest")[2] for t in TIERS}
     launcher = ws.root / "launcher" / "launch.py"
-    launcher.write_text(launcher.read_text().replace(
-        'if __name__ == "__main__":',
-        'if __name__ == "__main__":\n    import platform\n'
-        '    if platform.machine() == "aarch64":\n'
-        '        raise SystemExit("launcher: no aarch64 support")'))
+    launcher.write_text(
+        launcher.read_text().replace(
+            'if __name__ == "__main__":',
+            'if __name__ == "__main__":\n    import platform\n'
+            '    if platform.machine() == "aarch64":\n'
+            '        raise SystemExit("launcher: no aarch64 support")',
+        )
+    )
     result = ws.doit(timeout=3600)
     assert result.returncode != 0
     tiers = planned(ws)
@@ -151,21 +176,23 @@ def test_an_arm64_only_defect_fails_arm64_alone_and_moves_no_tag(ws: Workspace) 
 
 
 def test_an_index_is_made_of_the_manifests_bytes_not_a_lying_heads_headers(
-        ws: Workspace, tmp_path: Path) -> None:
+    ws: Workspace, tmp_path: Path
+) -> None:
     """HEAD answers for the platform images' hash tags say size 1 and an OCI media type;
     promote still writes the very index it wrote before (sizes and types of the bytes)."""
     _, index, digest = index_at(ws.registry, "quickstart/fastext", "latest")
     deleted = urllib.request.Request(
-        f"http://{ws.registry.address}/v2/quickstart/fastext/manifests/{digest}",
-        method="DELETE")
+        f"http://{ws.registry.address}/v2/quickstart/fastext/manifests/{digest}", method="DELETE"
+    )
     with urllib.request.urlopen(deleted) as response:
         assert response.status == 202  # latest and py3.11 are gone with it
     with lying_proxy(ws.registry.address) as (address, lies):
         copy = tmp_path / "quickstart"
         shutil.copytree(ws.root, copy, ignore=shutil.ignore_patterns("build"))
         through = Workspace(copy, ws.registry)
-        through.edit(f'registry = "{ws.registry.address}/quickstart"',
-                     f'registry = "{address}/quickstart"')
+        through.edit(
+            f'registry = "{ws.registry.address}/quickstart"', f'registry = "{address}/quickstart"'
+        )
         lies.head_paths = re.compile(r"/quickstart/fastext/manifests/[0-9a-f]{20}$")
         lies.head_length, lies.head_type = "1", OCI_MANIFEST
         result = through.doit("promote:fastext")

@@ -34,19 +34,28 @@ def runner_hash(ws: Workspace) -> str:
     return str(next(row["hash"] for row in rows if row["tier"] == "runner"))
 
 
-def prune_cli(ws: Workspace, *args: str, command: bool = False
-              ) -> subprocess.CompletedProcess[str]:
+def prune_cli(ws: Workspace, *args: str, command: bool = False) -> subprocess.CompletedProcess[str]:
     argv = list(args) if command else ["prune", *args]
-    result = subprocess.run([sys.executable, "-m", "build_graph", *argv, "--manifest",
-                             str(ws.manifest)], capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "build_graph", *argv, "--manifest", str(ws.manifest)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     print(result.stdout[-5000:], result.stderr[-5000:])
     return result
 
 
-def registry_get(reg: Registry, path: str, method: str = "GET",
-                 body: bytes | None = None, headers: dict[str, str] | None = None) -> bytes:
-    request = urllib.request.Request(f"http://{reg.address}/v2/{REPO}/{path}", data=body,
-                                     method=method, headers=headers or {})
+def registry_get(
+    reg: Registry,
+    path: str,
+    method: str = "GET",
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> bytes:
+    request = urllib.request.Request(
+        f"http://{reg.address}/v2/{REPO}/{path}", data=body, method=method, headers=headers or {}
+    )
     with urllib.request.urlopen(request) as response:
         return bytes(response.read())
 
@@ -54,8 +63,9 @@ def registry_get(reg: Registry, path: str, method: str = "GET",
 def manifest(reg: Registry, tag: str) -> dict[str, object]:
     """The image manifest `tag` names: itself, or the one image of its index (the containerd
     image store pushes every image as an index with its provenance attestation)."""
-    data = json.loads(api.get_manifest(api.read_image(parse_ref(f"{reg.address}/{REPO}:{tag}"))
-                                       .ref).body)
+    data = json.loads(
+        api.get_manifest(api.read_image(parse_ref(f"{reg.address}/{REPO}:{tag}")).ref).body
+    )
     assert isinstance(data, dict)
     return data
 
@@ -82,8 +92,9 @@ def history(tmp_path_factory: pytest.TempPathFactory, registry: Registry) -> Ite
     assert len(set(runner)) == 4
     digests = [str(registry.digest(REPO, tag)) for tag in runner]
     second = api.get_manifest(parse_ref(f"{registry.address}/{REPO}:{runner[1]}"))
-    registry_get(registry, "manifests/release", "PUT", second.body,
-                 {"Content-Type": second.media_type})
+    registry_get(
+        registry, "manifests/release", "PUT", second.body, {"Content-Type": second.media_type}
+    )
     config = manifest(registry, runner[0])["config"]
     assert isinstance(config, dict)
     registry_get(registry, f"blobs/{config['digest']}", "DELETE")
@@ -107,8 +118,11 @@ def test_a_dry_run_with_the_defaults_keeps_every_recent_build(history: History) 
 def test_prune_deletes_exactly_the_unneeded_build_and_its_report(history: History) -> None:
     reg, (unreadable, released, unneeded, current) = history.ws.registry, history.runner
     assert reports_of(reg, history.digests[2])  # verify stored a report for every build
-    freed = {d: s for d, s in layers(reg, unneeded).items()
-             if not any(d in layers(reg, t) for t in (unreadable, released, current))}
+    freed = {
+        d: s
+        for d, s in layers(reg, unneeded).items()
+        if not any(d in layers(reg, t) for t in (unreadable, released, current))
+    }
     dry = prune_cli(history.ws, "--keep", "1", "--older-than", "0s")
     assert f"would delete 127.0.0.1:{reg.port}/{REPO}:{unneeded}" in dry.stdout
     assert f"{sum(freed.values())} bytes" in dry.stdout
@@ -163,8 +177,13 @@ def current_report(history: History) -> tuple[str, dict[str, object], str]:
     """(tag, layer descriptor, payload) of the current runner build's verify report."""
     reg = history.ws.registry
     [tag] = [t for t in reports_of(reg, history.digests[3]) if ".verify-" in t]
-    data = json.loads(registry_get(reg, f"manifests/{tag}", headers={
-        "Accept": "application/vnd.oci.image.manifest.v1+json"}))
+    data = json.loads(
+        registry_get(
+            reg,
+            f"manifests/{tag}",
+            headers={"Accept": "application/vnd.oci.image.manifest.v1+json"},
+        )
+    )
     [layer] = data["layers"]
     return tag, layer, registry_get(reg, f"blobs/{layer['digest']}").decode()
 
@@ -194,16 +213,16 @@ def test_an_old_bare_report_still_counts(history: History) -> None:
     tag, _layer, payload = current_report(history)
     image = parse_ref(f"{history.ws.registry.address}/{REPO}@{history.digests[3]}")
     bare = json.dumps(json.loads(payload)["predicate"]).encode()
-    artifacts.publish(image, api.head_manifest(image), tag.split(".", 1)[1], OLD_ARTIFACT_TYPE,
-                      bare, {})
+    artifacts.publish(
+        image, api.head_manifest(image), tag.split(".", 1)[1], OLD_ARTIFACT_TYPE, bare, {}
+    )
     assert current_report(history)[1]["mediaType"] == OLD_ARTIFACT_TYPE
     run = history.ws.doit()
     assert run.returncode == 0, run.stdout[-3000:]
     assert "probe.py" not in run.stdout and built(run) == [] == pushed(run)
 
 
-def test_the_sbom_is_stored_beside_the_report_and_lists_what_is_installed(
-        history: History) -> None:
+def test_the_sbom_is_stored_beside_the_report_and_lists_what_is_installed(history: History) -> None:
     from cyclonedx.schema import SchemaVersion
     from cyclonedx.validation.json import JsonStrictValidator
 
@@ -237,22 +256,40 @@ class NoDeletes(Registry):
 def push_old_image(reg: Registry, repo: str, tag: str) -> None:
     """A small image created in 2020 under `tag`, pushed over the registry's API."""
     ref = parse_ref(f"{reg.address}/{repo}:{tag}")
-    config = json.dumps({"created": "2020-01-01T00:00:00.123456789Z", "architecture": "amd64",
-                         "os": "linux", "rootfs": {"type": "layers", "diff_ids": []},
-                         # a build of the quickstart stack, as its labels say (prune judges
-                         # only this stack's builds)
-                         "config": {"Labels": {"io.build-graph.stack": "quickstart"}}}).encode()
+    config = json.dumps(
+        {
+            "created": "2020-01-01T00:00:00.123456789Z",
+            "architecture": "amd64",
+            "os": "linux",
+            "rootfs": {"type": "layers", "diff_ids": []},
+            # a build of the quickstart stack, as its labels say (prune judges
+            # only this stack's builds)
+            "config": {"Labels": {"io.build-graph.stack": "quickstart"}},
+        }
+    ).encode()
     layer = b"not really a layer, but a blob of 42 bytes"
-    manifest = {"schemaVersion": 2, "mediaType": MANIFEST_TYPE, "config": {
-        "mediaType": "application/vnd.docker.container.image.v1+json",
-        "digest": str(api.put_blob(ref, config)), "size": len(config)}, "layers": [{
-            "mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip",
-            "digest": str(api.put_blob(ref, layer)), "size": len(layer)}]}
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": MANIFEST_TYPE,
+        "config": {
+            "mediaType": "application/vnd.docker.container.image.v1+json",
+            "digest": str(api.put_blob(ref, config)),
+            "size": len(config),
+        },
+        "layers": [
+            {
+                "mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip",
+                "digest": str(api.put_blob(ref, layer)),
+                "size": len(layer),
+            }
+        ],
+    }
     api.put_manifest(ref, json.dumps(manifest).encode(), MANIFEST_TYPE)
 
 
 def test_a_registry_that_refuses_deletes_is_one_line(
-        tmp_path_factory: pytest.TempPathFactory) -> None:
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     from tests.integration.conftest import free_port
 
     reg = NoDeletes(tmp_path_factory.mktemp("nodeletes"), free_port())

@@ -54,8 +54,9 @@ def proxied(registry: Registry) -> Iterator[tuple[str, Lies]]:
 
 
 @pytest.fixture(scope="module")
-def ws(tmp_path_factory: pytest.TempPathFactory, registry: Registry,
-       proxied: tuple[str, Lies]) -> Workspace:
+def ws(
+    tmp_path_factory: pytest.TempPathFactory, registry: Registry, proxied: tuple[str, Lies]
+) -> Workspace:
     """The stack through the proxy, built, pushed and verified honestly (not promoted)."""
     root = tmp_path_factory.mktemp("lies") / "stack"
     root.mkdir()
@@ -74,8 +75,9 @@ def _honest_after(proxied: tuple[str, Lies]) -> Iterator[None]:
 
 
 def hash_digest(reg: Registry) -> str:
-    tag = next(t for t in reg.tags("lies/app") if t not in ("latest",)
-               and not t.startswith("sha256-"))
+    tag = next(
+        t for t in reg.tags("lies/app") if t not in ("latest",) and not t.startswith("sha256-")
+    )
     digest = reg.digest("lies/app", tag)
     assert digest is not None
     return digest
@@ -87,8 +89,10 @@ def passing_report(reg: Registry, digest: str) -> bool:
     for tag in reg.tags("lies/app"):
         if not tag.startswith(digest.replace(":", "-") + ".verify-"):
             continue
-        request = urllib.request.Request(f"{base}/manifests/{tag}", headers={
-            "Accept": "application/vnd.oci.image.manifest.v1+json"})
+        request = urllib.request.Request(
+            f"{base}/manifests/{tag}",
+            headers={"Accept": "application/vnd.oci.image.manifest.v1+json"},
+        )
         with urllib.request.urlopen(request) as response:
             manifest = json.load(response)
         with urllib.request.urlopen(f"{base}/blobs/{manifest['layers'][0]['digest']}") as r:
@@ -125,7 +129,8 @@ class LatestWatch:
 def manifest_of(reg: Registry, tag: str) -> tuple[bytes, str]:
     request = urllib.request.Request(
         f"http://{reg.address}/v2/lies/app/manifests/{tag}",
-        headers={"Accept": "application/vnd.oci.image.manifest.v1+json"})
+        headers={"Accept": "application/vnd.oci.image.manifest.v1+json"},
+    )
     with urllib.request.urlopen(request) as response:
         return response.read(), str(response.headers["Content-Type"])
 
@@ -140,7 +145,8 @@ def container_events(since: int) -> list[str]:
 
 
 def test_promote_refuses_other_bytes_under_the_verified_digest(
-        ws: Workspace, proxied: tuple[str, Lies]) -> None:
+    ws: Workspace, proxied: tuple[str, Lies]
+) -> None:
     address, lies = proxied
     reg = ws.registry
     verified = hash_digest(reg)
@@ -165,7 +171,8 @@ def test_promote_refuses_other_bytes_under_the_verified_digest(
 
 
 def test_a_path_in_a_digest_header_writes_nothing_anywhere(
-        ws: Workspace, proxied: tuple[str, Lies]) -> None:
+    ws: Workspace, proxied: tuple[str, Lies]
+) -> None:
     address, lies = proxied
     build = ws.root / "build"
     shutil.rmtree(build / "default" / "app" / "reports", ignore_errors=True)
@@ -181,7 +188,8 @@ def test_a_path_in_a_digest_header_writes_nothing_anywhere(
 
 
 def test_a_5xx_on_the_report_tag_fails_loudly_before_any_container(
-        ws: Workspace, proxied: tuple[str, Lies]) -> None:
+    ws: Workspace, proxied: tuple[str, Lies]
+) -> None:
     address, lies = proxied
     lies.fail = 503
     time.sleep(1.1)  # the daemon counts events by the second
@@ -200,7 +208,8 @@ def test_a_5xx_on_the_report_tag_fails_loudly_before_any_container(
 
 
 def test_list_status_against_a_registry_that_does_not_answer_exits_3(
-        ws: Workspace, tmp_path: Path) -> None:
+    ws: Workspace, tmp_path: Path
+) -> None:
     root = tmp_path / "stack"
     shutil.copytree(ws.root, root, ignore=shutil.ignore_patterns("build"))
     nowhere = f"127.0.0.1:{free_port()}"
@@ -215,9 +224,12 @@ def test_list_status_against_a_registry_that_does_not_answer_exits_3(
     every = Workspace(root, ws.registry).doit("list", "--all", "--status")
     assert every.returncode == 3 and "R build:" not in every.stdout, every.stdout + every.stderr
     assert f"cannot ask the registry {nowhere}" in every.stderr
-    plan = subprocess.run([sys.executable, "-m", "build_graph", "plan", "--manifest",
-                           str(root / "images.toml")], capture_output=True, text=True,
-                          check=False)
+    plan = subprocess.run(
+        [sys.executable, "-m", "build_graph", "plan", "--manifest", str(root / "images.toml")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert plan.returncode == 3, plan.stdout + plan.stderr
     assert f"cannot ask the registry {nowhere}" in plan.stderr and "to build" not in plan.stdout
 

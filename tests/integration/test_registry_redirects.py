@@ -79,6 +79,7 @@ SYSTEM_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 
 # --- certificates ------------------------------------------------------------------------
 
+
 def _name(text: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, text)])
 
@@ -93,36 +94,55 @@ class Pki:
     certificate and the certificate of the key that signs tokens."""
 
     key: ec.EllipticCurvePrivateKey = field(
-        default_factory=lambda: ec.generate_private_key(ec.SECP256R1()))
+        default_factory=lambda: ec.generate_private_key(ec.SECP256R1())
+    )
     cert: x509.Certificate = field(init=False)
 
     def __post_init__(self) -> None:
-        self.cert = self._sign(_name("build-graph redirect-test CA"), self.key.public_key(),
-                               ca=True, issuer=None)
+        self.cert = self._sign(
+            _name("build-graph redirect-test CA"), self.key.public_key(), ca=True, issuer=None
+        )
 
-    def _sign(self, subject: x509.Name, public_key: CertificatePublicKeyTypes, *, ca: bool,
-              issuer: x509.Certificate | None, server: bool = False) -> x509.Certificate:
+    def _sign(
+        self,
+        subject: x509.Name,
+        public_key: CertificatePublicKeyTypes,
+        *,
+        ca: bool,
+        issuer: x509.Certificate | None,
+        server: bool = False,
+    ) -> x509.Certificate:
         now = dt.datetime.now(dt.UTC)
-        builder = (x509.CertificateBuilder().subject_name(subject)
-                   .issuer_name(issuer.subject if issuer else subject).public_key(public_key)
-                   .serial_number(x509.random_serial_number())
-                   .not_valid_before(now - dt.timedelta(hours=1))
-                   .not_valid_after(now + dt.timedelta(days=1))
-                   .add_extension(x509.BasicConstraints(ca=ca, path_length=0 if ca else None),
-                                  critical=True)
-                   .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key),
-                                  critical=False))
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(issuer.subject if issuer else subject)
+            .public_key(public_key)
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(hours=1))
+            .not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(
+                x509.BasicConstraints(ca=ca, path_length=0 if ca else None), critical=True
+            )
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
+        )
         if ca:
-            builder = builder.add_extension(x509.KeyUsage(
-                False, False, False, False, False, True, True, False, False), critical=True)
+            builder = builder.add_extension(
+                x509.KeyUsage(False, False, False, False, False, True, True, False, False),
+                critical=True,
+            )
         else:
-            builder = builder.add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
-                self.key.public_key()), critical=False)
+            builder = builder.add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()),
+                critical=False,
+            )
         if server:  # for 127.0.0.1, by IP SAN: what Go and OpenSSL check
-            builder = (builder.add_extension(x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-                .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]),
-                               critical=False))
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                critical=False,
+            ).add_extension(
+                x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False
+            )
         return builder.sign(self.key, hashes.SHA256())
 
     def issue(self, subject: str, public_key: CertificatePublicKeyTypes) -> x509.Certificate:
@@ -131,13 +151,18 @@ class Pki:
     def serve(self, folder: Path) -> tuple[Path, Path]:
         """(certificate, key) as PEM files in `folder`: a server certificate for 127.0.0.1."""
         key = ec.generate_private_key(ec.SECP256R1())
-        cert = self._sign(_name("127.0.0.1"), key.public_key(), ca=False, issuer=self.cert,
-                          server=True)
+        cert = self._sign(
+            _name("127.0.0.1"), key.public_key(), ca=False, issuer=self.cert, server=True
+        )
         paths = folder / "server.pem", folder / "server.key"
         paths[0].write_bytes(_pem(cert))
-        paths[1].write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                               serialization.PrivateFormat.PKCS8,
-                                               serialization.NoEncryption()))
+        paths[1].write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
         return paths
 
     def client_context(self) -> ssl.SSLContext:
@@ -151,6 +176,7 @@ def _b64url(data: bytes) -> str:
 
 # --- the token service -------------------------------------------------------------------
 
+
 class TokenService(ThreadingHTTPServer):
     """HTTPS on 127.0.0.1: trades USER:PASSWORD (Basic on GET, a password grant on POST)
     for a JWT granting every scope asked, signed as distribution's token auth checks."""
@@ -162,8 +188,9 @@ class TokenService(ThreadingHTTPServer):
         self.socket = tls.wrap_socket(self.socket, server_side=True)
         self.signing_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         signing_cert = pki.issue("build-graph token signer", self.signing_key.public_key())
-        self.x5c = [base64.b64encode(signing_cert.public_bytes(
-            serialization.Encoding.DER)).decode()]
+        self.x5c = [
+            base64.b64encode(signing_cert.public_bytes(serialization.Encoding.DER)).decode()
+        ]
         self.lock = threading.Lock()
         self.granted: list[str] = []  # the scopes asked by holders of the right password
         self.methods: set[str] = set()  # how they asked: GET (Basic), POST (password grant)
@@ -181,16 +208,27 @@ class TokenService(ThreadingHTTPServer):
         for scope in scopes:
             kind, _, rest = scope.partition(":")
             name, _, actions = rest.rpartition(":")
-            access.append({"type": kind, "name": name,
-                           "actions": [a for a in actions.split(",") if a]})
+            access.append(
+                {"type": kind, "name": name, "actions": [a for a in actions.split(",") if a]}
+            )
         now = int(time.time())
         header = {"typ": "JWT", "alg": "RS256", "x5c": self.x5c}
-        claims = {"iss": ISSUER, "sub": subject, "aud": SERVICE, "exp": now + 600,
-                  "nbf": now - 30, "iat": now, "jti": uuid.uuid4().hex, "access": access}
-        signing_input = (f"{_b64url(json.dumps(header).encode())}."
-                         f"{_b64url(json.dumps(claims).encode())}")
-        signature = self.signing_key.sign(signing_input.encode(), padding.PKCS1v15(),
-                                          hashes.SHA256())
+        claims = {
+            "iss": ISSUER,
+            "sub": subject,
+            "aud": SERVICE,
+            "exp": now + 600,
+            "nbf": now - 30,
+            "iat": now,
+            "jti": uuid.uuid4().hex,
+            "access": access,
+        }
+        signing_input = (
+            f"{_b64url(json.dumps(header).encode())}.{_b64url(json.dumps(claims).encode())}"
+        )
+        signature = self.signing_key.sign(
+            signing_input.encode(), padding.PKCS1v15(), hashes.SHA256()
+        )
         return f"{signing_input}.{_b64url(signature)}"
 
 
@@ -211,9 +249,17 @@ class TokenHandler(BaseHTTPRequestHandler):
             self.server.granted.extend(scopes)
             self.server.methods.add(self.command)
         token = self.server.mint(scopes)
-        self._send(200, json.dumps({
-            "token": token, "access_token": token, "expires_in": 600,
-            "issued_at": dt.datetime.now(dt.UTC).isoformat()}).encode())
+        self._send(
+            200,
+            json.dumps(
+                {
+                    "token": token,
+                    "access_token": token,
+                    "expires_in": 600,
+                    "issued_at": dt.datetime.now(dt.UTC).isoformat(),
+                }
+            ).encode(),
+        )
 
     def _send(self, status: int, body: bytes) -> None:
         self.send_response(status)
@@ -236,11 +282,15 @@ class TokenHandler(BaseHTTPRequestHandler):
         if form.get("grant_type") != ["password"]:
             self._send(400, b'{"error": "unsupported_grant_type"}')
             return
-        self._answer(form.get("username", [""])[0], form.get("password", [""])[0],
-                     " ".join(form.get("scope", [])).split())
+        self._answer(
+            form.get("username", [""])[0],
+            form.get("password", [""])[0],
+            " ".join(form.get("scope", [])).split(),
+        )
 
 
 # --- the storage server ------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Seen:
@@ -312,6 +362,7 @@ def _serving(server: ThreadingHTTPServer) -> Iterator[None]:
 
 # --- the registry ------------------------------------------------------------------------
 
+
 @dataclass
 class GuardedRegistry(Registry):
     """docker-registry over HTTPS only, with token auth (TokenService) and blob reads
@@ -335,20 +386,23 @@ class GuardedRegistry(Registry):
             f"auth:\n  token:\n    realm: {self.tokens.realm}\n    service: {SERVICE}\n"
             f"    issuer: {ISSUER}\n    rootcertbundle: {self.rootcertbundle}\n"
             f"http:\n  addr: {self.address}\n  tls:\n    certificate: {self.tls[0]}\n"
-            f"    key: {self.tls[1]}\n  debug:\n    addr: 127.0.0.1:{self.debug_port}\n")
+            f"    key: {self.tls[1]}\n  debug:\n    addr: 127.0.0.1:{self.debug_port}\n"
+        )
         return ["docker-registry", "serve", str(config)]
 
     def health_url(self) -> str:  # /v2/ wants TLS and a token: the debug server's (HTTP)
         return f"http://127.0.0.1:{self.debug_port}/debug/health"
 
-    def _open(self, method: str, repo: str, path: str,
-              accept: str | None = None) -> tuple[dict[str, str], bytes]:
+    def _open(
+        self, method: str, repo: str, path: str, accept: str | None = None
+    ) -> tuple[dict[str, str], bytes]:
         assert self.tokens is not None
         headers = {"Authorization": f"Bearer {self.tokens.mint([f'repository:{repo}:pull'])}"}
         if accept:
             headers["Accept"] = accept
-        request = urllib.request.Request(f"https://{self.address}/v2/{repo}/{path}",
-                                         method=method, headers=headers)
+        request = urllib.request.Request(
+            f"https://{self.address}/v2/{repo}/{path}", method=method, headers=headers
+        )
         with urllib.request.urlopen(request, context=self.trust) as resp:
             return dict(resp.headers.items()), resp.read()
 
@@ -409,9 +463,14 @@ def guarded(folder: Path) -> Iterator[Setup]:
     serving = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     serving.load_cert_chain(*server_tls)
     tokens = TokenService(pki, serving)
-    registry = GuardedRegistry(folder / "registry", free_port(), tokens=tokens,
-                               rootcertbundle=ca, tls=server_tls,
-                               trust=pki.client_context())
+    registry = GuardedRegistry(
+        folder / "registry",
+        free_port(),
+        tokens=tokens,
+        rootcertbundle=ca,
+        tls=server_tls,
+        trust=pki.client_context(),
+    )
     registry.folder.mkdir()
     storage = StorageServer(registry.folder / "data")
     registry.storage_url = storage.url
@@ -421,14 +480,25 @@ def guarded(folder: Path) -> Iterator[Setup]:
     (config / "config.json").write_text(json.dumps({"auths": {registry.address: {"auth": auth}}}))
     try:
         engine = start_engine(INSTANCE, "containerd", ca_dir=folder / "engine-cas")
-        with (_trusted_by_engine(registry.address, _pem(pki.cert)), _serving(tokens),
-              _serving(storage)):
+        with (
+            _trusted_by_engine(registry.address, _pem(pki.cert)),
+            _serving(tokens),
+            _serving(storage),
+        ):
             registry.start()
             try:
-                yield Setup(registry, tokens, storage, engine, {
-                    "DOCKER_HOST": engine.host, "DOCKER_CONFIG": str(config),
-                    "SSL_CERT_FILE": str(bundle),
-                    "BUILD_GRAPH_TLS_REGISTRIES": registry.address})
+                yield Setup(
+                    registry,
+                    tokens,
+                    storage,
+                    engine,
+                    {
+                        "DOCKER_HOST": engine.host,
+                        "DOCKER_CONFIG": str(config),
+                        "SSL_CERT_FILE": str(bundle),
+                        "BUILD_GRAPH_TLS_REGISTRIES": registry.address,
+                    },
+                )
             finally:
                 registry.stop()
     finally:
@@ -455,23 +525,30 @@ def blob_reads(storage: StorageServer) -> list[Seen]:
 
 
 def test_the_quickstart_reaches_latest_through_tls_tokens_and_storage_redirects(
-        setup: Setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    setup: Setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     registry, storage = setup.registry, setup.storage
     # The registry speaks TLS only, under the test CA, and wants tokens from an HTTPS realm.
     with pytest.raises((OSError, http.client.HTTPException)) as plain:
         urllib.request.urlopen(f"http://{registry.address}/v2/", timeout=10)
     assert not isinstance(plain.value, urllib.error.HTTPError) or (
-        plain.value.code != 401 and "WWW-Authenticate" not in plain.value.headers), plain.value
+        plain.value.code != 401 and "WWW-Authenticate" not in plain.value.headers
+    ), plain.value
     with pytest.raises(urllib.error.URLError) as untrusted:  # the system's CAs alone
-        urllib.request.urlopen(f"https://{registry.address}/v2/", timeout=10,
-                               context=ssl.create_default_context(cafile=str(SYSTEM_BUNDLE)))
+        urllib.request.urlopen(
+            f"https://{registry.address}/v2/",
+            timeout=10,
+            context=ssl.create_default_context(cafile=str(SYSTEM_BUNDLE)),
+        )
     assert isinstance(untrusted.value.reason, ssl.SSLCertVerificationError), untrusted.value
     with pytest.raises(urllib.error.HTTPError) as refused:
-        urllib.request.urlopen(f"https://{registry.address}/v2/", timeout=10,
-                               context=registry.trust)
+        urllib.request.urlopen(
+            f"https://{registry.address}/v2/", timeout=10, context=registry.trust
+        )
     assert refused.value.code == 401
-    assert (f'Bearer realm="{setup.tokens.realm}"'
-            in refused.value.headers["WWW-Authenticate"]), refused.value.headers
+    assert f'Bearer realm="{setup.tokens.realm}"' in refused.value.headers["WWW-Authenticate"], (
+        refused.value.headers
+    )
     assert setup.tokens.realm.startswith("https://") and storage.url.startswith("http://")
 
     ws: Workspace = make_workspace(tmp_path, registry)

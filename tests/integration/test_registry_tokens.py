@@ -52,17 +52,24 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_HEAD(self) -> None:
         if self.headers.get("Authorization") == f"Bearer {TOKEN}":
-            self._send(200, {"Docker-Content-Digest": DIGEST,
-                             "Content-Type": "application/vnd.oci.image.manifest.v1+json"})
+            self._send(
+                200,
+                {
+                    "Docker-Content-Digest": DIGEST,
+                    "Content-Type": "application/vnd.oci.image.manifest.v1+json",
+                },
+            )
         else:
-            self._send(401, {"WWW-Authenticate": f'Bearer realm="{self.server.realm}",'
-                                                 'service="test"'})
+            self._send(
+                401, {"WWW-Authenticate": f'Bearer realm="{self.server.realm}",service="test"'}
+            )
 
     def do_GET(self) -> None:
         if "/blobs/" in self.path:  # object storage serves blobs: a signed redirect there
             if self.headers.get("Authorization") != f"Bearer {TOKEN}":
-                self._send(401, {"WWW-Authenticate": f'Bearer realm="{self.server.realm}",'
-                                                     'service="test"'})
+                self._send(
+                    401, {"WWW-Authenticate": f'Bearer realm="{self.server.realm}",service="test"'}
+                )
             else:
                 self._send(307, {"Location": f"{self.server.storage}{self.path}?sig=abc"})
             return
@@ -71,8 +78,11 @@ class Handler(BaseHTTPRequestHandler):
         time.sleep(0.2)  # a slow login: concurrent questions arrive while it runs
         right = "Basic " + base64.b64encode(b"ci:right").decode()
         if self.headers.get("Authorization") == right:
-            self._send(200, {"Content-Type": "application/json"},
-                       json.dumps({"token": TOKEN, "expires_in": 300}).encode())
+            self._send(
+                200,
+                {"Content-Type": "application/json"},
+                json.dumps({"token": TOKEN, "expires_in": 300}).encode(),
+            )
         else:
             self._send(401, {"Content-Type": "application/json"}, b'{"errors": []}')
 
@@ -103,7 +113,8 @@ def ask_sixteen(host: str) -> list[Answer]:
 
 
 def test_sixteen_concurrent_questions_cost_one_token_request(
-        server: TokenRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server: TokenRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     host = f"127.0.0.1:{server.server_address[1]}"
     login(tmp_path, monkeypatch, host, "right")
     probes = ask_sixteen(host)
@@ -113,7 +124,8 @@ def test_sixteen_concurrent_questions_cost_one_token_request(
 
 
 def test_wrong_credentials_cost_one_failed_login_for_the_whole_run(
-        server: TokenRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server: TokenRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     host = f"127.0.0.1:{server.server_address[1]}"
     login(tmp_path, monkeypatch, host, "wrong")
     probes = ask_sixteen(host) + ask_sixteen(host)
@@ -125,7 +137,8 @@ def test_wrong_credentials_cost_one_failed_login_for_the_whole_run(
 
 
 def test_credentials_are_never_sent_to_a_plain_http_realm_elsewhere(
-        server: TokenRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server: TokenRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     host = f"127.0.0.1:{server.server_address[1]}"
     login(tmp_path, monkeypatch, host, "right")
     # A registry's 401 may name any realm: here one that only looks like loopback.
@@ -143,7 +156,8 @@ def _forget_credentials() -> Iterator[None]:
 
 
 def test_a_malformed_realm_is_an_error_in_words_not_a_crash(
-        server: TokenRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server: TokenRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The realm is the registry's text: a URL http.client cannot even open (a port that is
     not a number) must end as 'could not ask', never as an exception out of the round."""
     host = f"127.0.0.1:{server.server_address[1]}"
@@ -179,7 +193,8 @@ class StorageHandler(BaseHTTPRequestHandler):
 
 
 def test_a_blob_redirected_to_storage_is_read_without_our_credentials(
-        server: TokenRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server: TokenRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Cloud registries send blob reads to their storage with a signed URL (a 307): followed,
     and nothing of ours, the registry's token above all, goes to the other host."""
     storage = Storage(("127.0.0.1", 0), StorageHandler)

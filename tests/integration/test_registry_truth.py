@@ -63,9 +63,24 @@ def daemon_events(since: int) -> list[tuple[str, str]]:
 
 
 def plan_rows(ws: Workspace) -> list[dict[str, object]]:
-    return list(json.loads(subprocess.run(
-        [sys.executable, "-m", "build_graph", "plan", "--json", "--manifest", str(ws.manifest)],
-        capture_output=True, text=True, check=True).stdout))
+    return list(
+        json.loads(
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "build_graph",
+                    "plan",
+                    "--json",
+                    "--manifest",
+                    str(ws.manifest),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
+    )
 
 
 def report_for(ws: Workspace, tier: str, digest: str) -> dict[str, object] | None:
@@ -75,8 +90,10 @@ def report_for(ws: Workspace, tier: str, digest: str) -> dict[str, object] | Non
     for tag in ws.registry.tags(repo):
         if tag.startswith(prefix):
             base = f"http://{ws.registry.address}/v2/{repo}"
-            request = urllib.request.Request(f"{base}/manifests/{tag}", headers={
-                "Accept": "application/vnd.oci.image.manifest.v1+json"})
+            request = urllib.request.Request(
+                f"{base}/manifests/{tag}",
+                headers={"Accept": "application/vnd.oci.image.manifest.v1+json"},
+            )
             with urllib.request.urlopen(request) as response:
                 manifest = json.load(response)
             assert manifest["subject"]["digest"] == digest  # bound to the image
@@ -90,7 +107,8 @@ def report_for(ws: Workspace, tier: str, digest: str) -> dict[str, object] | Non
 
 
 def test_a_fresh_runner_on_a_complete_registry_pulls_builds_and_runs_nothing(
-        origin: Workspace, tmp_path: Path) -> None:
+    origin: Workspace, tmp_path: Path
+) -> None:
     other = runner(origin, tmp_path)
     since = quiet_second()
     started = time.perf_counter()
@@ -103,19 +121,22 @@ def test_a_fresh_runner_on_a_complete_registry_pulls_builds_and_runs_nothing(
     assert [e for e in events if e[0] == "container" or e[1] == "pull"] == []
     # Every report came from the registry, made by the origin's run; none was re-made.
     for tier in TIERS:
-        kept, made = (json.loads((ws.root / "build" / "default" / tier / "verify.json")
-                                 .read_text()) for ws in (other, origin))
+        kept, made = (
+            json.loads((ws.root / "build" / "default" / tier / "verify.json").read_text())
+            for ws in (other, origin)
+        )
         assert kept["passed"] is True and kept["made_by"] == made["made_by"]
     print(f"fresh runner: {elapsed:.2f} s, {len(events)} daemon events")
 
 
 def test_a_deleted_image_is_rebuilt_or_pushed_and_latest_repaired_in_one_run(
-        origin: Workspace) -> None:
+    origin: Workspace,
+) -> None:
     digest = origin.registry.digest("quickstart/runner", "latest")
     assert digest is not None
     request = urllib.request.Request(
-        f"http://{origin.registry.address}/v2/quickstart/runner/manifests/{digest}",
-        method="DELETE")
+        f"http://{origin.registry.address}/v2/quickstart/runner/manifests/{digest}", method="DELETE"
+    )
     urllib.request.urlopen(request)  # garbage collection, a retention policy, a person
     assert origin.registry.digest("quickstart/runner", "latest") is None
     assert statuses(origin)["runner"] != "up to date"
@@ -139,8 +160,9 @@ def test_a_new_tag_is_promoted_without_a_pull(origin: Workspace) -> None:
         assert result.returncode == 0, result.stdout[-3000:]
         assert [e for e in daemon_events(since) if e[1] == "pull"] == []
         assert built(result) == []
-        assert origin.registry.digest("quickstart/fastext", "stable") == \
-            origin.registry.digest("quickstart/fastext", "latest")
+        assert origin.registry.digest("quickstart/fastext", "stable") == origin.registry.digest(
+            "quickstart/fastext", "latest"
+        )
         assert "stable -> sha256:" in result.stderr and "0 layer bytes moved" in result.stderr
     finally:
         origin.edit('tags = ["py{python}", "stable"]', 'tags = ["py{python}"]')
@@ -153,18 +175,27 @@ template = "raced.Dockerfile.j2"
 """
 
 
-def test_racing_runners_on_one_new_hash_both_succeed_and_agree(origin: Workspace,
-                                                               tmp_path: Path) -> None:
+def test_racing_runners_on_one_new_hash_both_succeed_and_agree(
+    origin: Workspace, tmp_path: Path
+) -> None:
     workspaces = [runner(origin, tmp_path / name) for name in ("a", "b")]
     for ws in workspaces:
         (ws.root / "templates" / "raced.Dockerfile.j2").write_text(
-            "FROM {{ base_image }}\nRUN date +%s%N > /built-at\n")
+            "FROM {{ base_image }}\nRUN date +%s%N > /built-at\n"
+        )
         ws.manifest.write_text(ws.manifest.read_text() + RACE_TIER)
     command = [sys.executable, "-m", "doit", "-f", str(Path(__file__).parents[2] / "dodo.py")]
     env = {**os.environ, "BUILD_GRAPH_VERBOSE": "1"}
-    runs = [subprocess.Popen([*command, f"manifest={ws.manifest}", "promote:raced"], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            for ws in workspaces]
+    runs = [
+        subprocess.Popen(
+            [*command, f"manifest={ws.manifest}", "promote:raced"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for ws in workspaces
+    ]
     outputs = [run.communicate(timeout=900)[0] for run in runs]
     for run, out in zip(runs, outputs, strict=True):
         assert run.returncode == 0, out[-3000:]

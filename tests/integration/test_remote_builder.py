@@ -41,16 +41,26 @@ class Daemon:
         return {**os.environ, "ENGINE_INSTANCE": "remote", "ENGINE_TCP": str(self.port)}
 
     def docker(self, *args: str, stdin: bytes | None = None) -> str:
-        return subprocess.run(["docker", "-H", self.tcp, *args], check=True, input=stdin,
-                              capture_output=True, timeout=300).stdout.decode()
+        return subprocess.run(
+            ["docker", "-H", self.tcp, *args],
+            check=True,
+            input=stdin,
+            capture_output=True,
+            timeout=300,
+        ).stdout.decode()
 
     def start(self) -> None:
-        subprocess.run([str(REPO / "scripts" / "engine.sh"), "up", "containerd"],
-                       env=self.env(), check=True, timeout=300)
+        subprocess.run(
+            [str(REPO / "scripts" / "engine.sh"), "up", "containerd"],
+            env=self.env(),
+            check=True,
+            timeout=300,
+        )
 
     def stop(self) -> None:
-        subprocess.run([str(REPO / "scripts" / "engine.sh"), "purge"], env=self.env(),
-                       check=False, timeout=300)
+        subprocess.run(
+            [str(REPO / "scripts" / "engine.sh"), "purge"], env=self.env(), check=False, timeout=300
+        )
 
 
 @pytest.fixture(scope="module")
@@ -59,8 +69,9 @@ def remote() -> Iterator[Daemon]:
     try:
         daemon.start()
         # The quickstart starts from debian:bookworm-slim: seeded from the main daemon.
-        saved = subprocess.run(["docker", "save", "debian:bookworm-slim"], check=True,
-                               capture_output=True, timeout=300).stdout
+        saved = subprocess.run(
+            ["docker", "save", "debian:bookworm-slim"], check=True, capture_output=True, timeout=300
+        ).stdout
         daemon.docker("load", stdin=saved)
         yield daemon
     finally:
@@ -72,15 +83,18 @@ def local_traces(registry: Registry) -> tuple[list[str], list[str]]:
     import docker
 
     main = docker.from_env()  # the main daemon: the environment's, not the remote one
-    images = sorted(t for i in main.images.list() for t in i.tags
-                    if t.startswith(registry.address))
-    boxes = sorted(str(c.id) for c in main.containers.list(all=True)
-                   if str(c.attrs["Config"]["Image"]).startswith(registry.address))
+    images = sorted(t for i in main.images.list() for t in i.tags if t.startswith(registry.address))
+    boxes = sorted(
+        str(c.id)
+        for c in main.containers.list(all=True)
+        if str(c.attrs["Config"]["Image"]).startswith(registry.address)
+    )
     return images, boxes
 
 
 def test_the_quickstart_runs_through_a_remote_daemon(
-        tmp_path: Path, registry: Registry, remote: Daemon) -> None:
+    tmp_path: Path, registry: Registry, remote: Daemon
+) -> None:
     ws = make_workspace(tmp_path, registry)
     env = {"DOCKER_HOST": remote.tcp}
     assert local_traces(registry) == ([], [])
@@ -100,8 +114,9 @@ def test_the_quickstart_runs_through_a_remote_daemon(
     assert "copied back /ccache -> " in output and "copied back /out -> " in output
     cache = ws.root / "build" / "ccache" / "default" / "fastext"
     assert sum(p.stat().st_size for p in cache.rglob("*") if p.is_file()) > 10_000
-    stats = json.loads((ws.root / "build" / "default" / "fastext" / "ccache-stats.json")
-                       .read_text())
+    stats = json.loads(
+        (ws.root / "build" / "default" / "fastext" / "ccache-stats.json").read_text()
+    )
     assert stats["stats"]["misses"] > 0
     print(f"remote quickstart, cold: {first_s:.0f} s")
 
@@ -110,15 +125,17 @@ def test_the_quickstart_runs_through_a_remote_daemon(
     started = time.monotonic()
     again = ws.doit("--always-execute", "compile:fastext", env=env)
     assert again.returncode == 0, (again.stdout + again.stderr)[-5000:]
-    stats = json.loads((ws.root / "build" / "default" / "fastext" / "ccache-stats.json")
-                       .read_text())
+    stats = json.loads(
+        (ws.root / "build" / "default" / "fastext" / "ccache-stats.json").read_text()
+    )
     assert stats["stats"]["hit_rate"] >= 0.9, stats
     assert local_traces(registry) == ([], [])
     print(f"remote compile, warm: {time.monotonic() - started:.0f} s")
 
 
 def test_a_failed_remote_compile_never_loses_the_cache(
-        tmp_path: Path, registry: Registry, remote: Daemon) -> None:
+    tmp_path: Path, registry: Registry, remote: Daemon
+) -> None:
     """A compile that fails after compiling brings its cache back (not its wheels); one
     whose cache holds a link out of it is refused whole: the local cache stays as it was."""
     ws = make_workspace(tmp_path, registry)
@@ -134,8 +151,9 @@ def test_a_failed_remote_compile_never_loses_the_cache(
     kept = entries(cache)
     assert len(kept) > 10 and local_traces(registry) == ([], [])
 
-    script.write_text(script.read_text().replace(
-        "exit 3\n", 'ln -s /etc/passwd "$CCACHE_DIR/evil"\nexit 4\n'))
+    script.write_text(
+        script.read_text().replace("exit 3\n", 'ln -s /etc/passwd "$CCACHE_DIR/evil"\nexit 4\n')
+    )
     hostile = ws.doit("compile:fastext", env=env)
     output = hostile.stdout + hostile.stderr
     assert hostile.returncode != 0 and "failed (exit 4)" in output
@@ -146,5 +164,8 @@ def test_a_failed_remote_compile_never_loses_the_cache(
 
 def entries(folder: Path) -> dict[str, int]:
     """Each cache entry and its size (ccache's counters left out: they change on every hit)."""
-    return {str(p.relative_to(folder)): p.stat().st_size for p in folder.rglob("*")
-            if p.is_file() and p.name != "stats"}
+    return {
+        str(p.relative_to(folder)): p.stat().st_size
+        for p in folder.rglob("*")
+        if p.is_file() and p.name != "stats"
+    }

@@ -36,8 +36,7 @@ def test_a_quiet_run_is_one_line_per_task_with_logs_and_a_failure_tail(ws: Works
     assert "+ docker build" not in text and "Step 1/" not in text  # in the log files
     lines = text.splitlines()
     assert len(lines) < 150, len(lines)  # a verbose first run prints about 1,100
-    assert any(line.startswith("ok    build:builder  ") and line.endswith(" s")
-               for line in lines)
+    assert any(line.startswith("ok    build:builder  ") and line.endswith(" s") for line in lines)
     assert any(line.startswith("ok    verify:fastext  ") for line in lines)
     assert any(line.startswith("FAIL  verify:base  ") for line in lines)
     assert "FAIL package teamlib: expected >=9; got 0.1.0" in [line.strip() for line in lines]
@@ -54,12 +53,18 @@ def test_two_variants_in_parallel_converge(ws: Workspace) -> None:
     build, push and promote the same tags at once, and still agree with the registry."""
     (ws.root / "templates" / "leaf.Dockerfile.j2").write_text(
         '{% import "_macros.j2" as m %}\nFROM {{ base_image }}\n'
-        "{{ m.build_args(tier.build_args) }}\nRUN echo \"$V\" > /variant\n")
+        '{{ m.build_args(tier.build_args) }}\nRUN echo "$V" > /variant\n'
+    )
     ws.edit('tags = ["py{python}"]', 'tags = ["py{python}-{variant}"]')  # unique per variant
-    ws.manifest.write_text(ws.manifest.read_text() + (
-        '\n[tiers.leaf]\nparent = "base"\ntemplate = "leaf.Dockerfile.j2"\n'
-        'build_args = { V = "{marker}" }\n'
-        '\n[variants.a]\nversions = { marker = "1" }\n[variants.b]\nversions = { marker = "2" }\n'))
+    ws.manifest.write_text(
+        ws.manifest.read_text()
+        + (
+            '\n[tiers.leaf]\nparent = "base"\ntemplate = "leaf.Dockerfile.j2"\n'
+            'build_args = { V = "{marker}" }\n'
+            '\n[variants.a]\nversions = { marker = "1" }\n'
+            '[variants.b]\nversions = { marker = "2" }\n'
+        )
+    )
     first = ws.doit("-n", "2", "leaf")
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     assert "latest" in ws.registry.tags("quickstart/leaf")  # variant a is the default
@@ -82,17 +87,24 @@ echo built > {{ paths.out }}/result.txt
 
 def test_a_long_compile_shows_files_done_and_the_hit_rate_so_far(ws: Workspace) -> None:
     (ws.root / "templates" / "counting.sh.j2").write_text(COUNTING)
-    ws.manifest.write_text(ws.manifest.read_text() + (
-        '\n[tiers.counted]\nfrom = "debian:{debian}-slim"\n'
-        'template = "python-runtime.Dockerfile.j2"\n'
-        'compile = { builder = "builder", script = "counting.sh.j2", outputs = "*.txt" }\n'))
+    ws.manifest.write_text(
+        ws.manifest.read_text()
+        + (
+            '\n[tiers.counted]\nfrom = "debian:{debian}-slim"\n'
+            'template = "python-runtime.Dockerfile.j2"\n'
+            'compile = { builder = "builder", script = "counting.sh.j2", outputs = "*.txt" }\n'
+        )
+    )
     result = ws.doit("compile:counted", env={**QUIET, "BUILD_GRAPH_PROGRESS_S": "1"})
     text = result.stdout + result.stderr
     assert result.returncode == 0, text[-3000:]
     progress = [line for line in text.splitlines() if line.startswith("..    compile:counted")]
     assert progress, text[-3000:]
-    assert any(" 2/3 files (67%), ccache 0 hits / 0 misses" in line
-               or " 3/3 files (100%), ccache 0 hits / 0 misses" in line for line in progress)
+    assert any(
+        " 2/3 files (67%), ccache 0 hits / 0 misses" in line
+        or " 3/3 files (100%), ccache 0 hits / 0 misses" in line
+        for line in progress
+    )
     assert (ws.root / "build" / "default" / "counted" / "wheels" / "result.txt").is_file()
 
 
@@ -107,11 +119,15 @@ def test_a_compile_sees_exactly_the_files_its_hash_was_made_of(ws: Workspace) ->
     """The compile hash and the compile container share one file list: a .dockerignore'd
     file changes neither; .git and .env never reach the compile; a hashed file does."""
     (ws.root / "templates" / "listing.sh.j2").write_text(LISTING)
-    ws.manifest.write_text(ws.manifest.read_text() + (
-        '\n[tiers.listed]\nfrom = "debian:{debian}-slim"\n'
-        'template = "python-runtime.Dockerfile.j2"\n'
-        'compile = { builder = "builder", script = "listing.sh.j2", outputs = "*.txt", '
-        'sources = { fastext = "src/fastext" } }\n'))
+    ws.manifest.write_text(
+        ws.manifest.read_text()
+        + (
+            '\n[tiers.listed]\nfrom = "debian:{debian}-slim"\n'
+            'template = "python-runtime.Dockerfile.j2"\n'
+            'compile = { builder = "builder", script = "listing.sh.j2", outputs = "*.txt", '
+            'sources = { fastext = "src/fastext" } }\n'
+        )
+    )
     source = ws.root / "src" / "fastext"
 
     def compile_hash() -> str | None:
@@ -130,16 +146,19 @@ def test_a_compile_sees_exactly_the_files_its_hash_was_made_of(ws: Workspace) ->
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     seen = (ws.root / "build" / "default" / "listed" / "wheels" / "seen.txt").read_text()
     files = {line.removeprefix("./") for line in seen.split()}
-    expected = {f"fastext/{p.relative_to(source).as_posix()}" for p in source.rglob("*")
-                if p.is_file() and "__pycache__" not in p.parts}
-    expected -= {"fastext/notes.md", "fastext/.env", "fastext/.git/config",
-                 "fastext/.dockerignore"}
+    expected = {
+        f"fastext/{p.relative_to(source).as_posix()}"
+        for p in source.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+    expected -= {"fastext/notes.md", "fastext/.env", "fastext/.git/config", "fastext/.dockerignore"}
     assert files == expected
     assert "fastext/extra.h" in files and "fastext/setup.py" in files
 
 
 def test_the_run_summary_says_what_ran_the_cache_verify_digest_and_tags(
-        ws: Workspace, tmp_path: Path) -> None:
+    ws: Workspace, tmp_path: Path
+) -> None:
     """A first run, then one whose compile inputs changed but not its C++: the summary
     (build/summary.md, and appended to $GITHUB_STEP_SUMMARY as GitHub reads it) shows the
     untouched builder up to date with its digest, and fastext recompiled from the cache,

@@ -35,19 +35,23 @@ def make_index(root: Path) -> None:
     """simple/markerpkg/ listing one hand-made pure-Python wheel."""
     (root / "files").mkdir(parents=True)
     with zipfile.ZipFile(root / "files" / WHEEL, "w") as wheel:
-        files = {"markerpkg/__init__.py": "VALUE = 1\n",
-                 "markerpkg-1.0.dist-info/METADATA":
-                     "Metadata-Version: 2.1\nName: markerpkg\nVersion: 1.0\n",
-                 "markerpkg-1.0.dist-info/WHEEL":
-                     "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
-                     "Tag: py3-none-any\n"}
-        files["markerpkg-1.0.dist-info/RECORD"] = "".join(f"{n},,\n" for n in files) + \
-            "markerpkg-1.0.dist-info/RECORD,,\n"
+        files = {
+            "markerpkg/__init__.py": "VALUE = 1\n",
+            "markerpkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: markerpkg\n"
+            "Version: 1.0\n",
+            "markerpkg-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\n"
+            "Root-Is-Purelib: true\n"
+            "Tag: py3-none-any\n",
+        }
+        files["markerpkg-1.0.dist-info/RECORD"] = (
+            "".join(f"{n},,\n" for n in files) + "markerpkg-1.0.dist-info/RECORD,,\n"
+        )
         for name, text in files.items():
             wheel.writestr(name, text)
     (root / "simple" / "markerpkg").mkdir(parents=True)
     (root / "simple" / "markerpkg" / "index.html").write_text(
-        f'<html><body><a href="../../files/{WHEEL}">{WHEEL}</a></body></html>\n')
+        f'<html><body><a href="../../files/{WHEEL}">{WHEEL}</a></body></html>\n'
+    )
 
 
 @pytest.fixture
@@ -80,14 +84,21 @@ def ws(tmp_path: Path, registry: Registry) -> Iterator[Workspace]:
 
 
 def test_a_credential_reaches_pip_as_a_secret_and_nowhere_else(
-        ws: Workspace, index: tuple[str, list[str]]) -> None:
+    ws: Workspace, index: tuple[str, list[str]]
+) -> None:
     address, seen = index
     assert ws.doit("push:fastext").returncode == 0  # the parent, from the public index
-    ws.manifest.write_text(ws.manifest.read_text() + (
-        '\n[tiers.private]\nparent = "fastext"\ntemplate = "python-packages.Dockerfile.j2"\n'
-        'packages = ["markerpkg==1.0"]\n'))
-    env = {"BUILD_GRAPH_PIP_INDEX_URL": f"http://ci:{MARKER}@{address}/simple/",
-           "BUILD_GRAPH_PIP_TRUSTED_HOST": "127.0.0.1"}
+    ws.manifest.write_text(
+        ws.manifest.read_text()
+        + (
+            '\n[tiers.private]\nparent = "fastext"\ntemplate = "python-packages.Dockerfile.j2"\n'
+            'packages = ["markerpkg==1.0"]\n'
+        )
+    )
+    env = {
+        "BUILD_GRAPH_PIP_INDEX_URL": f"http://ci:{MARKER}@{address}/simple/",
+        "BUILD_GRAPH_PIP_TRUSTED_HOST": "127.0.0.1",
+    }
     result = ws.doit("push:private", env=env)
     text = result.stdout + result.stderr
     assert result.returncode == 0, text[-3000:]

@@ -54,8 +54,7 @@ def leftovers(cache: Path) -> list[str]:
     return sorted(str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_file())
 
 
-def test_an_archive_is_downloaded_once_and_kept_by_its_sha256(server: str,
-                                                             tmp_path: Path) -> None:
+def test_an_archive_is_downloaded_once_and_kept_by_its_sha256(server: str, tmp_path: Path) -> None:
     digest = hashlib.sha256(BODY).hexdigest()
     source = f"{server}/pkg/ext-1.0.tar.gz#sha256={digest}"
     Served.requests.clear()
@@ -66,8 +65,9 @@ def test_an_archive_is_downloaded_once_and_kept_by_its_sha256(server: str,
     assert Served.requests == ["/pkg/ext-1.0.tar.gz"]  # the second call used the cache
 
 
-def test_bytes_that_do_not_match_the_pin_are_refused_and_not_kept(server: str,
-                                                                  tmp_path: Path) -> None:
+def test_bytes_that_do_not_match_the_pin_are_refused_and_not_kept(
+    server: str, tmp_path: Path
+) -> None:
     pinned = "0" * 64
     with pytest.raises(BuildFailed) as caught:
         cached_archive(tmp_path, f"{server}/pkg/ext-1.0.tar.gz#sha256={pinned}")
@@ -77,8 +77,9 @@ def test_bytes_that_do_not_match_the_pin_are_refused_and_not_kept(server: str,
     assert leftovers(tmp_path) == []
 
 
-def test_a_download_cut_short_leaves_nothing_that_looks_complete(server: str,
-                                                                 tmp_path: Path) -> None:
+def test_a_download_cut_short_leaves_nothing_that_looks_complete(
+    server: str, tmp_path: Path
+) -> None:
     digest = hashlib.sha256(BODY).hexdigest()
     with pytest.raises(BuildFailed) as caught:
         cached_archive(tmp_path, f"{server}/cut/ext-1.0.tar.gz#sha256={digest}")
@@ -106,8 +107,7 @@ def test_leftovers_of_killed_downloads_break_nothing(server: str, tmp_path: Path
         assert sorted(p.name for p in downloading.iterdir()) == ["live"]
 
 
-def test_concurrent_downloads_of_one_archive_do_not_collide(server: str,
-                                                            tmp_path: Path) -> None:
+def test_concurrent_downloads_of_one_archive_do_not_collide(server: str, tmp_path: Path) -> None:
     digest = hashlib.sha256(BODY).hexdigest()
     source = f"{server}/pkg/ext-1.0.tar.gz#sha256={digest}"
     with ThreadPoolExecutor(8) as pool:

@@ -41,27 +41,57 @@ FASTEXT = "/usr/local/lib/python3.11/dist-packages/fastext"
 # tier -> (command run in the image, the check that must fail, what its message must name)
 BREAKAGES = {
     "conda": ("mkdir -p /opt/conda/conda-meta /opt/conda/bin", "no conda", "/opt/conda"),
-    "conda-elsewhere": ("mkdir -p /srv/tools/mf/conda-meta && printf '%s\\n' "
-                        "'# >>> conda initialize >>>' >> /root/.bashrc", "no conda",
-                        "/srv/tools/mf (conda-meta folder), /root/.bashrc"),
-    "second-python": ("cp /usr/bin/python3.11 /usr/local/bin/python3.12", "one Python",
-                      "/usr/local/bin/python3.12"),
-    "renamed-python": ("cp /usr/bin/python3.11 /usr/local/bin/mytool", "one Python",
-                       "/usr/local/bin/mytool"),
-    "pip-check": (" && ".join([f"mkdir -p {META}"] + [
-        f"echo '{line}' >> {META}/METADATA" for line in
-        ("Metadata-Version: 2.1", "Name: broken", "Version: 1.0",
-         "Requires-Dist: missing-dependency")]), "pip check", "missing-dependency"),
-    "old-setuptools": ("python3 -m pip install --no-index --force-reinstall --no-deps "
-                       "/usr/share/python-wheels/setuptools-*.whl", "package setuptools",
-                       "66.1.1"),
+    "conda-elsewhere": (
+        "mkdir -p /srv/tools/mf/conda-meta && printf '%s\\n' "
+        "'# >>> conda initialize >>>' >> /root/.bashrc",
+        "no conda",
+        "/srv/tools/mf (conda-meta folder), /root/.bashrc",
+    ),
+    "second-python": (
+        "cp /usr/bin/python3.11 /usr/local/bin/python3.12",
+        "one Python",
+        "/usr/local/bin/python3.12",
+    ),
+    "renamed-python": (
+        "cp /usr/bin/python3.11 /usr/local/bin/mytool",
+        "one Python",
+        "/usr/local/bin/mytool",
+    ),
+    "pip-check": (
+        " && ".join(
+            [f"mkdir -p {META}"]
+            + [
+                f"echo '{line}' >> {META}/METADATA"
+                for line in (
+                    "Metadata-Version: 2.1",
+                    "Name: broken",
+                    "Version: 1.0",
+                    "Requires-Dist: missing-dependency",
+                )
+            ]
+        ),
+        "pip check",
+        "missing-dependency",
+    ),
+    "old-setuptools": (
+        "python3 -m pip install --no-index --force-reinstall --no-deps "
+        "/usr/share/python-wheels/setuptools-*.whl",
+        "package setuptools",
+        "66.1.1",
+    ),
     "native-gone": (f"rm {FASTEXT}/_native*.so", "import fastext", "fastext._native"),
-    "libstdcxx-gone": ("rm /usr/lib/x86_64-linux-gnu/libstdc++.so.6*", "import fastext",
-                       "libstdc++.so.6: cannot open shared object file"),
+    "libstdcxx-gone": (
+        "rm /usr/lib/x86_64-linux-gnu/libstdc++.so.6*",
+        "import fastext",
+        "libstdc++.so.6: cannot open shared object file",
+    ),
 }
 LIMIT = ', max_size = "8G"'
-GOOD = ["arch=compute_80,code=sm_80", "arch=compute_90,code=sm_90",
-        "arch=compute_90,code=compute_90"]
+GOOD = [
+    "arch=compute_80,code=sm_80",
+    "arch=compute_90,code=sm_90",
+    "arch=compute_90,code=compute_90",
+]
 
 
 def library(folder: Path, gencodes: list[str]) -> Path:
@@ -69,8 +99,11 @@ def library(folder: Path, gencodes: list[str]) -> Path:
     source.write_text(KERNEL)
     args = [a for g in gencodes for a in ("-gencode", g)]
     out = folder / "libkernels.so"
-    subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", *args, "-o", str(out), str(source)],
-                   check=True, timeout=300)
+    subprocess.run(
+        [NVCC, "-shared", "-Xcompiler", "-fPIC", *args, "-o", str(out), str(source)],
+        check=True,
+        timeout=300,
+    )
     return out
 
 
@@ -78,18 +111,21 @@ def corrupt_copy(good: Path, folder: Path) -> None:
     """The library with its first fatbin entry header overwritten (header size 7)."""
     data = bytearray(good.read_bytes())
     [(offset, _)] = fatbin_sections(bytes(data))
-    entry = offset + int.from_bytes(data[offset + 6:offset + 8], "little")
-    data[entry + 4:entry + 8] = (7).to_bytes(4, "little")
+    entry = offset + int.from_bytes(data[offset + 6 : offset + 8], "little")
+    data[entry + 4 : entry + 8] = (7).to_bytes(4, "little")
     (folder / "libkernels.so").write_bytes(bytes(data))
 
 
-def arch_tier(name: str, kernels: str, brk: str = "true", gpu: str | None = "optional",
-              extra: str = "") -> str:
+def arch_tier(
+    name: str, kernels: str, brk: str = "true", gpu: str | None = "optional", extra: str = ""
+) -> str:
     policy = (f', gpu = "{gpu}"' if gpu else "") + extra
-    return (f'\n[tiers.{name}]\nparent = "base"\ntemplate = "broken.Dockerfile.j2"\n'
-            f'context = ["kernels/{kernels}/libkernels.so"]\n'
-            f"build_args = {{ BREAK = {json.dumps(brk)} }}\n"
-            f'verify = {{ cuda_libraries = ["/opt/kernels/*.so"]{policy} }}\n')
+    return (
+        f'\n[tiers.{name}]\nparent = "base"\ntemplate = "broken.Dockerfile.j2"\n'
+        f'context = ["kernels/{kernels}/libkernels.so"]\n'
+        f"build_args = {{ BREAK = {json.dumps(brk)} }}\n"
+        f'verify = {{ cuda_libraries = ["/opt/kernels/*.so"]{policy} }}\n'
+    )
 
 
 @pytest.fixture(scope="module")
@@ -103,20 +139,27 @@ def ws(tmp_path_factory: pytest.TempPathFactory, registry: Registry) -> Iterator
     (ws.root / "kernels" / "corrupt").mkdir()
     corrupt_copy(ws.root / "kernels" / "good" / "libkernels.so", ws.root / "kernels" / "corrupt")
     text = ws.manifest.read_text().replace(
-        "[cache]", '[gpu]\narch_list = ["8.0", "9.0"]\nptx = true\ntargets = ["A100", "H100"]'
-        "\n\n[cache]")
+        "[cache]",
+        '[gpu]\narch_list = ["8.0", "9.0"]\nptx = true\ntargets = ["A100", "H100"]\n\n[cache]',
+    )
     # The CPU tiers of the quickstart promise no device code of their own.
     for tier in ("fastext", "base"):
         text = text.replace(f"[tiers.{tier}.verify]\n", f"[tiers.{tier}.verify]\narchs = false\n")
     for name, (command, _, _) in BREAKAGES.items():
-        text += (f'\n[tiers.{name}]\nparent = "base"\ntemplate = "broken.Dockerfile.j2"\n'
-                 f"build_args = {{ BREAK = {json.dumps(command)} }}\n"
-                 "verify = { archs = false }\n")
-    text += ('\n[tiers.wrong-version]\nparent = "base"\ntemplate = "broken.Dockerfile.j2"\n'
-             'build_args = { BREAK = "true" }\n'
-             'verify = { packages = { teamlib = "==0.2" }, archs = false }\n')
-    text += ('\n[tiers.venv-shadow]\nparent = "base"\ntemplate = "venv.Dockerfile.j2"\n'
-             "verify = { archs = false }\n")
+        text += (
+            f'\n[tiers.{name}]\nparent = "base"\ntemplate = "broken.Dockerfile.j2"\n'
+            f"build_args = {{ BREAK = {json.dumps(command)} }}\n"
+            "verify = { archs = false }\n"
+        )
+    text += (
+        '\n[tiers.wrong-version]\nparent = "base"\ntemplate = "broken.Dockerfile.j2"\n'
+        'build_args = { BREAK = "true" }\n'
+        'verify = { packages = { teamlib = "==0.2" }, archs = false }\n'
+    )
+    text += (
+        '\n[tiers.venv-shadow]\nparent = "base"\ntemplate = "venv.Dockerfile.j2"\n'
+        "verify = { archs = false }\n"
+    )
     text += arch_tier("arch-sm75", "sm75") + arch_tier("arch-good", "good", extra=LIMIT)
     text += arch_tier("arch-good-gpu-required", "good", gpu=None)
     text += arch_tier("arch-corrupt", "corrupt")
@@ -144,8 +187,7 @@ def caught(ws: Workspace, tier: str, check: str, evidence: str) -> str:
     assert "latest" not in ws.registry.tags(f"quickstart/{tier}")
     report = verify_report(ws, tier)
     assert report["passed"] is False
-    assert any(c["name"] == check and c["status"] == "fail"
-               for c in report["checks"])  # type: ignore[attr-defined]
+    assert any(c["name"] == check and c["status"] == "fail" for c in report["checks"])  # type: ignore[attr-defined]
     return text
 
 
@@ -160,8 +202,7 @@ def test_broken_native_module_is_caught_though_pip_metadata_is_intact(ws: Worksp
     report = verify_report(ws, "libstdcxx-gone")
     packages = report["probe"]["packages"]  # type: ignore[index]
     assert packages["fastext"] == "1.0.0"  # pip metadata alone would have called it fine
-    assert any(c["name"] == "package fastext" and c["status"] == "pass"
-               for c in report["checks"])  # type: ignore[attr-defined]
+    assert any(c["name"] == "package fastext" and c["status"] == "pass" for c in report["checks"])  # type: ignore[attr-defined]
 
 
 def test_shadowing_virtualenv_is_named_with_what_it_hides(ws: Workspace) -> None:

@@ -38,8 +38,10 @@ def test_the_reader_refuses_statements_about_something_else() -> None:
     assert predicate_of(other, VERIFY_PREDICATE) is None
     typed = statement("r/x", DIGEST, "https://slsa.dev/provenance/v1", REPORT)
     assert predicate_of(typed, VERIFY_PREDICATE) is None
-    assert predicate_of({**typed, "_type": "https://in-toto.io/Statement/v0.1"},
-                        VERIFY_PREDICATE) is None
+    assert (
+        predicate_of({**typed, "_type": "https://in-toto.io/Statement/v0.1"}, VERIFY_PREDICATE)
+        is None
+    )
     two = {**statement("r/x", DIGEST, VERIFY_PREDICATE, REPORT)}
     two["subject"] = two["subject"] * 2
     assert predicate_of(two, VERIFY_PREDICATE) is None

@@ -18,7 +18,9 @@ from tests.helpers import MINIMAL, load_text
 from tests.hostile_archives import CASES, accepted_links, accepted_owners_and_modes
 from tests.unit.test_ccache_local import make_cache
 
-STACK = MINIMAL + """
+STACK = (
+    MINIMAL
+    + """
 [tiers.ext]
 from = "debian:bookworm-slim"
 template = "python-runtime.Dockerfile.j2"
@@ -30,10 +32,12 @@ url = "file://store"
 [variants.cu128]
 [variants.cu128-debug]
 """
+)
 
 
-def sync_for(tmp_path: Path, folder: Path, variant: str = "cu128",
-             url: str = "file://store") -> CacheSync:
+def sync_for(
+    tmp_path: Path, folder: Path, variant: str = "cu128", url: str = "file://store"
+) -> CacheSync:
     (tmp_path / "templates").mkdir(exist_ok=True)
     (tmp_path / "templates" / "c.sh.j2").write_text("#!/bin/sh\n")
     stack = load_text(tmp_path, STACK.replace("file://store", url))
@@ -48,8 +52,11 @@ def store_path(sync: CacheSync, key: str | None = None) -> Path:
 
 def tree(folder: Path, leave_out: tuple[str, ...] = ()) -> set[str]:
     """Every path under `folder` (links not followed), but those starting with `leave_out`."""
-    return {str(p.relative_to(folder)) for p in folder.rglob("*")
-            if not str(p.relative_to(folder)).startswith(leave_out)}
+    return {
+        str(p.relative_to(folder))
+        for p in folder.rglob("*")
+        if not str(p.relative_to(folder)).startswith(leave_out)
+    }
 
 
 def warnings_in(text: str) -> list[str]:
@@ -58,7 +65,8 @@ def warnings_in(text: str) -> list[str]:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_hostile_archive_in_the_store_is_refused_whole(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
     local, outside = tmp_path / "local", tmp_path / "outside"
     outside.mkdir()
     make_cache(local, files=5)

@@ -103,8 +103,10 @@ def test_file_store_racing_writers_one_wins(tmp_path: Path) -> None:
 
 
 def test_parse_print_stats() -> None:
-    stats = parse("direct_cache_hit\t7\npreprocessed_cache_hit\t2\ncache_miss\t1\n"
-                  "cache_size_kibibyte\t2048\nfiles_in_cache\t30\nstats_updated_timestamp\t0\n")
+    stats = parse(
+        "direct_cache_hit\t7\npreprocessed_cache_hit\t2\ncache_miss\t1\n"
+        "cache_size_kibibyte\t2048\nfiles_in_cache\t30\nstats_updated_timestamp\t0\n"
+    )
     assert (stats.hits, stats.misses, stats.cache_bytes, stats.files) == (9, 1, 2 << 20, 30)
     assert stats.hit_rate == pytest.approx(0.9)
     assert parse("").hit_rate == 0.0

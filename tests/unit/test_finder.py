@@ -55,20 +55,28 @@ def test_conda_is_named_by_path_and_reason(tree: Path) -> None:
     bashrc.write_text("# >>> conda initialize >>>\n")
     places = finder.conda(finder.walk())["places"]
     assert {"path": str(tree / "srv" / "tools" / "mf"), "why": "conda-meta folder"} in places
-    assert {"path": str(tree / "srv" / "tools" / "mf" / "bin" / "mamba"),
-            "why": "mamba executable"} in places
+    assert {
+        "path": str(tree / "srv" / "tools" / "mf" / "bin" / "mamba"),
+        "why": "mamba executable",
+    } in places
 
 
 def test_asking_an_interpreter_lets_it_write_nothing(tmp_path: Path) -> None:
     """Candidates run isolated and without bytecode writes (-I -B): looking never writes."""
     log = tmp_path / "argv"
     fake = tmp_path / "python3"
-    fake.write_text(f'#!/bin/sh\necho "$@" > {log}\n'
-                    "echo '[\"cpython\", \"3.11.2\", \"/usr/bin/python3.11\", \"/usr\"]'\n")
+    fake.write_text(
+        f'#!/bin/sh\necho "$@" > {log}\n'
+        'echo \'["cpython", "3.11.2", "/usr/bin/python3.11", "/usr"]\'\n'
+    )
     fake.chmod(0o755)
     facts = finder.ask(str(fake))
-    assert facts == {"implementation": "cpython", "version": "3.11.2",
-                     "real_path": "/usr/bin/python3.11", "prefix": "/usr"}
+    assert facts == {
+        "implementation": "cpython",
+        "version": "3.11.2",
+        "real_path": "/usr/bin/python3.11",
+        "prefix": "/usr",
+    }
     assert log.read_text().split()[:2] == ["-I", "-B"]
 
 

@@ -15,16 +15,28 @@ PACKAGE = Path(request.__file__).resolve().parents[1]
 # Imported by the verifier but no rule of it: the promises' data types (the promises enter
 # the fingerprint as values) and the digest function (its schema is in every hash).
 NOT_RULES = {"manifest/model.py", "manifest/expectation.py", "plan/hashing.py"}
-WANT = Expectation(python="3.11", conda=False, single_python=True, pip_check=True,
-                   packages={}, cuda="12.4", archs=["8.0"])
+WANT = Expectation(
+    python="3.11",
+    conda=False,
+    single_python=True,
+    pip_check=True,
+    packages={},
+    cuda="12.4",
+    archs=["8.0"],
+)
 
 
 def _imports(path: Path) -> set[Path]:
     """build_graph modules `path` imports (any depth of the file, as files)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        names = ([node.module or ""] if isinstance(node, ast.ImportFrom)
-                 else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+        names = (
+            [node.module or ""]
+            if isinstance(node, ast.ImportFrom)
+            else [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else []
+        )
         for name in names:
             if name.startswith("build_graph."):
                 module = PACKAGE.parent / name.replace(".", "/")
@@ -48,11 +60,13 @@ def test_every_module_the_verifier_runs_is_fingerprinted() -> None:
 
 
 @pytest.mark.parametrize("changed", ["gpu/archs.py", "gpu/tables.py", "verify/checks.py"])
-def test_a_fix_to_a_rule_changes_the_fingerprint(tmp_path: Path, changed: str,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_fix_to_a_rule_changes_the_fingerprint(
+    tmp_path: Path, changed: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for folder in ("verify", "gpu"):
-        shutil.copytree(PACKAGE / folder, tmp_path / folder,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            PACKAGE / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__")
+        )
     monkeypatch.setattr(request, "VERIFIER_CODE", (tmp_path / "verify", tmp_path / "gpu"))
     request._verifier_code.cache_clear()
     before = request.fingerprint(WANT, gpu_present=False)

@@ -8,10 +8,15 @@ from build_graph.manifest.graph import CycleError, topological_order
 
 
 def test_parents_and_builders_come_first_else_declaration_order() -> None:
-    deps = {"runner": ["training"], "training": ["base"], "base": ["torch"],
-            "torch": ["builder"], "builder": [], "docs": []}
-    assert topological_order(deps) == ["builder", "torch", "base", "training", "runner",
-                                       "docs"]
+    deps = {
+        "runner": ["training"],
+        "training": ["base"],
+        "base": ["torch"],
+        "torch": ["builder"],
+        "builder": [],
+        "docs": [],
+    }
+    assert topological_order(deps) == ["builder", "torch", "base", "training", "runner", "docs"]
 
 
 def test_unknown_dependencies_are_left_to_validation() -> None:

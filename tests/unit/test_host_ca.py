@@ -32,14 +32,17 @@ def test_every_pip_step_mounts_the_bundle_and_points_pip_at_it(manifest: Path) -
             assert command.startswith(GUARD + " && "), (tier.key, command)
 
 
-def test_the_bundle_is_a_secret_of_the_build(tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_bundle_is_a_secret_of_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bundle = tmp_path / "bundle.pem"
     bundle.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
     monkeypatch.setenv(settings.CA_SETTING, str(bundle))
     monkeypatch.setenv("BUILD_GRAPH_PIP_INDEX_URL", "https://mirror.example/simple")
     assert settings.for_build(buildkit=True) == (
-        {"PIP_INDEX_URL": "https://mirror.example/simple"}, {"hostca": bundle.read_text()})
+        {"PIP_INDEX_URL": "https://mirror.example/simple"},
+        {"hostca": bundle.read_text()},
+    )
     # The classic builder takes no secrets: pip there verifies with the image's own CAs.
     assert settings.for_build(buildkit=False)[1] == {}
     monkeypatch.setenv(settings.CA_SETTING, "none")
@@ -47,7 +50,8 @@ def test_the_bundle_is_a_secret_of_the_build(tmp_path: Path,
 
 
 def test_by_default_the_bundle_is_the_one_this_host_verifies_with(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.delenv(settings.CA_SETTING, raising=False)
     mine = tmp_path / "mine.pem"
     mine.write_text("x")
@@ -55,13 +59,16 @@ def test_by_default_the_bundle_is_the_one_this_host_verifies_with(
     assert settings.host_ca() == mine
 
 
-def test_a_bundle_that_is_not_there_is_a_keyed_error(monkeypatch: pytest.MonkeyPatch,
-                                                     tmp_path: Path) -> None:
+def test_a_bundle_that_is_not_there_is_a_keyed_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv(settings.CA_SETTING, str(tmp_path / "nope.pem"))
     with pytest.raises(settings.BadSiteSetting) as caught:
         settings.for_build(buildkit=True)
-    assert str(caught.value).startswith(f"BUILD_GRAPH_CA_BUNDLE={tmp_path / 'nope.pem'}: no "
-                                        "such file; name the build host's CA bundle")
+    assert str(caught.value).startswith(
+        f"BUILD_GRAPH_CA_BUNDLE={tmp_path / 'nope.pem'}: no "
+        "such file; name the build host's CA bundle"
+    )
     assert caught.value.exit_code == 2
 
 
@@ -82,25 +89,35 @@ def test_the_manifests_compile_env_wins_over_the_ca_variables() -> None:
     [tier] = [t for t in plan(stack) if t.spec.compile is not None]
     assert compile_env(stack, tier, with_ca=True)["SSL_CERT_FILE"] == HOST_CA
     assert "SSL_CERT_FILE" not in compile_env(stack, tier, with_ca=False)
-    spec = replace(tier.spec, compile=replace(tier.spec.compile,  # type: ignore[type-var]
-                                              env={"SSL_CERT_FILE": "/etc/team-ca.pem"}))
+    spec = replace(
+        tier.spec,
+        compile=replace(
+            tier.spec.compile,  # type: ignore[type-var]
+            env={"SSL_CERT_FILE": "/etc/team-ca.pem"},
+        ),
+    )
     env = compile_env(stack, replace(tier, spec=spec), with_ca=True)
     assert env["SSL_CERT_FILE"] == "/etc/team-ca.pem" and env["PIP_CERT"] == HOST_CA
 
 
 def test_a_leftover_trusted_host_setting_is_said_before_a_run(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv("BUILD_GRAPH_PIP_TRUSTED_HOST", raising=False)
     assert settings.warnings() == []
     monkeypatch.setenv("BUILD_GRAPH_PIP_TRUSTED_HOST", "pypi.org files.pythonhosted.org")
     [line] = settings.warnings()
-    assert line.startswith("warning: BUILD_GRAPH_PIP_TRUSTED_HOST=pypi.org "
-                           "files.pythonhosted.org turns off TLS verification")
+    assert line.startswith(
+        "warning: BUILD_GRAPH_PIP_TRUSTED_HOST=pypi.org "
+        "files.pythonhosted.org turns off TLS verification"
+    )
 
 
-@pytest.mark.parametrize(("value", "named"), [("", False), ("none", False), ("NONE", False),
-                                              ("/etc/ssl/x.pem", True)])
+@pytest.mark.parametrize(
+    ("value", "named"), [("", False), ("none", False), ("NONE", False), ("/etc/ssl/x.pem", True)]
+)
 def test_a_named_bundle_is_told_apart_from_the_default(
-        monkeypatch: pytest.MonkeyPatch, value: str, named: bool) -> None:
+    monkeypatch: pytest.MonkeyPatch, value: str, named: bool
+) -> None:
     monkeypatch.setenv(settings.CA_SETTING, value)
     assert settings.named_ca() is named

@@ -40,7 +40,8 @@ def test_the_from_source_scaffold_is_the_repositorys_own_stack() -> None:
     # One stack, two places: the root images.toml names its team code under examples/team,
     # the scaffold (examples/team/images.toml) beside it. Everything else is the same.
     assert _without_contexts(REPO / "images.toml") == _without_contexts(
-        REPO / "examples" / "team" / "images.toml")
+        REPO / "examples" / "team" / "images.toml"
+    )
 
 
 @pytest.mark.parametrize("source", sorted(scaffold.SCAFFOLDS))
@@ -60,18 +61,21 @@ def test_init_overwrites_nothing(tmp_path: Path) -> None:
     (tmp_path / "dodo.py").write_text("# the team's own\n")
     with pytest.raises(ConfigError) as caught:
         scaffold.init(tmp_path, "quickstart")
-    assert str(caught.value) == (f"{tmp_path / 'dodo.py'}: exists already (or is a symlink, "
-                                 "or leads out of the folder): `init` never overwrites and "
-                                 "writes only inside DIR; pick an empty folder or move it "
-                                 "away")
+    assert str(caught.value) == (
+        f"{tmp_path / 'dodo.py'}: exists already (or is a symlink, "
+        "or leads out of the folder): `init` never overwrites and "
+        "writes only inside DIR; pick an empty folder or move it "
+        "away"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dodo.py"]  # nothing written
 
 
 def test_init_adds_the_build_folder_to_a_teams_gitignore_once(tmp_path: Path) -> None:
     (tmp_path / ".gitignore").write_text("*.pyc")
     scaffold.init(tmp_path / "", "quickstart")
-    assert scaffold._ignore_build_folder(tmp_path / ".gitignore").endswith("already ignores "
-                                                                           "/build/")
+    assert scaffold._ignore_build_folder(tmp_path / ".gitignore").endswith(
+        "already ignores /build/"
+    )
     lines = (tmp_path / ".gitignore").read_text().splitlines()
     assert lines[0] == "*.pyc" and lines.count("/build/") == 1
 

@@ -15,24 +15,38 @@ from tests.helpers import REPO
 PACKAGE = REPO / "build_graph"
 # Lowest first. A module may import its own layer and any lower one, never a higher one.
 LAYERS: dict[str, int] = {
-    "errors": 0, "fs": 0, "log": 0, "settings": 0, "layout": 0, "untar": 0,
-    "gpu": 1, "oci": 1,
+    "errors": 0,
+    "fs": 0,
+    "log": 0,
+    "settings": 0,
+    "layout": 0,
+    "untar": 0,
+    "gpu": 1,
+    "oci": 1,
     "manifest": 2,
     "plan": 3,
     "docker": 4,
-    "registry": 5, "pypi": 5,
-    "ccache": 6, "verify": 6,
+    "registry": 5,
+    "pypi": 5,
+    "ccache": 6,
+    "verify": 6,
     "stages": 7,
     "run": 8,
     "cli": 9,
     "__main__": 10,
 }
 # The adapters take plain values: they never see a manifest, a plan or a stage.
-PLAIN = {"docker": {"manifest", "plan", "stages", "verify", "ccache"},
-         "registry": {"manifest", "plan", "stages", "verify", "ccache"},
-         "pypi": {"manifest", "plan", "stages", "verify", "ccache", "docker", "registry"}}
-IN_IMAGE = ("verify/in_image/probe.py", "verify/in_image/fatbin.py",
-            "verify/in_image/finder.py", "verify/in_image/inventory.py")
+PLAIN = {
+    "docker": {"manifest", "plan", "stages", "verify", "ccache"},
+    "registry": {"manifest", "plan", "stages", "verify", "ccache"},
+    "pypi": {"manifest", "plan", "stages", "verify", "ccache", "docker", "registry"},
+}
+IN_IMAGE = (
+    "verify/in_image/probe.py",
+    "verify/in_image/fatbin.py",
+    "verify/in_image/finder.py",
+    "verify/in_image/inventory.py",
+)
 SIBLINGS = {"fatbin", "finder", "inventory"}  # mounted beside probe.py in the image
 
 
@@ -59,8 +73,14 @@ def modules() -> list[Path]:
 
 
 def test_every_module_has_a_layer() -> None:
-    unknown = {layer_of(".".join(("build_graph", *p.relative_to(PACKAGE).with_suffix("").parts)))
-               for p in modules()} - set(LAYERS) - {"__init__"}
+    unknown = (
+        {
+            layer_of(".".join(("build_graph", *p.relative_to(PACKAGE).with_suffix("").parts)))
+            for p in modules()
+        }
+        - set(LAYERS)
+        - {"__init__"}
+    )
     assert not unknown, f"give these a layer in LAYERS: {sorted(unknown)}"
 
 
@@ -68,19 +88,29 @@ def test_every_module_has_a_layer() -> None:
 def test_no_module_imports_a_higher_layer(path: Path) -> None:
     own = layer_of(".".join(("build_graph", *path.relative_to(PACKAGE).with_suffix("").parts)))
     rank = LAYERS.get(own, 0)
-    higher = [f"line {line}: {name}" for name, line in imports_of(path)
-              if name.startswith("build_graph.") and layer_of(name) in LAYERS
-              and LAYERS[layer_of(name)] > rank]
+    higher = [
+        f"line {line}: {name}"
+        for name, line in imports_of(path)
+        if name.startswith("build_graph.")
+        and layer_of(name) in LAYERS
+        and LAYERS[layer_of(name)] > rank
+    ]
     assert not higher, f"{path.name} ({own}) imports a higher layer: {higher}"
 
 
 @pytest.mark.parametrize("name", IN_IMAGE)
 def test_in_image_files_import_only_the_standard_library(name: str) -> None:
-    outside = [f"line {line}: {module}" for module, line in imports_of(PACKAGE / name)
-               if module.split(".")[0] not in sys.stdlib_module_names
-               and module.split(".")[0] not in {"__future__", "torch", *SIBLINGS}
-               and module not in {"build_graph.verify.in_image",
-                                  *(f"build_graph.verify.in_image.{s}" for s in SIBLINGS)}]
+    outside = [
+        f"line {line}: {module}"
+        for module, line in imports_of(PACKAGE / name)
+        if module.split(".")[0] not in sys.stdlib_module_names
+        and module.split(".")[0] not in {"__future__", "torch", *SIBLINGS}
+        and module
+        not in {
+            "build_graph.verify.in_image",
+            *(f"build_graph.verify.in_image.{s}" for s in SIBLINGS),
+        }
+    ]
     assert not outside, f"{name} runs inside images; it may not import {outside}"
 
 
@@ -94,26 +124,37 @@ def test_the_checker_sees_a_violation(tmp_path: Path) -> None:
 def test_adapters_take_plain_values(path: Path) -> None:
     own = layer_of(".".join(("build_graph", *path.relative_to(PACKAGE).with_suffix("").parts)))
     banned = PLAIN.get(own, set())
-    seen = [f"line {line}: {name}" for name, line in imports_of(path)
-            if name.startswith("build_graph.") and layer_of(name) in banned]
+    seen = [
+        f"line {line}: {name}"
+        for name, line in imports_of(path)
+        if name.startswith("build_graph.") and layer_of(name) in banned
+    ]
     assert not seen, f"{path.name} ({own}) is an adapter; it may not import {seen}"
 
 
 def test_few_top_level_modules_and_none_too_long() -> None:
-    top = sorted(p.name for p in PACKAGE.glob("*.py")
-                 if p.name not in {"__init__.py", "__main__.py"})
+    top = sorted(
+        p.name for p in PACKAGE.glob("*.py") if p.name not in {"__init__.py", "__main__.py"}
+    )
     assert len(top) <= 6, f"build_graph/ has {len(top)} loose modules: {top}"
-    long = {str(p.relative_to(PACKAGE)): n for p in modules()
-            if (n := len(p.read_text().splitlines())) > 300}
+    long = {
+        str(p.relative_to(PACKAGE)): n
+        for p in modules()
+        if (n := len(p.read_text().splitlines())) > 300
+    }
     assert not long, f"modules over 300 lines: {long}"
 
 
 def test_only_the_layout_module_composes_build_paths() -> None:
     """`"build"` as a path part is written once, in layout.py (every other module asks it)."""
     pattern = re.compile(r"""/ ["']build["']|["']build/""")
-    found = [f"{p.relative_to(PACKAGE)}:{n}" for p in modules() if p.name != "layout.py"
-             and "in_image" not in p.parts
-             for n, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    found = [
+        f"{p.relative_to(PACKAGE)}:{n}"
+        for p in modules()
+        if p.name != "layout.py" and "in_image" not in p.parts
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
     assert not found, f"build/ paths composed outside build_graph/layout.py: {found}"
 
 
@@ -123,6 +164,8 @@ def test_every_package_folder_ships_in_the_wheel() -> None:
     setuptools = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
     listed = set(setuptools["packages"])
     assert set(setuptools["package-dir"]) == {"build_graph.templates", "build_graph.examples"}
-    folders = {".".join(("build_graph", *p.parent.relative_to(PACKAGE).parts))
-               for p in PACKAGE.rglob("__init__.py")}
+    folders = {
+        ".".join(("build_graph", *p.parent.relative_to(PACKAGE).parts))
+        for p in PACKAGE.rglob("__init__.py")
+    }
     assert folders | set(setuptools["package-dir"]) == listed

@@ -13,7 +13,9 @@ from tests.helpers import MINIMAL, load_text, write_manifest
 
 DIGEST_A = "sha256:" + "a" * 64
 DIGEST_B = "sha256:" + "b" * 64
-STACK = MINIMAL + """
+STACK = (
+    MINIMAL
+    + """
 [tiers.other]
 from = "127.0.0.1:5000/ext/py:1"
 template = "python-runtime.Dockerfile.j2"
@@ -22,20 +24,27 @@ template = "python-runtime.Dockerfile.j2"
 parent = "other"
 template = "training.Dockerfile.j2"
 """
+)
 
 
 def hashes(folder: Path) -> dict[str, tuple[str, str]]:
     """tier -> (content hash, FROM line)."""
-    return {t.spec.name: (t.content_hash, next(line for line in t.dockerfile.splitlines()
-                                                if line.startswith("FROM ")))
-            for t in plan(load_text(folder, STACK))}
+    return {
+        t.spec.name: (
+            t.content_hash,
+            next(line for line in t.dockerfile.splitlines() if line.startswith("FROM ")),
+        )
+        for t in plan(load_text(folder, STACK))
+    }
 
 
 def test_round_trip_and_a_damaged_file(tmp_path: Path) -> None:
     path = tmp_path / "images.lock"
     assert read_lock(path) == Lock()
-    pins = Lock({"debian:bookworm-slim": LOCAL, "127.0.0.1:5000/ext/py:1": DIGEST_A},
-                {"https://host/repo@main": "c" * 40})
+    pins = Lock(
+        {"debian:bookworm-slim": LOCAL, "127.0.0.1:5000/ext/py:1": DIGEST_A},
+        {"https://host/repo@main": "c" * 40},
+    )
     write_lock(path, pins)
     assert read_lock(path) == pins
     path.write_text("[from\n")
@@ -45,12 +54,13 @@ def test_round_trip_and_a_damaged_file(tmp_path: Path) -> None:
     assert "run `python -m build_graph lock --update`" in str(caught.value)
 
 
-def test_a_pin_is_in_the_hash_and_the_from_line_and_moves_only_its_tiers(
-        tmp_path: Path) -> None:
+def test_a_pin_is_in_the_hash_and_the_from_line_and_moves_only_its_tiers(tmp_path: Path) -> None:
     write_manifest(tmp_path, STACK)
     unpinned = hashes(tmp_path)
-    assert from_images(load_text(tmp_path, STACK)) == ["debian:bookworm-slim",
-                                                       "127.0.0.1:5000/ext/py:1"]
+    assert from_images(load_text(tmp_path, STACK)) == [
+        "debian:bookworm-slim",
+        "127.0.0.1:5000/ext/py:1",
+    ]
     lock = lock_path(tmp_path / "images.toml")
     write_lock(lock, Lock({"debian:bookworm-slim": LOCAL, "127.0.0.1:5000/ext/py:1": DIGEST_A}))
     first = hashes(tmp_path)
@@ -67,13 +77,17 @@ def test_a_git_source_pin_is_in_the_compile_hash_and_the_script(tmp_path: Path) 
     (tmp_path / "templates").mkdir()
     (tmp_path / "templates" / "c.sh.j2").write_text(
         "#!/bin/sh\n{% for n, s in compile.sources | dictsort %}"
-        "echo {{ n }} {{ compile.commits[n] }}\n{% endfor %}")
-    text = MINIMAL + """
+        "echo {{ n }} {{ compile.commits[n] }}\n{% endfor %}"
+    )
+    text = (
+        MINIMAL
+        + """
         [tiers.ext]
         from = "debian:bookworm-slim"
         template = "python-runtime.Dockerfile.j2"
         compile = { builder = "base", script = "c.sh.j2", sources = { lib = "git://h/r@main" } }
         """
+    )
     manifest = write_manifest(tmp_path, text)
 
     def ext(commit: str | None) -> tuple[str | None, str | None]:

@@ -13,30 +13,43 @@ from build_graph.manifest.expectation import Expectation
 from build_graph.stages import trust
 from build_graph.verify.request import fingerprint, trusted_fingerprints
 
-WANT = Expectation(python="3.11", conda=False, single_python=True, pip_check=True,
-                   packages={}, cuda="12.4", archs=["8.0"])
+WANT = Expectation(
+    python="3.11",
+    conda=False,
+    single_python=True,
+    pip_check=True,
+    packages={},
+    cuda="12.4",
+    archs=["8.0"],
+)
 
 
 def test_a_runner_without_a_daemon_trusts_what_a_cpu_runner_trusts(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(connection, "reachable_gpu_runtime", lambda: None)
     assert trust.gpu_here() is False
     # Both kinds of report count, so a stack verified anywhere plans as up to date.
-    assert trusted_fingerprints(WANT, trust.gpu_here()) == [fingerprint(WANT, False),
-                                                             fingerprint(WANT, True)]
+    assert trusted_fingerprints(WANT, trust.gpu_here()) == [
+        fingerprint(WANT, False),
+        fingerprint(WANT, True),
+    ]
 
 
 def test_a_gpu_runner_whose_daemon_answers_wants_its_own_report(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(connection, "reachable_gpu_runtime", lambda: True)
     assert trusted_fingerprints(WANT, trust.gpu_here()) == [fingerprint(WANT, True)]
 
 
-def test_no_socket_is_no_daemon_not_a_traceback(monkeypatch: pytest.MonkeyPatch,
-                                                tmp_path: Path) -> None:
+def test_no_socket_is_no_daemon_not_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     # The unit guard refuses any connect with an AssertionError: a socket file that does not
     # exist is refused by the OS before that, as on a host where Docker is stopped.
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/absent.sock")
+
     def absent(self: object, where: object) -> None:
         raise FileNotFoundError(2, "No such file or directory")
 
@@ -53,14 +66,16 @@ def test_no_socket_is_no_daemon_not_a_traceback(monkeypatch: pytest.MonkeyPatch,
     assert str(caught.value) == (
         f"cannot reach the Docker daemon at unix://{tmp_path}/absent.sock (No such file or "
         "directory); start it (systemctl start docker; in build-graph's own checkout "
-        "scripts/services.sh up) or point DOCKER_HOST at one")
+        "scripts/services.sh up) or point DOCKER_HOST at one"
+    )
 
 
 def test_the_line_names_what_needed_the_daemon() -> None:
     problem = connection.unreachable("Connection refused").needs("build:training")
     assert isinstance(problem, EnvironmentProblem) and problem.exit_code == 3
-    assert str(problem).startswith("build:training needs the Docker daemon: cannot reach "
-                                   "the Docker daemon at ")
+    assert str(problem).startswith(
+        "build:training needs the Docker daemon: cannot reach the Docker daemon at "
+    )
     assert "\n" not in str(problem)
 
 
@@ -73,11 +88,16 @@ def test_docker_py_wrapping_is_read_down_to_the_os_error() -> None:
 
     try:
         try:
-            raise ConnectionError(ProtocolError("Connection aborted.",
-                                                FileNotFoundError(2, "No such file or directory")))
+            raise ConnectionError(
+                ProtocolError(
+                    "Connection aborted.", FileNotFoundError(2, "No such file or directory")
+                )
+            )
         except ConnectionError:
-            raise DockerException("Error while fetching server API version: ('Connection "
-                                  "aborted.', FileNotFoundError(2, ...))") from None
+            raise DockerException(
+                "Error while fetching server API version: ('Connection "
+                "aborted.', FileNotFoundError(2, ...))"
+            ) from None
     except DockerException as exc:
         caught = exc
     found = connection._innermost_os_error(caught)

@@ -13,15 +13,23 @@ from tests.pypi_index import Index, allow_loopback, recorded, serving
 
 # pip's and setuptools' newest wheels on pypi.org, 2026-11-23 (their page, trimmed).
 TOOLS = {
-    "pip": {v: {"path": f"/packages/{h}/pip-{v}-py3-none-any.whl",
-                "metadata": f"Metadata-Version: 2.4\nName: pip\nVersion: {v}\n"}
-            for v, h in (("26.2", "62/36/a3aed958d60531cb442b7ab4596cda7b3621cfb916f8ae1d6769795"
-                                  "c7dc1"),
-                         ("26.3", "07/25/ee8c38ae72d66b844ce8eb9711ba905dba21ca1a8a0c960057c41cd"
-                                  "23337"))},
-    "setuptools": {"84.2.1": {"path": "/packages/ef/55/6dc6d6bb953bdfc52519a0059592c52b6e3b8ad5"
-                                      "1cf8256dffceb55b0610/setuptools-84.2.1-py3-none-any.whl",
-                              "metadata": "Name: setuptools\nVersion: 84.2.1\n"}},
+    "pip": {
+        v: {
+            "path": f"/packages/{h}/pip-{v}-py3-none-any.whl",
+            "metadata": f"Metadata-Version: 2.4\nName: pip\nVersion: {v}\n",
+        }
+        for v, h in (
+            ("26.2", "62/36/a3aed958d60531cb442b7ab4596cda7b3621cfb916f8ae1d6769795c7dc1"),
+            ("26.3", "07/25/ee8c38ae72d66b844ce8eb9711ba905dba21ca1a8a0c960057c41cd23337"),
+        )
+    },
+    "setuptools": {
+        "84.2.1": {
+            "path": "/packages/ef/55/6dc6d6bb953bdfc52519a0059592c52b6e3b8ad5"
+            "1cf8256dffceb55b0610/setuptools-84.2.1-py3-none-any.whl",
+            "metadata": "Name: setuptools\nVersion: 84.2.1\n",
+        }
+    },
 }
 VERSIONS = """python = "3.11"
 cuda = "13.0.2"
@@ -53,7 +61,8 @@ def index(monkeypatch: pytest.MonkeyPatch) -> Iterator[Index]:
 
 
 def test_outdated_names_each_newer_release_and_the_edit_that_takes_it(
-        tmp_path: Path, index: Index, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, index: Index, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = write_manifest(tmp_path, STACK)
     # the `from` lines are tests/unit/test_outdated_from.py's
     assert main(["outdated", "--no-from-tags", "--manifest", str(path)]) == 0
@@ -75,22 +84,25 @@ def test_outdated_names_each_newer_release_and_the_edit_that_takes_it(
         "  setuptools 84.2.1: up to date",
     ]
     # the proposed edit passes check (on the same index)
-    edited = STACK.replace('torch = "2.13.0"\ntorchvision = "0.28.0"',
-                           'torch = "2.15.0"\ntorchvision = "0.29.2"').replace(
-                               'triton = "3.7.1"', 'triton = "3.9.0"')
+    edited = STACK.replace(
+        'torch = "2.13.0"\ntorchvision = "0.28.0"', 'torch = "2.15.0"\ntorchvision = "0.29.2"'
+    ).replace('triton = "3.7.1"', 'triton = "3.9.0"')
     assert main(["check", "--manifest", str(write_manifest(tmp_path, edited))]) == 0
 
 
 def test_outdated_keeps_a_config_error_an_error(
-        tmp_path: Path, index: Index, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write_manifest(tmp_path, STACK.replace('torchaudio = "2.11.0"\ntriton',
-                                                  'torchaudio = "2.6.0"\ntriton'))
+    tmp_path: Path, index: Index, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_manifest(
+        tmp_path, STACK.replace('torchaudio = "2.11.0"\ntriton', 'torchaudio = "2.6.0"\ntriton')
+    )
     assert main(["outdated", "--manifest", str(path)]) == 2
     assert "versions.torchaudio" in capsys.readouterr().err
 
 
 def test_a_triton_that_follows_torch_gets_no_edit_of_its_own(
-        tmp_path: Path, index: Index, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, index: Index, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Left out of images.toml, triton follows torch (resolve.follow_torch): bumping torch
     is the whole edit, so outdated names no versions.triton key the file does not have."""
     path = write_manifest(tmp_path, STACK.replace('triton = "3.7.1"\n', ""))

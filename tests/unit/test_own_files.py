@@ -18,12 +18,15 @@ from build_graph.plan.plan import PlannedTier, plan
 from build_graph.stages.sources import stage_sources
 from tests.helpers import MINIMAL, write_manifest
 
-DOT = MINIMAL + """
+DOT = (
+    MINIMAL
+    + """
 [tiers.app]
 parent = "base"
 template = "training.Dockerfile.j2"
 context = ["."]
 """
+)
 
 
 def tier(planned: list[PlannedTier], name: str) -> PlannedTier:
@@ -32,9 +35,16 @@ def tier(planned: list[PlannedTier], name: str) -> PlannedTier:
 
 def tool_litter(folder: Path) -> None:
     """What runs leave beside a manifest: build/, a virtualenv, doit's database."""
-    for name in ("build/.plan-cache.images.toml.pickle", "build/default/app/push.json",
-                 "build/ccache-store/x.tar.zst", ".venv/bin/python", "sub/.venv/pyvenv.cfg",
-                 ".doit.db", ".doit.db.dat", "sub/.doit.db.dir"):
+    for name in (
+        "build/.plan-cache.images.toml.pickle",
+        "build/default/app/push.json",
+        "build/ccache-store/x.tar.zst",
+        ".venv/bin/python",
+        "sub/.venv/pyvenv.cfg",
+        ".doit.db",
+        ".doit.db.dat",
+        "sub/.doit.db.dir",
+    ):
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(f"{name} {os.urandom(4).hex()}\n")
 
@@ -63,8 +73,9 @@ def test_a_pattern_cannot_bring_the_tool_back(dot: Path) -> None:
     tool_litter(dot.parent)
     (dot.parent / ".dockerignore").write_text("!build\n!.venv\n")
     text = DOT.replace('context = ["."]', 'context = ["."]\nexclude = ["!build", "!.venv"]')
-    sent = [name for name, _ in tier(plan(load(write_manifest(dot.parent, text))),
-                                     "app").context_files]
+    sent = [
+        name for name, _ in tier(plan(load(write_manifest(dot.parent, text))), "app").context_files
+    ]
     assert not [name for name in sent if tool_owned(name)]
 
 
@@ -91,12 +102,16 @@ def test_a_local_source_is_hashed_and_copied_alike(tmp_path: Path) -> None:
     (tmp_path / "ext.c").write_text("int a;\n")
     (tmp_path / "pkg.egg-info").mkdir()
     (tmp_path / "pkg.egg-info" / "PKG-INFO").write_text("x\n")
-    manifest = write_manifest(tmp_path, MINIMAL + """
+    manifest = write_manifest(
+        tmp_path,
+        MINIMAL
+        + """
         [tiers.ext]
         from = "debian:bookworm-slim"
         template = "python-runtime.Dockerfile.j2"
         compile = { builder = "base", script = "c.sh.j2", sources = { all = "." } }
-        """)
+        """,
+    )
     tool_litter(tmp_path)
     listed = [name for name, _ in source_files(tmp_path, ".")]
     assert "ext.c" in listed and not [n for n in listed if tool_owned(n) or "egg-info" in n]
@@ -104,8 +119,7 @@ def test_a_local_source_is_hashed_and_copied_alike(tmp_path: Path) -> None:
     ext = tier(plan(stack), "ext")
     src = ext.folder.staged_sources
     stage_sources(stack, ext)
-    copied = sorted(p.relative_to(src / "all").as_posix() for p in src.rglob("*")
-                    if p.is_file())
+    copied = sorted(p.relative_to(src / "all").as_posix() for p in src.rglob("*") if p.is_file())
     assert copied == sorted(listed)
 
 
@@ -120,8 +134,9 @@ def test_chmod_of_a_context_file_replans(dot: Path) -> None:
 def test_two_manifests_in_one_folder_each_plan_their_own_stack(tmp_path: Path) -> None:
     one = write_manifest(tmp_path, MINIMAL)
     other = tmp_path / "images-other.toml"
-    other.write_text(MINIMAL.replace('name = "demo"', 'name = "other"')
-                     .replace("[tiers.base]", "[tiers.solo]"))
+    other.write_text(
+        MINIMAL.replace('name = "demo"', 'name = "other"').replace("[tiers.base]", "[tiers.solo]")
+    )
     for _ in range(2):  # planned afresh, then from each one's cache
         stack, planned = load_plan(one)
         assert stack.name == "demo" and [t.spec.name for t in planned] == ["base"]
@@ -170,7 +185,7 @@ def test_a_nested_stacks_build_folder_is_never_sent(dot: Path) -> None:
 
 
 def test_a_variant_may_not_take_a_folder_name_of_the_tool(tmp_path: Path) -> None:
-    manifest = write_manifest(tmp_path, MINIMAL + '\n[variants.sources]\n[variants.a]\n')
+    manifest = write_manifest(tmp_path, MINIMAL + "\n[variants.sources]\n[variants.a]\n")
     with pytest.raises(ConfigError) as caught:
         load(manifest)
     assert "variants.sources" in str(caught.value) and "rename the variant" in str(caught.value)

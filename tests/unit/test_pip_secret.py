@@ -121,12 +121,15 @@ def _credentialed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_parser_sees_a_pip_step_without_the_secret() -> None:
-    dockerfile = ("FROM x\n# RUN pip install nothing\nRUN apt-get install python3-pip-whl\n"
-                  f"RUN {SECRET} python3 -m pip install a\n"
-                  "RUN --mount=type=cache,target=/c echo \\\n && python3 -m pip install b\n"
-                  "RUN python3 \"$whl/pip\" install --no-index \"$whl\"\n")
+    dockerfile = (
+        "FROM x\n# RUN pip install nothing\nRUN apt-get install python3-pip-whl\n"
+        f"RUN {SECRET} python3 -m pip install a\n"
+        "RUN --mount=type=cache,target=/c echo \\\n && python3 -m pip install b\n"
+        'RUN python3 "$whl/pip" install --no-index "$whl"\n'
+    )
     assert pip_runs_without_secret(dockerfile) == [
-        "RUN --mount=type=cache,target=/c echo   && python3 -m pip install b"]
+        "RUN --mount=type=cache,target=/c echo   && python3 -m pip install b"
+    ]
 
 
 @pytest.mark.parametrize("manifest", MANIFESTS, ids=lambda p: p.parent.name)

@@ -13,8 +13,9 @@ from tests.helpers import REPO
 
 def quickstart_copy(tmp_path: Path) -> Path:
     dest = tmp_path / "qs"
-    shutil.copytree(REPO / "examples" / "quickstart", dest,
-                    ignore=shutil.ignore_patterns("build", "gen"))
+    shutil.copytree(
+        REPO / "examples" / "quickstart", dest, ignore=shutil.ignore_patterns("build", "gen")
+    )
     return dest / "images.toml"
 
 
@@ -41,8 +42,9 @@ def test_plan_is_deterministic(tmp_path: Path) -> None:
 def test_changing_one_tier_changes_it_and_its_descendants_only(tmp_path: Path) -> None:
     manifest = quickstart_copy(tmp_path)
     before = hashes(manifest)
-    text = manifest.read_text().replace('context = ["src/teamlib"]',
-                                        'context = ["src/teamlib"]\npackages = ["six"]')
+    text = manifest.read_text().replace(
+        'context = ["src/teamlib"]', 'context = ["src/teamlib"]\npackages = ["six"]'
+    )
     manifest.write_text(text)
     after = hashes(manifest)
     changed = {k for k in before if before[k] != after[k]}
@@ -66,8 +68,7 @@ def test_compile_sources_change_the_compiled_tier(tmp_path: Path) -> None:
     header = manifest.parent / "src" / "fastext" / "csrc" / "kernel_body.hpp"
     header.write_text(header.read_text() + "\n// changed\n")
     after = hashes(manifest)
-    assert {k for k in before if before[k] != after[k]} == {"fastext", "base", "training",
-                                                            "runner"}
+    assert {k for k in before if before[k] != after[k]} == {"fastext", "base", "training", "runner"}
 
 
 def test_builder_change_cascades_to_the_compiled_tier(tmp_path: Path) -> None:
@@ -75,8 +76,13 @@ def test_builder_change_cascades_to_the_compiled_tier(tmp_path: Path) -> None:
     before = hashes(manifest)
     manifest.write_text(manifest.read_text().replace('"libc6-dev"]', '"libc6-dev", "make"]'))
     after = hashes(manifest)
-    assert {k for k in before if before[k] != after[k]} == {"builder", "fastext", "base",
-                                                            "training", "runner"}
+    assert {k for k in before if before[k] != after[k]} == {
+        "builder",
+        "fastext",
+        "base",
+        "training",
+        "runner",
+    }
 
 
 def test_variants_get_their_own_keys_and_latest_goes_to_the_default() -> None:

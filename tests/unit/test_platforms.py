@@ -32,12 +32,16 @@ from tests.helpers import (
 )
 
 TWO = '["linux/amd64", "linux/arm64"]'
-STACK = MINIMAL.replace('registry = "127.0.0.1:5000/demo"',
-                        f'registry = "127.0.0.1:5000/demo"\nplatforms = {TWO}') + """
+STACK = (
+    MINIMAL.replace(
+        'registry = "127.0.0.1:5000/demo"', f'registry = "127.0.0.1:5000/demo"\nplatforms = {TWO}'
+    )
+    + """
 [tiers.app]
 parent = "base"
 template = "training.Dockerfile.j2"
 """
+)
 
 
 def test_platform_names_are_dockers_and_normalized() -> None:
@@ -83,15 +87,22 @@ def test_a_stack_without_platforms_keeps_its_keys_and_hashes(tmp_path: Path) -> 
 def test_a_tier_may_narrow_its_parents_platforms_but_not_widen_them(tmp_path: Path) -> None:
     narrowed = STACK + 'platforms = ["linux/arm64"]\n'
     assert [p.key for p in plan(load_text(tmp_path, narrowed))] == [
-        "base/amd64", "base/arm64", "app/arm64"]
-    host_parent = MINIMAL + f'\n[tiers.app]\nparent = "base"\ntemplate = ' \
-                            f'"training.Dockerfile.j2"\nplatforms = {TWO}\n'
+        "base/amd64",
+        "base/arm64",
+        "app/arm64",
+    ]
+    host_parent = (
+        MINIMAL + f'\n[tiers.app]\nparent = "base"\ntemplate = '
+        f'"training.Dockerfile.j2"\nplatforms = {TWO}\n'
+    )
     message = one_error(tmp_path, host_parent, "tiers.app.platforms")
     assert "parent 'base' is built for the build host's platform only" in message
 
 
 def test_a_compile_needs_a_builder_of_each_platform(tmp_path: Path) -> None:
-    text = MINIMAL + f"""
+    text = (
+        MINIMAL
+        + f"""
 [tiers.builder]
 from = "debian:bookworm-slim"
 template = "builder.Dockerfile.j2"
@@ -103,6 +114,7 @@ template = "python-runtime.Dockerfile.j2"
 platforms = {TWO}
 compile = {{ builder = "builder", script = "pytorch-compile.sh.j2" }}
 """
+    )
     message = one_error(tmp_path, text, "tiers.ext.platforms")
     assert "compile.builder 'builder' for linux/amd64" in message
     assert "give the builder these platforms" in message
@@ -110,12 +122,13 @@ compile = {{ builder = "builder", script = "pytorch-compile.sh.j2" }}
 
 def test_an_empty_or_repeated_list_is_refused(tmp_path: Path) -> None:
     assert "list at least one" in one_error(
-        tmp_path, STACK + "platforms = []\n", "tiers.app.platforms")
+        tmp_path, STACK + "platforms = []\n", "tiers.app.platforms"
+    )
     assert "listed twice" in one_error(
-        tmp_path, STACK.replace(TWO, '["linux/arm64", "linux/arm64/v8"]'), "stack.platforms")
-    assert "list at least one" in one_error(tmp_path, STACK.replace(TWO, "[]"),
-                                            "stack.platforms")
-    variant = STACK + '\n[variants.a]\nplatforms = []\n'
+        tmp_path, STACK.replace(TWO, '["linux/arm64", "linux/arm64/v8"]'), "stack.platforms"
+    )
+    assert "list at least one" in one_error(tmp_path, STACK.replace(TWO, "[]"), "stack.platforms")
+    variant = STACK + "\n[variants.a]\nplatforms = []\n"
     assert "list at least one" in one_error(tmp_path, variant, "variants.a.platforms")
 
 
@@ -130,9 +143,13 @@ def test_the_index_is_the_same_bytes_for_the_same_images() -> None:
     document = json.loads(first.body)
     assert document["mediaType"] == first.media_type == DOCKER_LIST
     assert [m["platform"] for m in document["manifests"]] == [
-        {"architecture": "amd64", "os": "linux"}, {"architecture": "arm64", "os": "linux"}]
+        {"architecture": "amd64", "os": "linux"},
+        {"architecture": "arm64", "os": "linux"},
+    ]
     assert [m["digest"] for m in document["manifests"]] == [
-        str(_entry("amd64").digest), str(_entry("arm64").digest)]
+        str(_entry("amd64").digest),
+        str(_entry("arm64").digest),
+    ]
     oci = build_index([_entry("amd64", OCI_MANIFEST), _entry("arm64")])
     assert oci.media_type == OCI_INDEX and oci.digest != first.digest
 
@@ -145,7 +162,9 @@ def test_an_index_never_refers_to_an_index_or_twice_to_a_platform() -> None:
 
 
 def test_the_compiler_cache_is_keyed_by_platform(tmp_path: Path) -> None:
-    text = MINIMAL + f"""
+    text = (
+        MINIMAL
+        + f"""
 [tiers.builder]
 from = "debian:bookworm-slim"
 template = "builder.Dockerfile.j2"
@@ -157,6 +176,7 @@ template = "python-runtime.Dockerfile.j2"
 platforms = {TWO}
 compile = {{ builder = "builder", script = "c.sh.j2" }}
 """
+    )
     (tmp_path / "templates").mkdir()
     (tmp_path / "templates" / "c.sh.j2").write_text("echo {{ platform }}\n")
     stack = load_text(tmp_path, text)
@@ -172,13 +192,25 @@ compile = {{ builder = "builder", script = "c.sh.j2" }}
 def test_doit_list_shows_each_platform_and_one_promote_per_tier(tmp_path: Path) -> None:
     manifest = write_manifest(tmp_path, STACK)
     lines = doit(manifest, "list").stdout.splitlines()
-    assert [line.split()[0] for line in lines] == ["base", "base/amd64", "base/arm64", "app",
-                                                   "app/amd64", "app/arm64"]
+    assert [line.split()[0] for line in lines] == [
+        "base",
+        "base/amd64",
+        "base/arm64",
+        "app",
+        "app/amd64",
+        "app/arm64",
+    ]
     assert "linux/amd64, linux/arm64" in lines[0] and lines[3].split()[1:3] == ["on", "base"]
     everything = doit(manifest, "list", "--all")
     names = {line.split()[0] for line in everything.stdout.splitlines()}
-    assert {"build:app/arm64", "verify:base/amd64", "promote:app", "promote:base", "app",
-            "app/arm64"} <= names
+    assert {
+        "build:app/arm64",
+        "verify:base/amd64",
+        "promote:app",
+        "promote:base",
+        "app",
+        "app/arm64",
+    } <= names
     assert "promote:app/arm64" not in names
 
 
@@ -194,7 +226,8 @@ def test_check_notes_archs_no_arm_gpu_host_carries_only_for_arm64_stacks(tmp_pat
 
 
 def test_only_images_of_the_daemons_kind_are_verified_with_its_gpu(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from build_graph.docker import connection
     from build_graph.oci.platforms import host_platform
     from build_graph.stages import trust
@@ -226,8 +259,11 @@ def test_single_platform_stacks_keep_their_task_names_and_hashes(tmp_path: Path)
     found = {}
     for name, source in (("quickstart", REPO / "examples" / "quickstart"), ("images.toml", REPO)):
         dest = tmp_path / name
-        shutil.copytree(source, dest, ignore=shutil.ignore_patterns(
-            "build", "gen", ".venv", ".git", ".services", "tests"))
+        shutil.copytree(
+            source,
+            dest,
+            ignore=shutil.ignore_patterns("build", "gen", ".venv", ".git", ".services", "tests"),
+        )
         found[name] = {p.key: p.content_hash for p in plan(load(dest / "images.toml"))}
     if os.environ.get("UPDATE_HASHES"):
         HASHES.write_text(json.dumps(found, indent=2, sort_keys=True) + "\n")
@@ -255,10 +291,14 @@ def test_a_from_image_only_this_daemon_has_cannot_serve_two_platforms(tmp_path: 
 
 
 def test_a_gpu_required_arm64_tier_is_told_who_can_verify_it(tmp_path: Path) -> None:
-    text = STACK.replace('python = "3.11"', 'python = "3.11"\ncuda = "13.0.2"') + \
-        '\n[gpu]\narch_list = ["9.0", "10.0"]\ntargets = ["GH200"]\n'
+    text = (
+        STACK.replace('python = "3.11"', 'python = "3.11"\ncuda = "13.0.2"')
+        + '\n[gpu]\narch_list = ["9.0", "10.0"]\ntargets = ["GH200"]\n'
+    )
     notes = load_text(tmp_path, text).notes
-    assert any(n.startswith("tiers.app.verify.gpu: required, and the tier is built for "
-                            "linux/arm64") for n in notes), notes
+    assert any(
+        n.startswith("tiers.app.verify.gpu: required, and the tier is built for linux/arm64")
+        for n in notes
+    ), notes
     optional = text + '\n[tiers.app.verify]\ngpu = "optional"\n'
     assert not [n for n in load_text(tmp_path, optional).notes if "tiers.app.verify.gpu" in n]

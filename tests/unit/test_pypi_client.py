@@ -36,17 +36,20 @@ def index(monkeypatch: pytest.MonkeyPatch) -> Iterator[Index]:
 
 def test_the_generator_reproduces_the_shipped_rows(index: Index, tmp_path: Path) -> None:
     shipped = releases.shipped()
-    made = refresh.refresh(f"{index.url}/simple", Facts(shipped.index), "2026-11-23",
-                           say=lambda line: None)
+    made = refresh.refresh(
+        f"{index.url}/simple", Facts(shipped.index), "2026-11-23", say=lambda line: None
+    )
     assert len(made.torch) == len(shipped.torch) >= 28  # torch 2.0.0 .. 2.15.0
     assert len(made.partners) == len(shipped.partners)
 
     def on_pypi(url: str) -> str:  # the same file, where pypi.org serves it
         return f"https://files.pythonhosted.org{urlsplit(url).path}"
 
-    as_read = replace(made, torch=tuple(replace(r, source=on_pypi(r.source)) for r in made.torch),
-                      partners=tuple(replace(r, source=on_pypi(r.source))
-                                     for r in made.partners))
+    as_read = replace(
+        made,
+        torch=tuple(replace(r, source=on_pypi(r.source)) for r in made.torch),
+        partners=tuple(replace(r, source=on_pypi(r.source)) for r in made.partners),
+    )
     assert refresh.differences(shipped, as_read) == []  # every field but the day read
     assert refresh.differences(as_read, shipped) == []
 
@@ -65,7 +68,8 @@ def test_a_refresh_only_adds_rows(index: Index, tmp_path: Path) -> None:
 
 
 def test_refresh_check_fails_on_a_row_the_index_does_not_say(
-        index: Index, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    index: Index, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     output = tmp_path / "torch_releases.json"
     output.write_text(releases.shipped().to_json())
     options = ["--index", f"{index.url}/simple", "--output", str(output), "--check"]
@@ -74,15 +78,19 @@ def test_refresh_check_fails_on_a_row_the_index_does_not_say(
     output.write_text(output.read_text().replace('"torch": "==2.6.0"', '"torch": "==2.5.1"'))
     assert refresh.main(options) == 1
     said = capsys.readouterr().out.splitlines()
-    assert len(said) == 2 and said[0].startswith("torchaudio 2.6.0: shipped") \
-        and said[1].startswith("torchvision 0.21.0: shipped"), said
+    assert (
+        len(said) == 2
+        and said[0].startswith("torchaudio 2.6.0: shipped")
+        and said[1].startswith("torchvision 0.21.0: shipped")
+    ), said
 
 
 def test_a_range_reader_reads_only_the_tail_of_a_wheel(index: Index) -> None:
     answer = recorded()["projects"]["torchaudio"]["2.6.0"]
     metadata = read_metadata(f"{index.url}{answer['path']}")
     assert metadata["Name"] == "torchaudio" and "torch==2.6.0" in str(
-        metadata.get_all("Requires-Dist")).replace(" ", "")
+        metadata.get_all("Requires-Dist")
+    ).replace(" ", "")
 
 
 def test_a_file_host_that_ignores_ranges_is_refused_not_read_whole(index: Index) -> None:
@@ -93,8 +101,9 @@ def test_a_file_host_that_ignores_ranges_is_refused_not_read_whole(index: Index)
 
 
 def test_metadata_of_another_release_is_refused(index: Index) -> None:
-    index.projects["torchaudio"]["2.6.0"]["metadata"] = (
-        index.projects["torchaudio"]["2.5.0"]["metadata"])
+    index.projects["torchaudio"]["2.6.0"]["metadata"] = index.projects["torchaudio"]["2.5.0"][
+        "metadata"
+    ]
     with serving(index) as lying:
         page = project(f"{lying.url}/simple", "torchaudio")
         with pytest.raises(IndexAnswerRefused, match=r"names torchaudio '2\.5\.0'"):
@@ -157,8 +166,9 @@ def test_a_redirect_never_carries_the_index_password(monkeypatch: pytest.MonkeyP
     for server in (index, blobs):
         threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        body, _ = get(f"http://ci:s3cret@127.0.0.1:{index.server_address[1]}/simple/torch/",
-                      {}, limit=1024)
+        body, _ = get(
+            f"http://ci:s3cret@127.0.0.1:{index.server_address[1]}/simple/torch/", {}, limit=1024
+        )
     finally:
         for server in (index, blobs):
             server.shutdown()
@@ -168,17 +178,21 @@ def test_a_redirect_never_carries_the_index_password(monkeypatch: pytest.MonkeyP
     assert seen[blobs.server_address[1]] is None  # and nothing to where it redirected
 
 
-@pytest.mark.parametrize("value", ["https://[bad/simple", "pypi.org/simple", "ftp://x/simple",
-                                   "https:///simple"])
+@pytest.mark.parametrize(
+    "value", ["https://[bad/simple", "pypi.org/simple", "ftp://x/simple", "https:///simple"]
+)
 def test_a_malformed_index_setting_is_one_line_naming_it(
-        monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
     from build_graph import settings
 
     monkeypatch.setenv("BUILD_GRAPH_PIP_INDEX_URL", value)
     with pytest.raises(settings.BadSiteSetting) as caught:
         settings.index_url("https://pypi.org/simple")
-    assert str(caught.value).startswith(f"BUILD_GRAPH_PIP_INDEX_URL={value!r} is not an "
-                                        "http(s) URL") and caught.value.exit_code == 2
+    assert (
+        str(caught.value).startswith(f"BUILD_GRAPH_PIP_INDEX_URL={value!r} is not an http(s) URL")
+        and caught.value.exit_code == 2
+    )
     monkeypatch.setenv("BUILD_GRAPH_PIP_INDEX_URL", "https://u:p@mirror.example/simple")
     assert settings.index_url("x") == "https://u:p@mirror.example/simple"
 

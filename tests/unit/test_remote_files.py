@@ -17,17 +17,21 @@ from build_graph.untar import ArchiveError, replace_folder_from
 from tests.hostile_archives import CASES, member, tar_bytes
 
 
-@pytest.mark.parametrize(("host", "setting", "chosen"), [
-    ("unix:///var/run/docker.sock", "", "bind"),
-    ("unix:///tmp/x/docker.sock", "auto", "bind"),
-    ("tcp://10.0.0.5:2376", "", "copy"),
-    ("ssh://builder@gpu-box", "", "copy"),
-    ("npipe:////./pipe/docker_engine", "", "copy"),
-    ("unix:///var/run/docker.sock", "copy", "copy"),
-    ("tcp://nfs-sharing-host:2376", "Bind", "bind"),
-])
-def test_bind_mounts_only_where_the_daemon_shares_this_host(host: str, setting: str,
-                                                            chosen: str) -> None:
+@pytest.mark.parametrize(
+    ("host", "setting", "chosen"),
+    [
+        ("unix:///var/run/docker.sock", "", "bind"),
+        ("unix:///tmp/x/docker.sock", "auto", "bind"),
+        ("tcp://10.0.0.5:2376", "", "copy"),
+        ("ssh://builder@gpu-box", "", "copy"),
+        ("npipe:////./pipe/docker_engine", "", "copy"),
+        ("unix:///var/run/docker.sock", "copy", "copy"),
+        ("tcp://nfs-sharing-host:2376", "Bind", "bind"),
+    ],
+)
+def test_bind_mounts_only_where_the_daemon_shares_this_host(
+    host: str, setting: str, chosen: str
+) -> None:
     assert mode_for(host, setting) == chosen
 
 
@@ -51,7 +55,8 @@ def test_the_cli_is_pinned_to_the_daemon_docker_py_uses(monkeypatch: pytest.Monk
 
 @pytest.mark.parametrize("via", ["environment", "config"])
 def test_a_docker_context_that_would_split_the_clients_is_refused(
-        via: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    via: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.delenv("DOCKER_HOST", raising=False)
     monkeypatch.delenv("DOCKER_CONTEXT", raising=False)
     monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))
@@ -67,12 +72,13 @@ def test_a_docker_context_that_would_split_the_clients_is_refused(
 
 
 def chunks(data: bytes, size: int = 777) -> list[bytes]:
-    return [data[i:i + size] for i in range(0, len(data), size)]
+    return [data[i : i + size] for i in range(0, len(data), size)]
 
 
 def test_a_copied_back_folder_arrives_whole(tmp_path: Path) -> None:
-    tar = tar_bytes([member("./", b"5"), member("./a/b.txt", data=b"x" * 5000),
-                     member("./c", data=b"y")])
+    tar = tar_bytes(
+        [member("./", b"5"), member("./a/b.txt", data=b"x" * 5000), member("./c", data=b"y")]
+    )
     reader = ChunkReader(iter(chunks(tar)))
     replace_folder_from(reader, tmp_path / "out", limit=len(tar))
     assert (tmp_path / "out" / "a" / "b.txt").read_bytes() == b"x" * 5000

@@ -47,19 +47,31 @@ def test_golden_stack_has_the_promised_shape() -> None:
     files = rendered_files(plan(load(REPO / "images.toml")))
     script = files["cu128/pytorch-clean.compile.sh"]
     assert "export TORCH_CUDA_ARCH_LIST='7.5;8.0;8.6;8.9;9.0;10.0;12.0+PTX'" in script
-    for needle in ("CMAKE_CUDA_COMPILER_LAUNCHER=ccache", "-Xfatbin -compress-all",
-                   "USE_CUDNN=1", "USE_NCCL=1", "CMAKE_GENERATOR=Ninja", "MAX_JOBS",
-                   "fetch_git pytorch https://github.com/pytorch/pytorch v2.7.0",
-                   # the compile script review's fixes (issue "CUDA for real")
-                   "CMAKE_POLICY_VERSION_MINIMUM=3.5", "export PYTORCH_VERSION=2.7.0",
-                   "pip wheel -v", "USE_SYSTEM_NCCL=1", "avail_kib / (4 * 1024 * 1024)",
-                   "local cached=/sources/git-$commit", "while sleep 60"):
+    for needle in (
+        "CMAKE_CUDA_COMPILER_LAUNCHER=ccache",
+        "-Xfatbin -compress-all",
+        "USE_CUDNN=1",
+        "USE_NCCL=1",
+        "CMAKE_GENERATOR=Ninja",
+        "MAX_JOBS",
+        "fetch_git pytorch https://github.com/pytorch/pytorch v2.7.0",
+        # the compile script review's fixes (issue "CUDA for real")
+        "CMAKE_POLICY_VERSION_MINIMUM=3.5",
+        "export PYTORCH_VERSION=2.7.0",
+        "pip wheel -v",
+        "USE_SYSTEM_NCCL=1",
+        "avail_kib / (4 * 1024 * 1024)",
+        "local cached=/sources/git-$commit",
+        "while sleep 60",
+    ):
         assert needle in script
     current = files["cu130/pytorch-clean.compile.sh"]  # the current release line
-    for needle in ("export TORCH_CUDA_ARCH_LIST='7.5;8.0;8.6;8.9;9.0;10.0;12.0+PTX'",
-                   "fetch_git pytorch https://github.com/pytorch/pytorch v2.14.1",
-                   "fetch_git vision https://github.com/pytorch/vision v0.29.2",
-                   "fetch_git audio https://github.com/pytorch/audio v2.11.0"):
+    for needle in (
+        "export TORCH_CUDA_ARCH_LIST='7.5;8.0;8.6;8.9;9.0;10.0;12.0+PTX'",
+        "fetch_git pytorch https://github.com/pytorch/pytorch v2.14.1",
+        "fetch_git vision https://github.com/pytorch/vision v0.29.2",
+        "fetch_git audio https://github.com/pytorch/audio v2.11.0",
+    ):
         assert needle in current
     assert "FROM nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04" in files["cu130/builder.Dockerfile"]
     assert "triton==3.8.0" in files["cu130/pytorch-clean.Dockerfile"]
@@ -92,16 +104,21 @@ def test_hadolint_passes_on_every_rendered_dockerfile(manifest: Path, tmp_path: 
         paths.append(str(path))
     result = subprocess.run(
         [str(_hadolint()), "--no-color", "--config", str(REPO / ".hadolint.yaml"), *paths],
-        capture_output=True, text=True, check=False)
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_undefined_name_names_template_line_and_name(tmp_path: Path) -> None:
     (tmp_path / "templates").mkdir()
     (tmp_path / "templates" / "bad.Dockerfile.j2").write_text(
-        "FROM {{ base_image }}\n\nRUN echo {{ tier.nme }}\n")
-    stack = load_text(tmp_path, MINIMAL.replace("python-runtime.Dockerfile.j2",
-                                                "bad.Dockerfile.j2"))
+        "FROM {{ base_image }}\n\nRUN echo {{ tier.nme }}\n"
+    )
+    stack = load_text(
+        tmp_path, MINIMAL.replace("python-runtime.Dockerfile.j2", "bad.Dockerfile.j2")
+    )
     with pytest.raises(TemplateError) as caught:
         plan(stack)
     message = str(caught.value)
@@ -112,8 +129,9 @@ def test_undefined_name_names_template_line_and_name(tmp_path: Path) -> None:
 def test_template_syntax_error_names_the_line(tmp_path: Path) -> None:
     (tmp_path / "templates").mkdir()
     (tmp_path / "templates" / "bad.Dockerfile.j2").write_text("FROM x\n{% if %}\n")
-    stack = load_text(tmp_path, MINIMAL.replace("python-runtime.Dockerfile.j2",
-                                                "bad.Dockerfile.j2"))
+    stack = load_text(
+        tmp_path, MINIMAL.replace("python-runtime.Dockerfile.j2", "bad.Dockerfile.j2")
+    )
     with pytest.raises(TemplateError, match=r"bad.Dockerfile.j2:2"):
         plan(stack)
 
@@ -121,7 +139,8 @@ def test_template_syntax_error_names_the_line(tmp_path: Path) -> None:
 def test_manifest_templates_folder_overrides_shipped_ones(tmp_path: Path) -> None:
     (tmp_path / "templates").mkdir()
     (tmp_path / "templates" / "python-runtime.Dockerfile.j2").write_text(
-        "FROM {{ base_image }}\nLABEL custom=yes\n")
+        "FROM {{ base_image }}\nLABEL custom=yes\n"
+    )
     [tier] = plan(load_text(tmp_path, MINIMAL))
     assert tier.dockerfile == "FROM debian:bookworm-slim\nLABEL custom=yes\n"
 
@@ -135,7 +154,7 @@ def test_build_args_and_packages_are_quoted(tmp_path: Path) -> None:
 
 def test_build_arg_values_reach_docker_unmangled(tmp_path: Path) -> None:
     """Jinja's tojson would write & as \\u0026, which Docker keeps literally."""
-    text = MINIMAL + "build_args = { CMD = \"a && echo 'x' > /y\", NOTE = \"café <b>\" }\n"
+    text = MINIMAL + 'build_args = { CMD = "a && echo \'x\' > /y", NOTE = "café <b>" }\n'
     [tier] = plan(load_text(tmp_path, text))
     assert "ARG CMD=\"a && echo 'x' > /y\"" in tier.dockerfile
     assert 'ARG NOTE="café <b>"' in tier.dockerfile

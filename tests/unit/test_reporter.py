@@ -14,12 +14,17 @@ from build_graph.run.reporter import ExitCodeReporter, StageFailed, exit_code_fo
 
 def run_doit(code: int | None, *args: str, tmp_path: Any) -> int:
     """Run a two-task graph (b depends on a; a fails with `code`) with our reporter."""
+
     def fail() -> StageFailed | bool:
         return True if code is None else StageFailed("a failed", code)
 
     tasks: dict[str, Any] = {
-        "DOIT_CONFIG": {"reporter": ExitCodeReporter, "dep_file": str(tmp_path / "db"),
-                        "backend": "json", "verbosity": 0},
+        "DOIT_CONFIG": {
+            "reporter": ExitCodeReporter,
+            "dep_file": str(tmp_path / "db"),
+            "backend": "json",
+            "verbosity": 0,
+        },
         "task_a": lambda: {"actions": [fail]},
         "task_b": lambda: {"actions": [lambda: True], "task_dep": ["a"]},
     }
@@ -29,10 +34,12 @@ def run_doit(code: int | None, *args: str, tmp_path: Any) -> int:
         return int(exc.code or 0)
 
 
-@pytest.mark.parametrize(("cause", "expected"), [
-    (EXIT_BUILD, 1), (EXIT_ENVIRONMENT, 3), (EXIT_CONFIG, 2), (None, 0)])
-def test_exit_code_is_the_causes_also_under_continue(tmp_path: Any, cause: int | None,
-                                                     expected: int) -> None:
+@pytest.mark.parametrize(
+    ("cause", "expected"), [(EXIT_BUILD, 1), (EXIT_ENVIRONMENT, 3), (EXIT_CONFIG, 2), (None, 0)]
+)
+def test_exit_code_is_the_causes_also_under_continue(
+    tmp_path: Any, cause: int | None, expected: int
+) -> None:
     assert run_doit(cause, "b", tmp_path=tmp_path) == expected
     # doit alone would say 2 here: b's dependency failed.
     assert run_doit(cause, "--continue", "b", tmp_path=tmp_path) == expected

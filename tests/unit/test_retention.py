@@ -31,11 +31,16 @@ def htag(n: int) -> str:
     return f"{n:0{TAG_LENGTH}x}"
 
 
-def build(n: int, days_ago: float, layers: tuple[int, ...] = (),
-          platform: str | None = "linux/amd64") -> Image:
-    return Image(dig(n), NOW - datetime.timedelta(days=days_ago),
-                 tuple((dig(1000 + layer), 100 * layer) for layer in layers), stack="s",
-                 platform=platform)
+def build(
+    n: int, days_ago: float, layers: tuple[int, ...] = (), platform: str | None = "linux/amd64"
+) -> Image:
+    return Image(
+        dig(n),
+        NOW - datetime.timedelta(days=days_ago),
+        tuple((dig(1000 + layer), 100 * layer) for layer in layers),
+        stack="s",
+        platform=platform,
+    )
 
 
 def repo(**tags: Image) -> Repository:
@@ -53,27 +58,41 @@ def test_the_hash_tag_shape_is_the_plans() -> None:
 
 
 def test_old_unplanned_untagged_builds_go_with_their_artifacts() -> None:
-    r = Repository("r/runner", {
-        htag(1): build(1, 40, (1, 2)), htag(2): build(2, 30, (1, 3)),
-        htag(3): build(3, 1, (1, 4)), "latest": Image(dig(3)),
-        f"{dig(1).dashed}.verify-fp": Image(dig(901)),
-        f"{dig(1).dashed}.sbom-fp": Image(dig(902)),
-    })
+    r = Repository(
+        "r/runner",
+        {
+            htag(1): build(1, 40, (1, 2)),
+            htag(2): build(2, 30, (1, 3)),
+            htag(3): build(3, 1, (1, 4)),
+            "latest": Image(dig(3)),
+            f"{dig(1).dashed}.verify-fp": Image(dig(901)),
+            f"{dig(1).dashed}.sbom-fp": Image(dig(902)),
+        },
+    )
     decisions = {d.digest: d for d in decide(r, {htag(3)}, OLD)}
     assert {d for d in decisions if decisions[d].delete} == {dig(1), dig(2)}
-    assert decisions[dig(1)].artifacts == ((f"{dig(1).dashed}.sbom-fp", dig(902)),
-                                           (f"{dig(1).dashed}.verify-fp", dig(901)))
+    assert decisions[dig(1)].artifacts == (
+        (f"{dig(1).dashed}.sbom-fp", dig(902)),
+        (f"{dig(1).dashed}.verify-fp", dig(901)),
+    )
     assert "older than 14d" in decisions[dig(1)].why
     # layer 1 is shared with the kept build: only layers 2 and 3 are freed
     assert bytes_freed(decisions.values(), [r]) == 200 + 300
 
 
 def test_human_tags_the_plan_the_newest_and_the_young_keep_their_images() -> None:
-    r = repo(**{htag(1): build(1, 50), htag(2): build(2, 40), "release": Image(dig(2)),
-                htag(3): build(3, 30), htag(4): build(4, 20), htag(5): build(5, 2),
-                htag(6): build(6, 1)})
-    found = verdicts(r, planned={htag(3)},
-                     policy=Policy("s", 2, datetime.timedelta(days=14), NOW))
+    r = repo(
+        **{
+            htag(1): build(1, 50),
+            htag(2): build(2, 40),
+            "release": Image(dig(2)),
+            htag(3): build(3, 30),
+            htag(4): build(4, 20),
+            htag(5): build(5, 2),
+            htag(6): build(6, 1),
+        }
+    )
+    found = verdicts(r, planned={htag(3)}, policy=Policy("s", 2, datetime.timedelta(days=14), NOW))
     assert found[htag(1)] == "delete" and found[htag(4)] == "delete"
     assert found[htag(2)] == "kept: the human tag 'release' names it"
     assert found[htag(3)] == f"kept: the current plan builds it ({htag(3)})"
@@ -84,10 +103,12 @@ def test_human_tags_the_plan_the_newest_and_the_young_keep_their_images() -> Non
 
 def test_an_image_whose_state_cannot_be_read_stays() -> None:
     broken = Image(dig(1), None, problem="its config blob sha256:... is gone")
-    found = verdicts(repo(**{htag(1): broken, htag(2): build(2, 30), htag(3): build(3, 1)}),
-                     {htag(3)})
-    assert found[htag(1)] == "kept: its state could not be read (its config blob sha256:... " \
-                             "is gone)"
+    found = verdicts(
+        repo(**{htag(1): broken, htag(2): build(2, 30), htag(3): build(3, 1)}), {htag(3)}
+    )
+    assert (
+        found[htag(1)] == "kept: its state could not be read (its config blob sha256:... is gone)"
+    )
     assert found[htag(2)] == "delete"
 
 
@@ -100,8 +121,9 @@ def test_an_unreadable_human_tag_keeps_the_whole_repository() -> None:
 def test_a_digest_named_by_a_planned_and_an_old_hash_tag_stays() -> None:
     # Deleting by digest would take the planned tag with it.
     r = repo(**{htag(1): build(1, 50), htag(2): build(1, 50), htag(3): build(3, 0)})
-    [d, _] = sorted(decide(r, {htag(2)}, Policy("s", 0, datetime.timedelta(0), NOW)),
-                    key=lambda d: d.digest)
+    [d, _] = sorted(
+        decide(r, {htag(2)}, Policy("s", 0, datetime.timedelta(0), NOW)), key=lambda d: d.digest
+    )
     assert not d.delete and d.tags == (htag(1), htag(2))
 
 
@@ -115,12 +137,16 @@ def test_a_bad_age_says_what_is_accepted() -> None:
         parse_age("2 weeks")
 
 
-
-@pytest.mark.parametrize(("args", "says"), [
-    (["--older-than", "2w"], "--older-than '2w': expected a number and a unit"),
-    (["--keep", "-1"], "--keep -1: expected 0 or more builds")])
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--older-than", "2w"], "--older-than '2w': expected a number and a unit"),
+        (["--keep", "-1"], "--keep -1: expected 0 or more builds"),
+    ],
+)
 def test_prune_refuses_bad_limits_before_reading_anything(
-        args: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    args: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     from build_graph.cli.main import main
 
     # the manifest does not exist: the limits are refused before it is read
@@ -133,8 +159,14 @@ def test_another_stacks_or_an_unlabelled_build_in_a_shared_repository_is_never_j
     plan is known here, so the other's builds (and unlabelled images) stay."""
     other = Image(dig(2), NOW - datetime.timedelta(days=90), stack="other")
     unlabelled = Image(dig(3), NOW - datetime.timedelta(days=90))
-    r = repo(**{f"t_{htag(1)}": build(1, 1), f"t_{htag(2)}": other,
-                f"t_{htag(3)}": unlabelled, f"t_{htag(4)}": build(4, 60)})
+    r = repo(
+        **{
+            f"t_{htag(1)}": build(1, 1),
+            f"t_{htag(2)}": other,
+            f"t_{htag(3)}": unlabelled,
+            f"t_{htag(4)}": build(4, 60),
+        }
+    )
     found = verdicts(r, set(), Policy("s", 0, datetime.timedelta(days=14), NOW))
     assert found[htag(2)] == "kept: built by the stack 'other', not this one"
     assert found[htag(3)] == "kept: no build-graph stack label: not a build of this stack"
@@ -153,23 +185,35 @@ def test_the_next_page_is_found_wherever_the_link_header_lists_it() -> None:
     from build_graph.registry.tags import _next_page
 
     ref = parse_ref("127.0.0.1:5000/team/app")
-    both = ('</v2/team/app/tags/list?n=2&last=a>; rel="prev", '
-            '</v2/team/app/tags/list?n=2&last=d>; rel="next"')
+    both = (
+        '</v2/team/app/tags/list?n=2&last=a>; rel="prev", '
+        '</v2/team/app/tags/list?n=2&last=d>; rel="next"'
+    )
     assert _next_page(ref, both) == "tags/list?n=2&last=d"
     assert _next_page(ref, "") is None
 
 
 def test_the_platform_images_an_index_under_a_human_tag_refers_to_stay() -> None:
     # 'release' names an index of two platform images; no hash tag of theirs is planned
-    r = repo(**{htag(1): build(1, 50), htag(2): build(2, 50), htag(3): build(3, 50),
-                "release": Image(dig(77), refers_to=(dig(1), dig(2)))})
+    r = repo(
+        **{
+            htag(1): build(1, 50),
+            htag(2): build(2, 50),
+            htag(3): build(3, 50),
+            "release": Image(dig(77), refers_to=(dig(1), dig(2))),
+        }
+    )
     found = verdicts(r, set(), Policy("s", 0, datetime.timedelta(0), NOW))
-    assert found[htag(1)] == found[htag(2)] == "kept: the index under the human tag " \
-                                               "'release' refers to it"
+    assert (
+        found[htag(1)] == found[htag(2)] == "kept: the index under the human tag "
+        "'release' refers to it"
+    )
     assert found[htag(3)] == "delete"
     unknown = repo(**{htag(1): build(1, 50), "release": Image(dig(77), problem="not JSON")})
-    assert verdicts(unknown, set(), Policy("s", 0, datetime.timedelta(0), NOW))[htag(1)] == \
-        "kept: the tag 'release' could not be read, it may name this image"
+    assert (
+        verdicts(unknown, set(), Policy("s", 0, datetime.timedelta(0), NOW))[htag(1)]
+        == "kept: the tag 'release' could not be read, it may name this image"
+    )
 
 
 def test_keep_ranks_the_builds_of_each_platform_separately() -> None:
@@ -181,21 +225,26 @@ def test_keep_ranks_the_builds_of_each_platform_separately() -> None:
     for release in range(4):  # oldest first
         days = 40 - 5 * release
         tags[htag(10 * release)] = build(10 * release, days, platform="linux/amd64")
-        tags[htag(10 * release + 1)] = build(10 * release + 1, days + 0.2,
-                                             platform="linux/arm64")
-    found = verdicts(Repository("r/runner", tags), set(),
-                     Policy("s", 3, datetime.timedelta(days=14), NOW))
+        tags[htag(10 * release + 1)] = build(10 * release + 1, days + 0.2, platform="linux/arm64")
+    found = verdicts(
+        Repository("r/runner", tags), set(), Policy("s", 3, datetime.timedelta(days=14), NOW)
+    )
     for release in (1, 2, 3):
         assert found[htag(10 * release)] == "kept: one of the newest 3 builds for linux/amd64"
-        assert found[htag(10 * release + 1)] == \
-            "kept: one of the newest 3 builds for linux/arm64"
+        assert found[htag(10 * release + 1)] == "kept: one of the newest 3 builds for linux/arm64"
     assert found[htag(0)] == found[htag(1)] == "delete"
 
 
 def test_a_platform_with_fewer_builds_keeps_them_all() -> None:
     # amd64 rebuilt three times since the only arm64 build: --keep 1 keeps one of each
-    r = repo(**{htag(1): build(1, 50, platform="linux/arm64"), htag(2): build(2, 40),
-                htag(3): build(3, 30), htag(4): build(4, 20)})
+    r = repo(
+        **{
+            htag(1): build(1, 50, platform="linux/arm64"),
+            htag(2): build(2, 40),
+            htag(3): build(3, 30),
+            htag(4): build(4, 20),
+        }
+    )
     found = verdicts(r, set(), Policy("s", 1, datetime.timedelta(days=14), NOW))
     assert found[htag(1)] == "kept: one of the newest 1 builds for linux/arm64"
     assert found[htag(4)] == "kept: one of the newest 1 builds for linux/amd64"
@@ -205,8 +254,14 @@ def test_a_platform_with_fewer_builds_keeps_them_all() -> None:
 def test_builds_of_an_unknown_platform_are_ranked_among_themselves() -> None:
     """An image whose config names no platform neither takes a keep place from a build of
     a known platform nor loses one to the (newer) builds of a known platform."""
-    r = repo(**{htag(1): build(1, 60, platform=None), htag(2): build(2, 55, platform=None),
-                htag(3): build(3, 40), htag(4): build(4, 20)})
+    r = repo(
+        **{
+            htag(1): build(1, 60, platform=None),
+            htag(2): build(2, 55, platform=None),
+            htag(3): build(3, 40),
+            htag(4): build(4, 20),
+        }
+    )
     found = verdicts(r, set(), Policy("s", 1, datetime.timedelta(days=14), NOW))
     assert found[htag(2)] == "kept: one of the newest 1 builds whose platform is unknown"
     assert found[htag(4)] == "kept: one of the newest 1 builds for linux/amd64"
@@ -216,12 +271,17 @@ def test_builds_of_an_unknown_platform_are_ranked_among_themselves() -> None:
 def test_the_platform_is_the_configs_os_and_architecture() -> None:
     from build_graph.oci.platforms import stated_platform as config_platform
 
-    assert config_platform({"os": "linux", "architecture": "arm64", "variant": "v8"}) == \
-        "linux/arm64"
+    assert (
+        config_platform({"os": "linux", "architecture": "arm64", "variant": "v8"}) == "linux/arm64"
+    )
     assert config_platform({"os": "linux", "architecture": "amd64"}) == "linux/amd64"
-    for unknown in ({"os": "linux"}, {"os": "linux", "architecture": 7},
-                    {"os": "", "architecture": "amd64"}, {"os": "a/b", "architecture": "x"},
-                    ["linux", "amd64"]):
+    for unknown in (
+        {"os": "linux"},
+        {"os": "linux", "architecture": 7},
+        {"os": "", "architecture": "amd64"},
+        {"os": "a/b", "architecture": "x"},
+        ["linux", "amd64"],
+    ):
         assert config_platform(unknown) is None
 
 
@@ -231,10 +291,19 @@ DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 def index_body(*digests: Digest, media_type: str = DOCKER_MANIFEST) -> dict[str, object]:
     """An index's JSON as a registry may serve it: here labelled (in its body, as its
     Content-Type may be) as an image manifest."""
-    return {"schemaVersion": 2, "mediaType": media_type,
-            "manifests": [{"mediaType": DOCKER_MANIFEST, "digest": str(d), "size": 500,
-                           "platform": {"os": "linux", "architecture": a}}
-                          for d, a in zip(digests, ("amd64", "arm64"), strict=True)]}
+    return {
+        "schemaVersion": 2,
+        "mediaType": media_type,
+        "manifests": [
+            {
+                "mediaType": DOCKER_MANIFEST,
+                "digest": str(d),
+                "size": 500,
+                "platform": {"os": "linux", "architecture": a},
+            }
+            for d, a in zip(digests, ("amd64", "arm64"), strict=True)
+        ],
+    }
 
 
 def test_a_human_tag_naming_an_index_labelled_as_an_image_keeps_its_platform_images() -> None:
@@ -244,41 +313,59 @@ def test_a_human_tag_naming_an_index_labelled_as_an_image_keeps_its_platform_ima
 
     latest = human_tag_image(dig(77), index_body(dig(1), dig(2)))
     assert latest == Image(dig(77), refers_to=(dig(1), dig(2)))
-    r = repo(**{htag(1): build(1, 50), htag(2): build(2, 50, platform="linux/arm64"),
-                htag(3): build(3, 50), "latest": latest})
+    r = repo(
+        **{
+            htag(1): build(1, 50),
+            htag(2): build(2, 50, platform="linux/arm64"),
+            htag(3): build(3, 50),
+            "latest": latest,
+        }
+    )
     found = verdicts(r, set(), Policy("s", 0, datetime.timedelta(0), NOW))
-    assert found[htag(1)] == found[htag(2)] == "kept: the index under the human tag " \
-                                               "'latest' refers to it"
+    assert (
+        found[htag(1)] == found[htag(2)] == "kept: the index under the human tag "
+        "'latest' refers to it"
+    )
     assert found[htag(3)] == "delete"
 
 
 def test_a_human_tag_naming_an_image_manifest_refers_to_nothing_else() -> None:
     from build_graph.registry.catalog import human_tag_image
 
-    image = {"schemaVersion": 2, "mediaType": DOCKER_MANIFEST,
-             "config": {"digest": str(dig(5)), "size": 10},
-             "layers": [{"digest": str(dig(6)), "size": 20}]}
+    image = {
+        "schemaVersion": 2,
+        "mediaType": DOCKER_MANIFEST,
+        "config": {"digest": str(dig(5)), "size": 10},
+        "layers": [{"digest": str(dig(6)), "size": 20}],
+    }
     assert human_tag_image(dig(1), image) == Image(dig(1))
 
 
-@pytest.mark.parametrize(("body", "says"), [
-    ({"schemaVersion": 2, "manifests": "sha256:..."}, "an index whose entries could not be"),
-    ({"schemaVersion": 2, "manifests": [{"digest": "md5:abc"}]}, "an index whose entries"),
-    ({"schemaVersion": 2, "manifests": [{"size": 3}]}, "an index whose entries"),
-    ({"schemaVersion": 2, "manifests": ["sha256:..."]}, "an index whose entries"),
-    ({"schemaVersion": 2, "config": {"digest": str(dig(5))}}, "neither an image index nor"),
-    ({"schemaVersion": 2, "layers": []}, "neither an image index nor an image manifest"),
-    ([1, 2], "neither an image index nor an image manifest"),
-    ("latest", "neither an image index nor an image manifest")])
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ({"schemaVersion": 2, "manifests": "sha256:..."}, "an index whose entries could not be"),
+        ({"schemaVersion": 2, "manifests": [{"digest": "md5:abc"}]}, "an index whose entries"),
+        ({"schemaVersion": 2, "manifests": [{"size": 3}]}, "an index whose entries"),
+        ({"schemaVersion": 2, "manifests": ["sha256:..."]}, "an index whose entries"),
+        ({"schemaVersion": 2, "config": {"digest": str(dig(5))}}, "neither an image index nor"),
+        ({"schemaVersion": 2, "layers": []}, "neither an image index nor an image manifest"),
+        ([1, 2], "neither an image index nor an image manifest"),
+        ("latest", "neither an image index nor an image manifest"),
+    ],
+)
 def test_a_human_tag_whose_manifest_is_neither_keeps_the_whole_repository(
-        body: object, says: str) -> None:
+    body: object, says: str
+) -> None:
     from build_graph.registry.catalog import human_tag_image
 
     latest = human_tag_image(dig(77), body)
     assert latest.problem is not None and says in latest.problem
     r = repo(**{htag(1): build(1, 50), "latest": latest})
-    assert verdicts(r, set(), Policy("s", 0, datetime.timedelta(0), NOW))[htag(1)] == \
-        "kept: the tag 'latest' could not be read, it may name this image"
+    assert (
+        verdicts(r, set(), Policy("s", 0, datetime.timedelta(0), NOW))[htag(1)]
+        == "kept: the tag 'latest' could not be read, it may name this image"
+    )
 
 
 def test_a_deleted_builds_index_takes_its_inner_manifests_but_none_a_kept_one_holds() -> None:
@@ -309,8 +396,13 @@ def test_an_index_under_a_human_tag_keeps_the_build_whose_image_it_refers_to() -
     import dataclasses
 
     inside = dataclasses.replace(build(1, 50), contains=(dig(11), dig(12)))
-    r = repo(**{htag(1): inside, htag(2): build(2, 1),
-                "latest": Image(dig(77), refers_to=(dig(11), dig(99)))})
+    r = repo(
+        **{
+            htag(1): inside,
+            htag(2): build(2, 1),
+            "latest": Image(dig(77), refers_to=(dig(11), dig(99))),
+        }
+    )
     found = verdicts(r, set(), Policy("s", 0, datetime.timedelta(0), NOW))
     assert found[htag(1)] == "kept: the index under the human tag 'latest' refers to it"
     assert found[htag(2)] == "delete"

@@ -21,9 +21,13 @@ def test_doit_command_is_the_first_plain_argument() -> None:
 
 
 def doit(manifest: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"),
-                           f"manifest={manifest}", *args], capture_output=True, text=True,
-                          check=False, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), f"manifest={manifest}", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
 
 
 def test_a_second_run_is_refused_while_the_first_holds_the_lock(tmp_path: Path) -> None:

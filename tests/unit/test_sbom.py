@@ -41,10 +41,14 @@ def test_dpkg_status_lists_only_installed_packages(tmp_path: Path) -> None:
     status = tmp_path / "status"
     status.write_text(STATUS)
     assert inventory.debian_packages(str(status)) == [
-        {"name": "libc6", "version": "2.36-9+deb12u10", "architecture": "amd64",
-         "source": "libc6"},
-        {"name": "python3", "version": "3.11.2-1+b1", "architecture": "amd64",
-         "source": "python3-defaults"}]
+        {"name": "libc6", "version": "2.36-9+deb12u10", "architecture": "amd64", "source": "libc6"},
+        {
+            "name": "python3",
+            "version": "3.11.2-1+b1",
+            "architecture": "amd64",
+            "source": "python3-defaults",
+        },
+    ]
     assert inventory.debian_packages(str(tmp_path / "none")) == []  # no dpkg: no packages
 
 
@@ -57,19 +61,29 @@ def test_python_distributions_say_name_version_license_and_where() -> None:
 def test_the_sbom_is_valid_cyclonedx_and_lists_every_package(tmp_path: Path) -> None:
     status = tmp_path / "status"
     status.write_text(STATUS)
-    items = {"debian": inventory.debian_packages(str(status)),
-             "python": [{"name": "fastext", "version": "1.0.0", "license": "MIT",
-                         "location": "/usr/local/lib/python3.11/dist-packages"},
-                        {"name": "odd", "version": "1", "license": "a custom licence text",
-                         "location": "/x"},
-                        {"name": 7, "version": "bad entry from the image"}]}
+    items = {
+        "debian": inventory.debian_packages(str(status)),
+        "python": [
+            {
+                "name": "fastext",
+                "version": "1.0.0",
+                "license": "MIT",
+                "location": "/usr/local/lib/python3.11/dist-packages",
+            },
+            {"name": "odd", "version": "1", "license": "a custom licence text", "location": "/x"},
+            {"name": 7, "version": "bad entry from the image"},
+        ],
+    }
     text = cyclonedx_json(items, "127.0.0.1:5000/quickstart/runner", DIGEST)
     assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(text) is None
     document = json.loads(text)
     purls = sorted(c["purl"] for c in document["components"])
-    assert purls == ["pkg:deb/debian/libc6@2.36-9%2Bdeb12u10?arch=amd64",
-                     "pkg:deb/debian/python3@3.11.2-1%2Bb1?arch=amd64",
-                     "pkg:pypi/fastext@1.0.0", "pkg:pypi/odd@1"]
+    assert purls == [
+        "pkg:deb/debian/libc6@2.36-9%2Bdeb12u10?arch=amd64",
+        "pkg:deb/debian/python3@3.11.2-1%2Bb1?arch=amd64",
+        "pkg:pypi/fastext@1.0.0",
+        "pkg:pypi/odd@1",
+    ]
     assert document["metadata"]["component"]["version"] == str(DIGEST)
 
 
@@ -86,4 +100,5 @@ def test_an_ubuntu_image_s_packages_are_named_as_ubuntu_s() -> None:
     packages = [{"name": "openssl", "version": "3.0.2-0ubuntu1.18", "architecture": "amd64"}]
     [component] = list(_debian(packages, {"id": "ubuntu", "version_id": "22.04"}))
     assert str(component.purl) == (
-        "pkg:deb/ubuntu/openssl@3.0.2-0ubuntu1.18?arch=amd64&distro=ubuntu-22.04")
+        "pkg:deb/ubuntu/openssl@3.0.2-0ubuntu1.18?arch=amd64&distro=ubuntu-22.04"
+    )

@@ -23,15 +23,23 @@ def test_a_tier_that_ran_shows_its_stages_time_cache_verify_digest_and_tags() ->
     summary.ran("compile:fastext", 12.25, {"ccache": "14 hits / 0 misses (100%)"})
     summary.ran("build:fastext", 3.0, {})
     summary.ran("push:fastext", 1.0, {"digest": DIGEST})
-    summary.ran("verify:fastext", 2.0, {"verify": "passed (9 passed, 0 failed, 1 not "
-                                                  "checked)", "gpu": "not checked: no GPU"})
+    summary.ran(
+        "verify:fastext",
+        2.0,
+        {"verify": "passed (9 passed, 0 failed, 1 not checked)", "gpu": "not checked: no GPU"},
+    )
     summary.ran("promote:fastext", 0.5, {"digest": DIGEST, "tags_moved": "latest, py3.11"})
     summary.ran("fastext", 0.0, None)  # the tier's own task: no row of its own
     [row] = rows(summary.markdown()).values()
-    assert row == ["fastext", "compile, build, push, verify, promote", "18.8 s",
-                   "14 hits / 0 misses (100%)",
-                   "passed (9 passed, 0 failed, 1 not checked); GPU not checked: no GPU",
-                   DIGEST, "latest, py3.11"]
+    assert row == [
+        "fastext",
+        "compile, build, push, verify, promote",
+        "18.8 s",
+        "14 hits / 0 misses (100%)",
+        "passed (9 passed, 0 failed, 1 not checked); GPU not checked: no GPU",
+        DIGEST,
+        "latest, py3.11",
+    ]
     assert "1 tiers: 1 rebuilt; 18.8 s in stages" in summary.markdown()
 
 
@@ -45,8 +53,15 @@ def test_up_to_date_failed_and_not_run_tiers_say_so() -> None:
     summary.failed("verify:training", "verify of training: 1 failed\nFAIL package x", 2.0)
     summary.failed("promote:training", "dependent task failed", None)
     found = rows(summary.markdown())
-    assert found["base"] == ["base", "nothing (up to date)", "-", "-",
-                             "passed (a report in the registry)", DIGEST, "-"]
+    assert found["base"] == [
+        "base",
+        "nothing (up to date)",
+        "-",
+        "-",
+        "passed (a report in the registry)",
+        DIGEST,
+        "-",
+    ]
     assert found["training"][1:3] == ["build, push, verify FAILED; not run: promote", "7.0 s"]
     summary.failed("build:leaf", "build of leaf failed", 3.0)  # nothing pushed: no digest
     assert rows(summary.markdown())["leaf"][5] == "-"
@@ -54,9 +69,17 @@ def test_up_to_date_failed_and_not_run_tiers_say_so() -> None:
     assert "3 tiers: 1 up to date, 2 failed" in summary.markdown()
 
 
-@pytest.mark.parametrize("hostile", [
-    "<img src=x onerror=alert(1)>", "a | b", "[click](https://evil.example)", "`code`",
-    "line one\nline two", "**bold** _it_ ~~gone~~ # head !"])
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "<img src=x onerror=alert(1)>",
+        "a | b",
+        "[click](https://evil.example)",
+        "`code`",
+        "line one\nline two",
+        "**bold** _it_ ~~gone~~ # head !",
+    ],
+)
 def test_untrusted_text_cannot_become_markup_or_break_the_table(hostile: str) -> None:
     text = cell(hostile)
     assert "<" not in text and ">" not in text and "\n" not in text
@@ -73,7 +96,8 @@ def test_a_long_message_is_cut() -> None:
 
 
 def test_written_to_the_build_folder_and_appended_to_the_step_summary(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     step = tmp_path / "step.md"
     step.write_text("earlier step\n")
     monkeypatch.setenv(STEP_SUMMARY, str(step))
@@ -85,7 +109,8 @@ def test_written_to_the_build_folder_and_appended_to_the_step_summary(
 
 
 def test_a_summary_that_cannot_be_written_is_a_problem_not_a_failure(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     blocked = tmp_path / "file"
     blocked.write_text("")
     monkeypatch.setenv(STEP_SUMMARY, str(tmp_path / "no" / "such" / "dir" / "x.md"))
@@ -104,8 +129,9 @@ def one(task: dict[str, Any]) -> Iterator[dict[str, Any]]:
 def test_the_reporter_feeds_the_summary_through_doits_runner(tmp_path: Path) -> None:
     """Facts a stage returns become doit values, which the summary reads; a failed stage
     and the stages it kept from running are rows too."""
-    reporter = type("R", (ExitCodeReporter,), {"summary_file": tmp_path / "summary.md",
-                                               "summary_title": "t"})
+    reporter = type(
+        "R", (ExitCodeReporter,), {"summary_file": tmp_path / "summary.md", "summary_title": "t"}
+    )
 
     def push() -> dict[str, str]:
         return {"digest": DIGEST}
@@ -121,11 +147,16 @@ def test_the_reporter_feeds_the_summary_through_doits_runner(tmp_path: Path) -> 
         return StageFailed("verify of a: 1 failed", 1)
 
     tasks: dict[str, Any] = {
-        "DOIT_CONFIG": {"reporter": reporter, "dep_file": str(tmp_path / "db"),
-                        "backend": "json", "verbosity": 0},
+        "DOIT_CONFIG": {
+            "reporter": reporter,
+            "dep_file": str(tmp_path / "db"),
+            "backend": "json",
+            "verbosity": 0,
+        },
         "task_push": lambda: one({"actions": [push]}),
-        "task_build": lambda: (t for t in [{"name": "b", "actions": [lambda: True],
-                                             "uptodate": [Held()]}]),
+        "task_build": lambda: (
+            t for t in [{"name": "b", "actions": [lambda: True], "uptodate": [Held()]}]
+        ),
         "task_verify": lambda: one({"actions": [verify], "task_dep": ["push:a"]}),
         "task_promote": lambda: one({"actions": [lambda: True], "task_dep": ["verify:a"]}),
     }

@@ -57,8 +57,11 @@ class FatbinContents:
     containers: int = 0
 
     def as_dict(self) -> dict[str, object]:
-        return {"sass": sorted(self.sass, key=_order), "ptx": sorted(self.ptx, key=_order),
-                "containers": self.containers}
+        return {
+            "sass": sorted(self.sass, key=_order),
+            "ptx": sorted(self.ptx, key=_order),
+            "containers": self.containers,
+        }
 
 
 def _order(arch: str) -> tuple[int, int, str]:
@@ -72,8 +75,12 @@ def arch_name(number: int, flags: int) -> str:
     return f"{number // 10}.{number % 10}{suffix}"
 
 
-def parse_fatbin(data: bytes | mmap.mmap, start: int = 0, end: int | None = None,
-                 into: FatbinContents | None = None) -> FatbinContents:
+def parse_fatbin(
+    data: bytes | mmap.mmap,
+    start: int = 0,
+    end: int | None = None,
+    into: FatbinContents | None = None,
+) -> FatbinContents:
     """Walk every container between `start` and `end` (a .fatbin file or an ELF section)."""
     found = into if into is not None else FatbinContents()
     end = len(data) if end is None else end
@@ -86,16 +93,17 @@ def parse_fatbin(data: bytes | mmap.mmap, start: int = 0, end: int | None = None
         if header_size < 16:
             raise Corrupt(f"fatbin container at {offset:#x} has a {header_size}-byte header")
         if container_end > end:
-            raise Truncated(f"fatbin container at {offset:#x} claims {size} bytes; only "
-                            f"{max(end - offset - header_size, 0)} are there")
+            raise Truncated(
+                f"fatbin container at {offset:#x} claims {size} bytes; only "
+                f"{max(end - offset - header_size, 0)} are there"
+            )
         _walk_entries(data, offset + header_size, container_end, found)
         found.containers += 1
         offset = data.find(_MAGIC_BYTES, max(container_end, offset + 16), end)
     return found
 
 
-def _walk_entries(data: bytes | mmap.mmap, entry: int, end: int,
-                  found: FatbinContents) -> None:
+def _walk_entries(data: bytes | mmap.mmap, entry: int, end: int, found: FatbinContents) -> None:
     while entry < end:
         if _zero_padding(data, entry, end):
             return
@@ -103,8 +111,10 @@ def _walk_entries(data: bytes | mmap.mmap, entry: int, end: int,
             raise Truncated(f"fatbin entry at {entry:#x} is cut off by its container's end")
         kind, _, header_size, payload = struct.unpack_from("<HHIQ", data, entry)
         if header_size < 48 or entry + header_size + payload > end:
-            raise Corrupt(f"fatbin entry at {entry:#x} (kind {kind}, header {header_size} "
-                          f"bytes, payload {payload}) does not fit its container")
+            raise Corrupt(
+                f"fatbin entry at {entry:#x} (kind {kind}, header {header_size} "
+                f"bytes, payload {payload}) does not fit its container"
+            )
         (arch,) = struct.unpack_from("<I", data, entry + 28)
         (flags,) = struct.unpack_from("<Q", data, entry + 40)
         if kind == KIND_PTX:
@@ -128,8 +138,10 @@ def fatbin_sections(data: bytes | mmap.mmap) -> list[tuple[int, int]]:
     (shoff,) = struct.unpack_from("<Q", data, 0x28)
     entsize, count, names_index = struct.unpack_from("<HHH", data, 0x3A)
     if count and (entsize < 64 or shoff + count * entsize > len(data)):
-        raise Truncated(f"ELF section headers ({count} x {entsize} bytes at {shoff:#x}) end "
-                        f"past the file's {len(data)} bytes")
+        raise Truncated(
+            f"ELF section headers ({count} x {entsize} bytes at {shoff:#x}) end "
+            f"past the file's {len(data)} bytes"
+        )
     headers = [struct.unpack_from("<IIQQQQ", data, shoff + i * entsize) for i in range(count)]
     if not headers or names_index >= count:
         return []
@@ -137,11 +149,12 @@ def fatbin_sections(data: bytes | mmap.mmap) -> list[tuple[int, int]]:
     sections = []
     for name, kind, _, _, offset, size in headers:
         end = data.find(b"\0", names_offset + name)
-        if end == -1 or bytes(data[names_offset + name:end]) != b".nv_fatbin":
+        if end == -1 or bytes(data[names_offset + name : end]) != b".nv_fatbin":
             continue
         if kind != _SHT_NOBITS and offset + size > len(data):
-            raise Truncated(f".nv_fatbin ({size} bytes at {offset:#x}) ends past the file's "
-                            f"{len(data)} bytes")
+            raise Truncated(
+                f".nv_fatbin ({size} bytes at {offset:#x}) ends past the file's {len(data)} bytes"
+            )
         sections.append((offset, size))
     return sections
 

@@ -29,12 +29,36 @@ PREFIXES = ("/usr/bin", "/usr/local/bin", "/bin", "/usr/sbin", "/sbin")
 ROOTS = ("/",)
 # Relative to a root: virtual file systems, data-only trees, and container engines' storage
 # (other images' files, not this system's).
-SKIP = {"proc", "sys", "dev", "run", "usr/share", "usr/include", "usr/src", "var/cache",
-        "var/log", "var/lib/dpkg", "var/lib/apt", "etc/ssl", "var/lib/docker",
-        "var/lib/containerd", "var/lib/containers", "var/lib/buildkit", "var/lib/kubelet",
-        "snap"}
-PRUNE_NAMES = {"site-packages", "dist-packages", "node_modules", "__pycache__", ".git",
-               "include", "pkgs", "conda-meta"}
+SKIP = {
+    "proc",
+    "sys",
+    "dev",
+    "run",
+    "usr/share",
+    "usr/include",
+    "usr/src",
+    "var/cache",
+    "var/log",
+    "var/lib/dpkg",
+    "var/lib/apt",
+    "etc/ssl",
+    "var/lib/docker",
+    "var/lib/containerd",
+    "var/lib/containers",
+    "var/lib/buildkit",
+    "var/lib/kubelet",
+    "snap",
+}
+PRUNE_NAMES = {
+    "site-packages",
+    "dist-packages",
+    "node_modules",
+    "__pycache__",
+    ".git",
+    "include",
+    "pkgs",
+    "conda-meta",
+}
 MAX_DEPTH, MAX_DIRS, WALK_S = 8, 200_000, 30.0
 MAX_CANDIDATES, ASK_S = 300, 60.0
 _NAME_RE = re.compile(r"^(python|pypy)(\d+(\.\d+)*)?([dmu]|-dbg)?$")
@@ -43,8 +67,10 @@ _SCAN_BYTES = 8 << 20
 CONDA_TOOLS = ("conda", "mamba", "micromamba")
 STARTUP_FILES = ("/etc/profile", "/etc/bash.bashrc", "/etc/zsh/zshrc", "/etc/zsh/zshenv")
 _CONDA_INIT = ("conda initialize", "conda.sh", "mamba initialize", "micromamba shell")
-ASK = ("import json, os, sys; print(json.dumps([sys.implementation.name, "
-       "sys.version.split()[0], os.path.realpath(sys.executable), sys.prefix]))")
+ASK = (
+    "import json, os, sys; print(json.dumps([sys.implementation.name, "
+    "sys.version.split()[0], os.path.realpath(sys.executable), sys.prefix]))"
+)
 
 
 @dataclass
@@ -90,9 +116,11 @@ def walk() -> Survey:
         if "conda-meta" in names:
             survey.condas.append(folder)
         for entry in entries:
-            if (not entry.is_dir(follow_symlinks=False)
-                    or os.path.relpath(entry.path, root) in SKIP
-                    or _device(entry.path) != devices[root]):
+            if (
+                not entry.is_dir(follow_symlinks=False)
+                or os.path.relpath(entry.path, root) in SKIP
+                or _device(entry.path) != devices[root]
+            ):
                 continue
             if entry.name in ("bin", "Scripts"):
                 survey.bins.append(entry.path)
@@ -132,8 +160,11 @@ def candidates(folders: list[str]) -> list[str]:
             continue
         for entry in entries:
             real = os.path.realpath(entry.path)
-            if (os.path.isfile(real) and os.access(real, os.X_OK)
-                    and _looks_like_python(real, entry.name)):
+            if (
+                os.path.isfile(real)
+                and os.access(real, os.X_OK)
+                and _looks_like_python(real, entry.name)
+            ):
                 found[entry.path] = None
     return list(found)
 
@@ -141,8 +172,9 @@ def candidates(folders: list[str]) -> list[str]:
 def ask(path: str) -> dict[str, object] | None:
     """What the interpreter at `path` says it is; None if it is not a Python."""
     try:
-        out = subprocess.run([path, "-I", "-B", "-c", ASK], capture_output=True, text=True,
-                             timeout=20, check=False)
+        out = subprocess.run(
+            [path, "-I", "-B", "-c", ASK], capture_output=True, text=True, timeout=20, check=False
+        )
         name, version, real, prefix = json.loads(out.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError, TypeError):
         return None
@@ -167,8 +199,10 @@ def interpreters(survey: Survey) -> dict[str, Any]:
         key = (str(facts["real_path"]), str(facts["prefix"]))
         found.setdefault(key, facts)
         names.setdefault(key, []).append(path)
-    return {"found": [{**facts, "names": names[key]} for key, facts in found.items()],
-            "complete": complete}
+    return {
+        "found": [{**facts, "names": names[key]} for key, facts in found.items()],
+        "complete": complete,
+    }
 
 
 def conda(survey: Survey) -> dict[str, Any]:
@@ -202,6 +236,8 @@ def _startup_files() -> list[str]:
     if os.path.isdir("/home"):
         homes += [os.path.join("/home", h) for h in sorted(os.listdir("/home"))]
     for home in homes:
-        files += [os.path.join(home, f) for f in (".bashrc", ".profile", ".bash_profile",
-                                                  ".zshrc", ".config/fish/config.fish")]
+        files += [
+            os.path.join(home, f)
+            for f in (".bashrc", ".profile", ".bash_profile", ".zshrc", ".config/fish/config.fish")
+        ]
     return files

@@ -24,9 +24,14 @@ def debian_packages(status: str = DPKG_STATUS) -> list[dict[str, str]]:
     for paragraph in text.split("\n\n"):
         fields = _fields(paragraph)
         if fields.get("Status", "").split()[-1:] == ["installed"] and "Package" in fields:
-            found.append({"name": fields["Package"], "version": fields.get("Version", ""),
-                          "architecture": fields.get("Architecture", ""),
-                          "source": fields.get("Source", fields["Package"]).split()[0]})
+            found.append(
+                {
+                    "name": fields["Package"],
+                    "version": fields.get("Version", ""),
+                    "architecture": fields.get("Architecture", ""),
+                    "source": fields.get("Source", fields["Package"]).split()[0],
+                }
+            )
     return sorted(found, key=lambda p: (p["name"], p["architecture"]))
 
 
@@ -49,9 +54,14 @@ def python_distributions() -> list[dict[str, str]]:
         name = (meta.get_all("Name") or [""])[0] or ""
         if not name:
             continue
-        found.append({"name": name, "version": dist.version or "",
-                      "license": _license(meta)[:LICENSE_CHARS],
-                      "location": str(dist.locate_file(""))})
+        found.append(
+            {
+                "name": name,
+                "version": dist.version or "",
+                "license": _license(meta)[:LICENSE_CHARS],
+                "location": str(dist.locate_file("")),
+            }
+        )
     return sorted(found, key=lambda d: (d["name"].lower(), d["location"]))
 
 
@@ -62,8 +72,9 @@ def _license(meta: metadata.PackageMetadata) -> str:
         value = ((meta.get_all(key) or [""])[0] or "").strip()
         if value and value.upper() != "UNKNOWN":
             return value.splitlines()[0]
-    classifiers = [c.split(" :: ")[-1] for c in meta.get_all("Classifier") or []
-                   if c.startswith("License ::")]
+    classifiers = [
+        c.split(" :: ")[-1] for c in meta.get_all("Classifier") or [] if c.startswith("License ::")
+    ]
     return " OR ".join(classifiers)
 
 
@@ -82,5 +93,4 @@ def os_release(path: str = "/etc/os-release") -> dict[str, str]:
 
 
 def collect() -> dict[str, object]:
-    return {"debian": debian_packages(), "python": python_distributions(),
-            "distro": os_release()}
+    return {"debian": debian_packages(), "python": python_distributions(), "distro": os_release()}

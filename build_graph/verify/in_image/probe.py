@@ -58,11 +58,16 @@ print(json.dumps(facts))
 
 
 def python_facts() -> dict[str, object]:
-    return {"executable": sys.executable, "real_path": os.path.realpath(sys.executable),
-            "version": sys.version.split()[0], "prefix": sys.prefix,
-            "base_prefix": sys.base_prefix, "in_virtualenv": sys.prefix != sys.base_prefix,
-            "base_executable": getattr(sys, "_base_executable", None),
-            "machine": platform.machine()}
+    return {
+        "executable": sys.executable,
+        "real_path": os.path.realpath(sys.executable),
+        "version": sys.version.split()[0],
+        "prefix": sys.prefix,
+        "base_prefix": sys.base_prefix,
+        "in_virtualenv": sys.prefix != sys.base_prefix,
+        "base_executable": getattr(sys, "_base_executable", None),
+        "machine": platform.machine(),
+    }
 
 
 def distributions() -> dict[str, str]:
@@ -75,25 +80,39 @@ def virtualenv() -> dict[str, object] | None:
     if sys.prefix == sys.base_prefix:
         return None
     base = str(getattr(sys, "_base_executable", "") or "")
-    code = ("import json; from importlib import metadata as m; print(json.dumps("
-            "{d.metadata['Name']: d.version for d in m.distributions()}))")
-    out = subprocess.run([base, "-I", "-B", "-c", code], capture_output=True, text=True,
-                         timeout=120, check=False)
-    below = {_norm(k): v for k, v in json.loads(out.stdout).items()} if out.returncode == 0 \
-        else {}
+    code = (
+        "import json; from importlib import metadata as m; print(json.dumps("
+        "{d.metadata['Name']: d.version for d in m.distributions()}))"
+    )
+    out = subprocess.run(
+        [base, "-I", "-B", "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    below = {_norm(k): v for k, v in json.loads(out.stdout).items()} if out.returncode == 0 else {}
     here = distributions()
     hidden = sorted(f"{n} {v}" for n, v in below.items() if n not in here)
-    shadowed = sorted(f"{n} {below[n]} (venv has {v})" for n, v in here.items()
-                      if n in below and below[n] != v)
+    shadowed = sorted(
+        f"{n} {below[n]} (venv has {v})" for n, v in here.items() if n in below and below[n] != v
+    )
     serious = [h for h in hidden + shadowed if h.split()[0] not in BOOTSTRAP]
-    return {"prefix": sys.prefix, "base_executable": base, "base_prefix": sys.base_prefix,
-            "hides": hidden, "shadows": shadowed, "hides_packages": bool(serious)}
+    return {
+        "prefix": sys.prefix,
+        "base_executable": base,
+        "base_prefix": sys.base_prefix,
+        "hides": hidden,
+        "shadows": shadowed,
+        "hides_packages": bool(serious),
+    }
 
 
 def pip_check() -> dict[str, object]:
     try:
-        out = subprocess.run([sys.executable, "-B", "-m", "pip", "check"], capture_output=True,
-                             text=True, timeout=120, check=False)
+        out = subprocess.run(
+            [sys.executable, "-B", "-m", "pip", "check"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {"ok": False, "output": str(exc)}
     return {"ok": out.returncode == 0, "output": (out.stdout + out.stderr).strip()[-4000:]}
@@ -114,8 +133,11 @@ def modules_of(name: str) -> list[str]:
     dist = metadata.distribution(name)
     top = [line.strip() for line in (dist.read_text("top_level.txt") or "").splitlines()]
     if not any(top):
-        top = [Path(str(f)).parts[0].split(".")[0] for f in dist.files or []
-               if not Path(str(f)).parts[0].endswith((".dist-info", ".data", ".egg-info"))]
+        top = [
+            Path(str(f)).parts[0].split(".")[0]
+            for f in dist.files or []
+            if not Path(str(f)).parts[0].endswith((".dist-info", ".data", ".egg-info"))
+        ]
     top = [m for m in dict.fromkeys(top) if m and m.isidentifier() and not m.startswith("_")]
     own = [m for m in top if _norm(m) == _norm(name)]
     return own or top[:3]
@@ -130,15 +152,19 @@ def imports(names: list[str]) -> dict[str, dict[str, object]]:
         except metadata.PackageNotFoundError:
             continue  # not installed: the package check says so
         for module in modules:
-            results[f"{name}:{module}"] = {"package": name, "module": module,
-                                           **_try_import(module)}
+            results[f"{name}:{module}"] = {"package": name, "module": module, **_try_import(module)}
     return results
 
 
 def _try_import(module: str) -> dict[str, object]:
     try:
-        out = subprocess.run([sys.executable, "-B", "-c", IMPORT, module], capture_output=True,
-                             text=True, timeout=IMPORT_S, check=False)
+        out = subprocess.run(
+            [sys.executable, "-B", "-c", IMPORT, module],
+            capture_output=True,
+            text=True,
+            timeout=IMPORT_S,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return {"ok": False, "error": f"import took over {IMPORT_S} s"}
     return {"ok": out.returncode == 0, "error": _last_line(out.stderr, out.returncode)}
@@ -151,8 +177,13 @@ def torch_facts(gpu: bool) -> dict[str, object] | None:
     except metadata.PackageNotFoundError:
         return None
     try:
-        out = subprocess.run([sys.executable, "-B", "-c", TORCH, "gpu" if gpu else "cpu"],
-                             capture_output=True, text=True, timeout=IMPORT_S, check=False)
+        out = subprocess.run(
+            [sys.executable, "-B", "-c", TORCH, "gpu" if gpu else "cpu"],
+            capture_output=True,
+            text=True,
+            timeout=IMPORT_S,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return {"import_error": f"import torch took over {IMPORT_S} s"}
     if out.returncode != 0:
@@ -170,8 +201,13 @@ def _driver_version() -> str | None:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return None
-    out = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"],
-                         capture_output=True, text=True, timeout=30, check=False)
+    out = subprocess.run(
+        [smi, "--query-gpu=driver_version", "--format=csv,noheader"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout else None
 
 
@@ -235,8 +271,12 @@ def main(argv: list[str]) -> int:
     section("imports", lambda: imports([*request.get("imports", []), *TORCH_FAMILY]))
     torch = section("torch", lambda: torch_facts(bool(request.get("gpu"))))
     report["gpu"] = torch.pop("gpu", None) if isinstance(torch, dict) else None
-    section("libraries", lambda: libraries(list(request.get("libraries", [])),
-                                           bool(request.get("torch_libraries", True))))
+    section(
+        "libraries",
+        lambda: libraries(
+            list(request.get("libraries", [])), bool(request.get("torch_libraries", True))
+        ),
+    )
     if request.get("inventory"):  # for the SBOM (stages/sbom.py); the doctor skips it
         section("inventory", inventory.collect)
     text = json.dumps(report, indent=1, sort_keys=True) + "\n"

@@ -1,0 +1,196 @@
+"""What each `python -m build_graph` command does (cli/main.py parses the arguments)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from build_graph import settings
+from build_graph.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, DeletesRefused
+from build_graph.fs import write_if_changed
+from build_graph.gpu import releases
+from build_graph.layout import BuildFolder
+from build_graph.manifest.load import load
+from build_graph.manifest.model import Stack
+from build_graph.plan.plan import plan
+
+
+def summary(stack: Stack) -> str:
+    """A human summary of the resolved stack: variants, versions, archs, tiers, notes."""
+    lines = [
+        f"{stack.manifest}: stack {stack.name!r} -> {stack.registry}",
+        f"  cache: {stack.cache.url} (max {stack.cache.max_size_bytes / 2**30:.1f} GiB)",
+    ]
+    for variant in stack.variants:
+        default = " (default)" if variant.name == stack.default_variant else ""
+        versions = ", ".join(f"{k} {v}" for k, v in variant.versions.items())
+        lines.append(f"  variant {variant.name}{default}: {versions}")
+        if variant.gpu.arch_list:
+            lines.append(
+                f"    TORCH_CUDA_ARCH_LIST={variant.gpu.torch_cuda_arch_list}"
+                f"  targets: {', '.join(variant.gpu.targets) or '-'}"
+            )
+        for tier in variant.tiers:
+            base = f"parent {tier.parent}" if tier.parent else f"from {tier.from_image}"
+            extra = f", compiles with {tier.compile.builder}" if tier.compile else ""
+            tags = f"  tags: {', '.join(tier.tags)}" if tier.tags else ""
+            tags += f"  platforms: {', '.join(tier.platforms)}" if tier.platforms else ""
+            lines.append(f"    {tier.name:<16} {base}{extra}{tags}")
+    lines.extend(f"  note: {note}" for note in stack.notes)
+    return "\n".join(lines)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    stack = load(args.manifest, releases.offline if args.offline else _index(args.manifest))
+    plan(stack)  # renders every template, so template errors surface here too
+    print(summary(stack))
+    print("ok")
+    return 0
+
+
+def _index(manifest: Path, fresh: bool = False) -> releases.Lookup:
+    """Torch pairings the shipped data lacks, asked of the index builds use
+    (BUILD_GRAPH_PIP_INDEX_URL, default pypi.org); answers cached in the build folder."""
+    from build_graph.pypi.lookup import IndexLookup
+
+    cache = BuildFolder.of(manifest).index_cache(settings.without_userinfo(_index_url()))
+    return IndexLookup(_index_url(), cache, fresh=fresh)
+
+
+def _index_url() -> str:
+    from build_graph.pypi.simple import DEFAULT_INDEX
+
+    return settings.index_url(DEFAULT_INDEX)
+
+
+def run_outdated(args: argparse.Namespace) -> int:
+    from build_graph.cli.outdated import manifest_of, outdated, registry_tags
+
+    stack = load(args.manifest, releases.offline)  # a manifest with errors stops here
+    lines = outdated(
+        stack,
+        manifest_of(stack),
+        _index_url(),
+        _index(args.manifest, True),
+        None if args.no_from_tags else registry_tags,
+    )
+    print("\n".join(lines))
+    return 0
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    stack = load(args.manifest)
+    planned = plan(stack)
+    rows: list[dict[str, object]] = [
+        {
+            "variant": p.spec.variant,
+            "tier": p.spec.name,
+            "key": p.key,
+            "parent": p.parent_key,
+            "platform": p.platform,
+            "promoted_as": p.group_key,
+            "image": p.image,
+            "hash": p.content_hash,
+            "human_tags": list(p.human_tags),
+            "dockerfile": str(p.folder.dockerfile),
+        }
+        for p in planned
+    ]
+    if not args.offline:
+        from build_graph.registry.availability import describe_availability
+
+        for row, where in zip(rows, describe_availability([p.image for p in planned]), strict=True):
+            row.update(where)
+    if args.json:
+        json.dump(rows, sys.stdout, indent=2)
+        print()
+    else:
+        for row in rows:
+            print(f"{row['key']:<24} {row['image']}  {row.get('status', '')}")
+    unasked = [row for row in rows if row.get("registry") == "error"]
+    if unasked:  # a plan with guesses in it is not a plan: say so, exit 3
+        print(f"error: {unasked[0]['registry_error']}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    return 0
+
+
+def run_doctor(args: argparse.Namespace) -> int:
+    from build_graph.cli.doctor import doctor
+
+    return doctor(args.manifest, args.tier, args.variant, args.fail_on_mismatch, args.emit_json)
+
+
+def run_lock(args: argparse.Namespace) -> int:
+    from build_graph.plan.lock import lock_path, read_lock
+    from build_graph.stages import pin as pins
+
+    stack = load(args.manifest)
+    if args.update is None:
+        pins.record_missing(stack)
+    else:
+        moved = pins.update(stack, args.update)
+        for line in moved or [f"{lock_path(stack.manifest).name}: no pin moved"]:
+            print(line)
+    lock = read_lock(lock_path(stack.manifest))
+    for name, pin in sorted({**lock.images, **lock.sources}.items()):
+        print(f"{name} = {pin}")
+    return 0
+
+
+def run_ci(args: argparse.Namespace) -> int:
+    from build_graph.cli.ci_command import document
+
+    return _emit(document(args), args.output)
+
+
+def run_init(args: argparse.Namespace) -> int:
+    from build_graph.cli.init import init
+
+    for line in init(args.folder, args.source):
+        print(line)
+    return 0
+
+
+def run_prune(args: argparse.Namespace) -> int:
+    from build_graph.oci.retention import parse_age
+    from build_graph.stages import prune
+
+    try:
+        older_than = parse_age(args.older_than)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    if args.keep < 0:
+        print(f"error: --keep {args.keep}: expected 0 or more builds", file=sys.stderr)
+        return EXIT_CONFIG
+    stack = load(args.manifest)
+    pruning = prune.judge(plan(stack), prune.policy(stack.name, args.keep, older_than))
+    print("\n".join(prune.lines(pruning, deleting=args.yes)), flush=True)
+    if not args.yes:
+        print(prune.summary(pruning, None))
+        return 0
+    try:
+        print(prune.summary(pruning, prune.delete(pruning, lambda line: print(line, flush=True))))
+    except DeletesRefused as exc:  # a policy, not an outage: one line, no traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_ENVIRONMENT
+    return 0
+
+
+def run_sbom(args: argparse.Namespace) -> int:
+    from build_graph.cli.artifacts import sbom
+
+    text = sbom(load(args.manifest), args.tier)
+    return _emit(text, args.output)
+
+
+def _emit(text: str, output: Path | None) -> int:
+    """A generated document: to stdout, or written to `output` (only when it changed)."""
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        write_if_changed(output, text)
+        print(f"wrote {output}")
+    return 0

@@ -1,0 +1,122 @@
+"""The sections of a manifest resolved on their own: sizes, the cache, verify, human tags."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from build_graph.errors import did_you_mean
+from build_graph.layout import BuildFolder
+from build_graph.manifest import schema
+from build_graph.manifest.model import CacheSpec, VariantSpec, VerifySpec
+from build_graph.manifest.rules import Report
+from build_graph.manifest.values import conforms, fill_fields
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
+_GCS_RE = re.compile(r"gs://([a-z0-9][a-z0-9._-]{1,220}[a-z0-9])(/[^\s]*)?")
+
+
+def parse_size(text: str) -> int | None:
+    """'20G', '500MiB', '1.5 GB' -> bytes (binary units); None if unparseable."""
+    match = _SIZE_RE.match(text)
+    if not match:
+        return None
+    power = " KMGT".index(match[2].upper() or " ")
+    return int(float(match[1]) * 1024**power)
+
+
+def fill(text: str, fields: Mapping[str, str], key: str, report: Report) -> str:
+    """Fill {field}s; bad field syntax or an unknown field is reported (naming the known
+    ones) and the text comes back unfilled."""
+    try:
+        return fill_fields(text, fields)
+    except ValueError as exc:
+        report.error(key, str(exc))
+    except KeyError as exc:
+        name = str(exc.args[0])
+        report.error(
+            key,
+            f"unknown field {{{name}}}{did_you_mean(name, fields)}; "
+            f"known: {', '.join(sorted(fields))}",
+        )
+    return text
+
+
+def resolve_cache(cache: schema.Cache, manifest: Path, report: Report) -> CacheSpec:
+    root = manifest.parent
+    url = cache.url or f"file://{BuildFolder.of(manifest).cache_store}"
+    if url.startswith("file://"):
+        folder = Path(url.removeprefix("file://"))
+        url = f"file://{folder if folder.is_absolute() else (root / folder).resolve()}"
+    elif not conforms(_GCS_RE, url):
+        report.error(
+            "cache.url",
+            f"{url!r} is not a cache location; write "
+            "'gs://bucket/prefix' or 'file://path' (or leave it out for a local folder)",
+        )
+    size = parse_size(cache.max_size)
+    if size is None:
+        report.error("cache.max_size", f"{cache.max_size!r} is not a size; write e.g. '20G'")
+    return CacheSpec(url=url, max_size_bytes=size or 0)
+
+
+def resolve_verify(
+    spec: schema.Verify,
+    versions: Mapping[str, str],
+    fields: Mapping[str, str],
+    key: str,
+    report: Report,
+) -> VerifySpec:
+    size = None
+    if spec.max_size is not None:
+        size = parse_size(spec.max_size)
+        if size is None:
+            report.error(
+                f"{key}.verify.max_size", f"{spec.max_size!r} is not a size; write e.g. '8G'"
+            )
+    return VerifySpec(
+        python=spec.python or versions.get("python"),
+        conda=spec.conda,
+        single_python=spec.single_python,
+        pip_check=spec.pip_check,
+        packages=tuple(
+            (n, fill(v, fields, f"{key}.verify.packages.{n}", report))
+            for n, v in spec.packages.items()
+        ),
+        archs=spec.archs,
+        max_size_bytes=size,
+        smoke=tuple(spec.smoke),
+        cuda_libraries=tuple(spec.cuda_libraries),
+        gpu=spec.gpu,
+        pip_check_allow=tuple(spec.pip_check_allow),
+        torch_archs=spec.torch_archs,
+    )
+
+
+def check_tags(variants: tuple[VariantSpec, ...], report: Report) -> None:
+    """A human tag must name one image: unique per tier across variants; 'latest' is ours."""
+    seen: dict[tuple[str, str], str] = {}
+    for variant in variants:
+        for tier in variant.tiers:
+            for tag in tier.tags:
+                if tag == "latest":
+                    report.error(
+                        f"tiers.{tier.name}.tags",
+                        "'latest' is moved by promote to "
+                        "the verified default variant; remove it from tags",
+                    )
+                    continue
+                other = seen.get((tier.name, tag))
+                if other is not None:
+                    where = (
+                        f"variants {other} and {variant.name}"
+                        if other != variant.name
+                        else f"variant {variant.name}"
+                    )
+                    report.error(
+                        f"tiers.{tier.name}.tags",
+                        f"tag {tag!r} is given twice ({where}); make it unique, "
+                        "e.g. '{torch}-{cuda_tag}'",
+                    )
+                seen[(tier.name, tag)] = variant.name
