@@ -15,6 +15,7 @@ from build_graph.layout import BuildFolder
 from build_graph.manifest.load import load
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import plan
+from build_graph.stages import pipeline
 
 
 def summary(stack: Stack) -> str:
@@ -44,6 +45,7 @@ def summary(stack: Stack) -> str:
 
 def run_check(args: argparse.Namespace) -> int:
     stack = load(args.manifest, releases.offline if args.offline else _index(args.manifest))
+    pipeline.check_tier_names(stack)
     plan(stack)  # renders every template, so template errors surface here too
     print(summary(stack))
     print("ok")

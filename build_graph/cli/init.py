@@ -38,9 +38,10 @@ _SKIPPED = (OWN_FOLDER, "__pycache__", "*.egg-info", "*.lock", ".*")
 DODO = '''\
 """doit entry point: `doit` builds, pushes, verifies and promotes the stack in images.toml.
 
-`doit manifest=PATH` picks another manifest; `doit list --all` shows every tier;
-`doit list --all --status` is the plan; `doit info build:<tier>` says why it would run.
-This file only declares tasks: build_graph.run.session opens the stack.
+`doit manifest=PATH` picks another manifest; `doit list` shows the tiers, `doit list
+--status` the plan; `doit info <tier>` says why it would run. This file only hands doit the
+stack's tasks (build_graph.stages.pipeline declares the stages), so it stays the same when a
+release adds a stage.
 """
 
 from __future__ import annotations
@@ -57,32 +58,9 @@ _TASKS = open_session(get_var("manifest"), verbose=get_var("verbose"))
 DOIT_CONFIG: dict[str, Any] = doit_config(_TASKS.stack)
 
 
-def task_tiers() -> Iterator[dict[str, Any]]:
-    yield from _TASKS.tiers()
-
-
-def task_render() -> Iterator[dict[str, Any]]:
-    yield from _TASKS.stage("render")
-
-
-def task_compile() -> Iterator[dict[str, Any]]:
-    yield from _TASKS.stage("compile")
-
-
-def task_build() -> Iterator[dict[str, Any]]:
-    yield from _TASKS.stage("build")
-
-
-def task_push() -> Iterator[dict[str, Any]]:
-    yield from _TASKS.stage("push")
-
-
-def task_verify() -> Iterator[dict[str, Any]]:
-    yield from _TASKS.stage("verify")
-
-
-def task_promote() -> Iterator[dict[str, Any]]:
-    yield from _TASKS.stage("promote")
+def task_stack() -> Iterator[dict[str, Any]]:
+    """Every task of the stack: `doit <tier>` and each stage's (their own basenames)."""
+    yield from _TASKS.all()
 '''
 
 

@@ -12,16 +12,6 @@ from build_graph.gpu.archs import torch_cuda_arch_list
 from build_graph.layout import BuildFolder
 
 DEFAULT_VARIANT = "default"
-# The stages every tier goes through, in order, with their one-line docs: task names are
-# '<stage>:<tier>', so no tier may take one of these names. Declared here, once.
-STAGES: dict[str, str] = {
-    "render": "write each tier's Dockerfile (and compile script) under build/",
-    "compile": "run a tier's compile script in its builder image with a compiler cache",
-    "build": "docker build a tier, tagged <registry>/<tier>:<content hash>",
-    "push": "push a tier's hash tag to the registry",
-    "verify": "probe the pushed image and check it against images.toml",
-    "promote": "move the human tags and 'latest' to the verified digest",
-}
 
 
 class FrozenDict(dict[str, str]):

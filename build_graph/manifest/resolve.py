@@ -16,7 +16,6 @@ from build_graph.manifest.grammar import requirement
 from build_graph.manifest.graph import CycleError, topological_order
 from build_graph.manifest.model import (
     DEFAULT_VARIANT,
-    STAGES,
     CompileSpec,
     FrozenDict,
     GpuSpec,
@@ -35,10 +34,10 @@ from build_graph.manifest.sections import (
 )
 from build_graph.manifest.values import IMAGE_RE, TAG_RE, conforms, parse_source
 
-# `doit <tier>` builds a tier: its name may not be a stage or a doit command.
+# `doit <tier>` builds a tier: its name may not be a doit command (nor a stage's:
+# stages/pipeline.py checks those, where the stages are declared).
 RESERVED = frozenset(
     {
-        *STAGES,
         "tiers",
         "list",
         "info",
@@ -114,7 +113,7 @@ def _check_graph(manifest: schema.Manifest, report: Report) -> list[str]:
         if name in RESERVED:
             report.error(
                 f"tiers.{name}",
-                f"{name!r} is a stage or doit command, so "
+                f"{name!r} is a doit command, so "
                 f"`doit {name}` could not mean the tier; rename the tier",
             )
         deps[name] = []

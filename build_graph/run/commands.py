@@ -18,10 +18,13 @@ from doit.cmd_list import List
 from doit.exceptions import InvalidCommand
 
 from build_graph.errors import BuildGraphError, EnvironmentProblem, did_you_mean
-from build_graph.manifest.model import STAGES
+from build_graph.stages import pipeline
 
-# What a run does to a tier, as `--status` says it: rendering is local bookkeeping.
-_SHOWN = tuple(stage for stage in STAGES if stage != "render")
+
+def _shown() -> set[str]:
+    """What a run does to a tier, as `--status` says it: the stages with a check of their
+    own (rendering, doit's own target check, is local bookkeeping)."""
+    return {stage.name for stage in pipeline.stages() if stage.done is not None}
 
 
 def _environment_errors(tasks: list[Any]) -> list[BuildGraphError]:
@@ -52,13 +55,13 @@ def _plan(command: Any, tier_task: Any, tasks: dict[str, Any]) -> list[tuple[str
     """(stage, task) for each stage task of the tier that would run, in pipeline order
     (a platform's image shares its tier's promote: the meta names the tasks)."""
     facts = tier_task.meta["tier"]
-    names = facts.get("tasks") or [f"{stage}:{facts['key']}" for stage in STAGES]
+    names = facts["tasks"]
     pending = []
     for name in names:
         stage, _, key = name.partition(":")
         task = tasks.get(name)
         if (
-            stage in _SHOWN
+            stage in _shown()
             and task is not None
             and command.dep_manager.get_status(task, tasks).status != "up-to-date"
         ):

@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from build_graph.fs import write_if_changed
-from build_graph.manifest.model import STAGES
+from build_graph.stages import pipeline
+from build_graph.stages.pipeline import Outcome
+from build_graph.stages.work import Facts
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
 _CELL_LIMIT = 160
 _MARKUP = re.compile(r"[\\`*_\[\]|~#!]")  # Markdown punctuation, escaped with a backslash
-Facts = dict[str, str]
 
 
 @dataclass
@@ -36,6 +37,14 @@ class TierRow:
     failed: dict[str, str] = field(default_factory=dict)  # stage -> first line of the error
     not_run: list[str] = field(default_factory=list)  # an earlier stage failed
     facts: Facts = field(default_factory=dict)
+
+    def outcome_of(self, stage: str) -> Outcome:
+        return Outcome(
+            ran=stage in self.ran,
+            up_to_date=stage in self.up_to_date,
+            failed=self.failed.get(stage),
+            not_run=stage in self.not_run,
+        )
 
     @property
     def outcome(self) -> str:
@@ -53,7 +62,7 @@ class RunSummary:
 
     def _row(self, task_name: str) -> tuple[str, TierRow] | None:
         stage, _, key = task_name.partition(":")
-        if stage not in STAGES or not key:
+        if stage not in pipeline.by_name() or not key:
             return None  # a tier's own task (`doit <tier>`), or not ours
         return stage, self.rows.setdefault(key, TierRow())
 
@@ -86,6 +95,7 @@ class RunSummary:
             for name in ("rebuilt", "up to date", "failed", "not run")
         }
         total = sum(sum(r.ran.values()) for r in self.rows.values())
+        headers = [column.header for _, column in _columns()]
         lines = [
             f"### build-graph: {cell(self.title)}",
             "",
@@ -93,8 +103,8 @@ class RunSummary:
             + ", ".join(f"{n} {name}" for name, n in counts.items() if n)
             + f"; {total:.1f} s in stages",
             "",
-            "| tier | ran | time | compiler cache | verify | digest | tags moved |",
-            "|---|---|---|---|---|---|---|",
+            "| " + " | ".join(["tier", "ran", "time", *headers]) + " |",
+            "|" + "---|" * (3 + len(headers)),
         ]
         for key, row in self.rows.items():
             lines.append("| " + " | ".join(cell(c) for c in self._cells(key, row)) + " |")
@@ -105,30 +115,9 @@ class RunSummary:
         if row.not_run:
             ran += ("; " if ran else "") + "not run: " + ", ".join(row.not_run)
         time_s = f"{sum(row.ran.values()):.1f} s" if row.ran else "-"
-        digest = row.facts.get("digest", "-")  # only what this run's stages or checks read
-        return [
-            key,
-            ran or "nothing (up to date)",
-            time_s,
-            row.facts.get("ccache", "-"),
-            self._verify(row),
-            digest,
-            row.facts.get("tags_moved", "-"),
-        ]
-
-    @staticmethod
-    def _verify(row: TierRow) -> str:
-        if "verify" in row.failed:
-            return f"failed: {row.failed['verify']}"
-        gpu = row.facts.get("gpu", "")
-        if gpu.startswith(("passed", "not applicable")):
-            gpu = gpu.split(":", 1)[0]  # the why matters only when it was not checked
-        gpu = f"; GPU {gpu}" if gpu else ""
-        if "verify" in row.facts:
-            return f"{row.facts['verify']}{gpu}"
-        if "verify" in row.up_to_date:
-            return f"passed (a report in the registry){gpu}"
-        return "not run" if "verify" in row.not_run else "-"
+        # each stage's columns, from only what this run's stages or checks read
+        stages = [column.cell(row.facts, row.outcome_of(stage)) for stage, column in _columns()]
+        return [key, ran or "nothing (up to date)", time_s, *stages]
 
     def write(self, path: Path) -> list[str]:
         """Write the summary to `path` and append it to $GITHUB_STEP_SUMMARY when set.
@@ -154,3 +143,8 @@ def cell(value: str) -> str:
     if len(text) > _CELL_LIMIT:
         text = text[: _CELL_LIMIT - 3] + "..."
     return html.escape(_MARKUP.sub(r"\\\g<0>", text), quote=False)
+
+
+def _columns() -> list[tuple[str, pipeline.Column]]:
+    """(stage, column) for every summary column the pipeline's stages declare, in order."""
+    return [(stage.name, column) for stage in pipeline.stages() for column in stage.columns]

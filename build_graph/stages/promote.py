@@ -1,104 +1,156 @@
-"""The promote stage: move the human tags and 'latest' to the verified digest, in the registry.
+"""The promote stage: move a tier's human tags to its verified images, in the registry.
 
-Done when every human tag names the digest the hash tag names, and that digest has a
-passing verify report in the registry. Promote copies the manifest under each tag (no pull,
-no layer moves) and refuses a digest without a passing report: nothing unverified is ever
-promoted. When another runner pushed the hash tag last (racing runners), its digest is the
-one promoted; verified here first if no report for it exists yet.
+A tier's platform group moves together: a tier built for the build host only is a group of
+one, whose human tags get the very manifest its hash tag names (provenance kept); a tier
+built per platform gets, under each human tag, an index of every platform's verified image.
+Nothing is published unless every gate of the pipeline (verify, and any stage the table
+marks so) passed for each image's digest: a digest nobody checked yet (another runner
+pushed the hash tag last) is put through the gate here first. The index names exactly the
+digests whose gates were checked here: a hash tag moved meanwhile changes nothing it says.
+No layer moves: manifests are read by digest, hashed at the door, and written under tags.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from build_graph.errors import BuildFailed, UntrustedAnswer
-from build_graph.log import log, progress, shown
+from build_graph.log import log, progress
 from build_graph.oci.contents import Descriptor
 from build_graph.oci.digest import Digest
 from build_graph.oci.index import Entry, Index, build_index
 from build_graph.oci.platforms import parse_platform, stated_platform
-from build_graph.oci.refs import Presence, parse_ref
+from build_graph.oci.refs import parse_ref
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry import api
-from build_graph.registry.availability import Availability
-from build_graph.stages import trust
+from build_graph.stages.work import Facts, Work
 
 
-def promoted(tier: PlannedTier, holdings: Availability) -> bool:
-    """Up to date: every human tag names the hash tag's digest, which has a passing report.
-    Raises RegistryError when the registry could not say (never read as 'not promoted')."""
-    probe = holdings.answer(tier.image)
-    if probe.presence is not Presence.PRESENT or probe.digest is None:
+@dataclass(frozen=True)
+class Gate:
+    """A stage promote must see passed (stages/pipeline.py's rows marked so)."""
+
+    name: str
+    run: Callable[[Work], object]  # the stage's action, for one image
+    passed: Callable[[Work, Digest, bool], Facts | None]  # (work, digest, fresh)
+
+
+@dataclass(frozen=True)
+class Published:
+    """What the human tags are to name: its digest, and the bytes to write (None: copy the
+    manifest the digest names)."""
+
+    digest: Digest
+    body: bytes | None = None
+    media_type: str = ""
+
+
+def target(images: tuple[PlannedTier, ...], digests: list[Digest]) -> Published:
+    """The one decision: the hash tag's own manifest for a tier of the build host; the index
+    of the platform images otherwise (pure but for reading the images by digest)."""
+    if images[0].platform is None:
+        return Published(digests[0])
+    index = index_of(list(images), digests)
+    return Published(index.digest, index.body, index.media_type)
+
+
+def promoted(work: Work, gates: list[Gate]) -> bool:
+    """Up to date: every image's hash tag names a digest every gate passed, and every human
+    tag names what those digests publish. RegistryError when the registry could not say."""
+    digests = [work.holdings.answer(image.image).digest for image in work.images]
+    known = [d for d in digests if d is not None]
+    if len(known) != len(work.images):
         return False
-    if any(_tag_digest(tier, name, holdings) != probe.digest for name in tier.human_tags):
-        return False
-    return trust.passing_report(tier, probe.digest, holdings) is not None
+    for image, digest in zip(work.images, known, strict=True):
+        if any(g.passed(work.of(image), digest, False) is None for g in gates):
+            return False
+    want = target(work.images, known).digest
+    return all(_tag_digest(work, name) == want for name in work.tier.human_tags)
 
 
-def _tag_digest(
-    tier: PlannedTier, name: str, holdings: Availability, fresh: bool = False
-) -> Digest | None:
+def _tag_digest(work: Work, name: str, fresh: bool = False) -> Digest | None:
     """The digest a human tag names now, None when absent; an error raises."""
-    ref = tier.human_ref(name)
-    return (holdings.require(ref) if fresh else holdings.answer(ref)).digest
+    ref = work.tier.human_ref(name)
+    return (work.holdings.require(ref) if fresh else work.holdings.answer(ref)).digest
 
 
-def promote(
-    tier: PlannedTier, holdings: Availability, verify_first: Callable[[], object]
-) -> dict[str, str]:
-    """Move the human tags to the verified digest; refuses anything not verified.
-    `verify_first` (the verify stage, wired in by run/tasks.py) runs when the hash tag
-    names a digest nobody verified yet. Returns the digest and the tags it moved."""
-    probe = holdings.require(tier.image)
-    if probe.digest is None:
-        raise BuildFailed(f"{tier.key}: {tier.image} is not in the registry; run push:{tier.key}")
-    report = trust.passing_report(tier, probe.digest, holdings, fresh=True)
-    if report is None:
-        # The hash tag names a digest nobody verified: another runner pushed it after ours
-        # was verified. Adopt it, verify it here, then promote it.
-        log(
-            f"[{tier.key}] {tier.image} names {probe.digest}, which has no passing report "
-            "yet: verifying it first"
-        )
-        verify_first()
-        report = trust.passing_report(tier, probe.digest, holdings, fresh=True)
-    if report is None:
-        raise BuildFailed(
-            f"{tier.key}: {tier.image} ({probe.digest}) has no passing verify "
-            "report; human tags stay where they were"
-        )
+def promote(work: Work, gates: list[Gate]) -> Facts:
+    """Move the group's human tags to what its gated digests publish; refuses unless every
+    gate passed for every image (one failing leaves every tag where it was). Returns the
+    digest published, the tags moved and what the gates said."""
+    first, digests, said = work.tier, [], []
+    for image in work.images:
+        digest, facts = _gated(work.of(image), gates, len(work.images) > 1)
+        digests.append(digest)
+        said.append(facts)
+    published = target(work.images, digests)
     moving = tuple(
-        t for t in tier.human_tags if _tag_digest(tier, t, holdings, fresh=True) != probe.digest
+        t for t in first.human_tags if _tag_digest(work, t, fresh=True) != published.digest
     )
-    copy_manifest(tier, probe.digest, moving, holdings)
-    gpu = shown(report.get("gpu", ""))
-    if not gpu.startswith(("passed", "not applicable")):
-        progress(f'[{tier.key}] promoted with GPU {gpu} (verify.gpu = "optional")')
-    return {"digest": str(probe.digest), "tags_moved": ", ".join(moving) or "none", "gpu": gpu}
+    _write_tags(work, published, moving)
+    for image, facts in zip(work.images, said, strict=True):
+        if facts.get("note"):
+            progress(f"[{image.key}] {facts['note']}")
+    out = {"digest": str(published.digest), "tags_moved": ", ".join(moving) or "none"}
+    if first.platform is not None:
+        out["platforms"] = ", ".join(str(i.platform) for i in work.images)
+    for name in dict.fromkeys(k for facts in said for k in facts if k != "note"):
+        out[name] = "; ".join(facts.get(name, "-") for facts in said)
+    return out
 
 
-def copy_manifest(
-    tier: PlannedTier, digest: Digest, tags: tuple[str, ...], holdings: Availability
-) -> None:
-    """Put the manifest `digest` names under each tag: the very bytes read by that digest,
-    hashed here and refused unless they hash to it (api.get_manifest), so no tag
-    is written before the bytes are checked; no layer moves. Raises UntrustedAnswer (a
-    BuildFailed) naming the registry and both digests when the bytes or the registry's
-    answer to a PUT disagree."""
-    image = parse_ref(tier.image)
+def _gated(one: Work, gates: list[Gate], group: bool) -> tuple[Digest, Facts]:
+    """The digest the image's hash tag names now, once every gate passed for it (run here
+    first where it has not), and what the gates said."""
+    image = one.tier
+    probe = one.holdings.require(image.image)
+    if probe.digest is None:
+        raise BuildFailed(
+            f"{image.key}: {image.image} is not in the registry; run doit {image.key}"
+        )
+    said: Facts = {}
+    for gate in gates:
+        facts = gate.passed(one, probe.digest, True)
+        if facts is None:
+            log(
+                f"[{image.key}] {image.image} names {probe.digest}, which has not passed "
+                f"{gate.name} yet: running {gate.name} first"
+            )
+            gate.run(one)
+            facts = gate.passed(one, probe.digest, True)
+        if facts is None:
+            every = ", for every platform" if group else ""
+            raise BuildFailed(
+                f"{image.group_key}: {image.image} ({probe.digest}"
+                f"{', ' + str(image.platform) if image.platform else ''}) has not passed "
+                f"{gate.name}; human tags stay where they were{every}"
+            )
+        said |= facts
+    return probe.digest, said
+
+
+def _write_tags(work: Work, published: Published, tags: tuple[str, ...]) -> None:
+    """Write under each tag the bytes `published` names: read by that digest and hashed
+    here (api.get_manifest refuses bytes that do not hash to it), or the index made here."""
     if not tags:
         return
-    manifest = api.get_manifest(image.at(str(digest)))
+    first = work.tier
+    target_ref = parse_ref(first.image)
+    if published.body is None:
+        manifest = api.get_manifest(target_ref.at(str(published.digest)))
+        body, media_type = manifest.body, manifest.media_type
+        what = "manifest copied, 0 layer bytes moved"
+    else:
+        body, media_type = published.body, published.media_type
+        what = "an index of " + ", ".join(str(i.platform) for i in work.images)
     for name in tags:
         try:
-            api.put_manifest(image.at(name), manifest.body, manifest.media_type)
+            api.put_manifest(target_ref.at(name), body, media_type)
         finally:
-            holdings.forget(f"{tier.repository}:{name}")
-        log(
-            f"[{tier.key}] {tier.repository}:{name} -> {digest} (manifest copied, 0 layer "
-            "bytes moved)"
-        )
+            work.holdings.forget(first.human_ref(name))
+        log(f"[{first.group_key}] {first.repository}:{name} -> {published.digest} ({what})")
 
 
 # A tier built per platform: one index per human tag, of every platform's verified image.
@@ -146,78 +198,3 @@ def index_of(images: list[PlannedTier], digests: list[Digest]) -> Index:
         raise BuildFailed(
             f"{images[0].group_key}: no index can refer to these images: {exc}"
         ) from None
-
-
-def index_promoted(images: list[PlannedTier], holdings: Availability) -> bool:
-    """Up to date: every platform's hash tag names a digest with a passing report, and
-    every human tag names the index of exactly those digests. RegistryError when the
-    registry could not say."""
-    digests = [holdings.answer(image.image).digest for image in images]
-    known = [d for d in digests if d is not None]
-    if len(known) != len(images):
-        return False
-    if any(
-        trust.passing_report(image, digest, holdings) is None
-        for image, digest in zip(images, known, strict=True)
-    ):
-        return False
-    index = index_of(images, known)
-    first = images[0]
-    return all(_tag_digest(first, name, holdings) == index.digest for name in first.human_tags)
-
-
-def promote_index(
-    images: list[PlannedTier], holdings: Availability, verify_first: dict[str, Callable[[], object]]
-) -> dict[str, str]:
-    """Write the index of every platform's verified image under each human tag; refuses
-    unless every platform's image has a passing report (verified here first where nobody
-    verified its digest yet): one platform failing leaves every tag where it was. The index
-    names exactly the digests whose reports were checked here: a hash tag that another
-    runner moves meanwhile changes nothing it says."""
-    first = images[0]
-    digests: list[Digest] = []
-    gpus: list[str] = []
-    for image in images:
-        probe = holdings.require(image.image)
-        if probe.digest is None:
-            raise BuildFailed(
-                f"{image.key}: {image.image} is not in the registry; run doit {image.key}"
-            )
-        if trust.passing_report(image, probe.digest, holdings, fresh=True) is None:
-            log(
-                f"[{image.key}] {image.image} names {probe.digest}, which has no passing "
-                "report yet: verifying it first"
-            )
-            verify_first[image.key]()
-        report = trust.passing_report(image, probe.digest, holdings, fresh=True)
-        if report is None:
-            raise BuildFailed(
-                f"{first.group_key}: {image.image} ({probe.digest}, "
-                f"{image.platform}) has no passing verify report; human tags "
-                "stay where they were, for every platform"
-            )
-        digests.append(probe.digest)
-        gpus.append(shown(report.get("gpu", "")))
-    index = index_of(images, digests)
-    moving = tuple(
-        t for t in first.human_tags if _tag_digest(first, t, holdings, fresh=True) != index.digest
-    )
-    target = parse_ref(first.image)
-    for name in moving:
-        try:
-            api.put_manifest(target.at(name), index.body, index.media_type)
-        finally:
-            holdings.forget(first.human_ref(name))
-        log(
-            f"[{first.group_key}] {first.repository}:{name} -> {index.digest} (an index of "
-            f"{', '.join(str(i.platform) for i in images)})"
-        )
-    for image, gpu in zip(images, gpus, strict=True):
-        if not gpu.startswith(("passed", "not applicable")):
-            progress(f'[{image.key}] promoted with GPU {gpu} (verify.gpu = "optional")')
-    return {
-        "digest": str(index.digest),
-        "tags_moved": ", ".join(moving) or "none",
-        "platforms": ", ".join(str(i.platform) for i in images),
-        "gpu": "; ".join(gpus),
-    }

@@ -24,6 +24,7 @@ from build_graph.plan.plan import PlannedTier
 from build_graph.registry import api
 from build_graph.registry.availability import Availability
 from build_graph.stages import sbom, trust
+from build_graph.stages.work import Facts
 from build_graph.verify.checks import evaluate
 from build_graph.verify.device import gpu_code_paths
 from build_graph.verify.request import PROBE_FILES, fingerprint, probe_request
@@ -42,6 +43,19 @@ def verified(tier: PlannedTier, holdings: Availability) -> bool:
         and probe.digest
         and trust.passing_report(tier, probe.digest, holdings) is not None
     )
+
+
+def passed(tier: PlannedTier, digest: Digest, holdings: Availability, fresh: bool) -> Facts | None:
+    """Promote's gate: what a passing report for `digest` that counts here says (its GPU
+    status, and a note when its kernels were not checked), None when there is none."""
+    report = trust.passing_report(tier, digest, holdings, fresh)
+    if report is None:
+        return None
+    gpu = shown(report.get("gpu", ""))
+    facts = {"gpu": gpu}
+    if not gpu.startswith(("passed", "not applicable")):
+        facts["note"] = f'promoted with GPU {gpu} (verify.gpu = "optional")'
+    return facts
 
 
 def verify(tier: PlannedTier, holdings: Availability) -> dict[str, str]:

@@ -56,4 +56,4 @@ def test_info_on_an_unknown_name_is_one_line_with_a_suggestion(tmp_path: Path) -
 
 def test_a_tier_named_like_a_stage_or_command_is_refused(tmp_path: Path) -> None:
     text = MINIMAL.replace("[tiers.base]", "[tiers.list]")
-    assert "'list' is a stage or doit command" in one_error(tmp_path, text, "tiers.list")
+    assert "'list' is a doit command" in one_error(tmp_path, text, "tiers.list")
