@@ -5,6 +5,7 @@ Shared by the verify stage and the doctor.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import json
@@ -19,10 +20,14 @@ IN_IMAGE = HERE / "in_image"
 PROBE = IN_IMAGE / "probe.py"
 # Mounted together into the image; standard library only.
 PROBE_FILES = (PROBE, IN_IMAGE / "fatbin.py", IN_IMAGE / "finder.py", IN_IMAGE / "inventory.py")
-# The code of every rule the verifier applies, by folder: the probe, the fatbin reader and
-# the finder (in_image/), the checks here; which code runs on which GPU (gpu/archs.py) and
-# the tables it reads (gpu/tables.py). A fix in any of them re-verifies.
-VERIFIER_CODE = (HERE, IN_IMAGE, HERE.parent / "gpu")
+PACKAGE = HERE.parent
+# What verify runs, and so what its fingerprint covers: the probe and its siblings in the
+# image, what it is asked (this module), the checks and the GPU code-path reading, and every
+# module of the verifier's own packages they import (which code runs on which GPU,
+# gpu/archs.py, and its tables); found by reading the imports, so a module merely placed
+# beside them (gpu/releases.py, which verify never runs) does not re-verify every image.
+ROOTS = ("verify/request.py", "verify/checks.py", "verify/results.py", "verify/device.py")
+RULE_PACKAGES = ("build_graph.verify", "build_graph.gpu")
 
 
 def probe_request(
@@ -61,8 +66,34 @@ def trusted_fingerprints(want: Expectation, gpu_here: bool) -> list[str]:
 
 
 def verifier_files() -> list[Path]:
-    """The code of every rule the verifier applies (VERIFIER_CODE's modules)."""
-    return sorted(p for folder in VERIFIER_CODE for p in folder.glob("*.py"))
+    """The code verify runs: ROOTS, the probe's files, and the verifier's packages' modules
+    they import, at any depth."""
+    todo = [PACKAGE / root for root in ROOTS]
+    todo += [PACKAGE / "verify" / "in_image" / p.name for p in PROBE_FILES]
+    seen = set(todo)
+    while todo:
+        for module in _rule_imports(todo.pop()) - seen:
+            seen.add(module)
+            todo.append(module)
+    return sorted(seen)
+
+
+def _rule_imports(path: Path) -> set[Path]:
+    """The modules of RULE_PACKAGES that `path` imports (any depth of the file)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_bytes())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        for name in names:
+            if not name.startswith(RULE_PACKAGES):
+                continue
+            module = PACKAGE.joinpath(*name.split(".")[1:])
+            found |= {p for p in (module.with_suffix(".py"), module / "__init__.py") if p.is_file()}
+    return found
 
 
 @cache

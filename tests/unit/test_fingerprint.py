@@ -55,26 +55,43 @@ def test_every_module_the_verifier_runs_is_fingerprinted() -> None:
             if module.relative_to(PACKAGE).as_posix() not in NOT_RULES:  # data: not walked
                 todo.append(module)
     missing = {p.relative_to(PACKAGE).as_posix() for p in seen - covered} - NOT_RULES
-    assert not missing, f"add to VERIFIER_CODE: {sorted(missing)}"
+    assert not missing, f"not fingerprinted: {sorted(missing)}"
     assert PACKAGE / "gpu" / "archs.py" in covered and PACKAGE / "gpu" / "tables.py" in covered
+    for probe in request.PROBE_FILES:
+        assert probe in covered
 
 
-@pytest.mark.parametrize("changed", ["gpu/archs.py", "gpu/tables.py", "verify/checks.py"])
+@pytest.mark.parametrize("name", ["gpu/releases.py", "gpu/platform_rules.py", "gpu/__init__.py"])
+def test_code_verify_never_runs_is_not_fingerprinted(name: str) -> None:
+    """Placement alone changes nothing: these sit beside the rules, and verify runs none."""
+    assert PACKAGE / name not in request.verifier_files()
+
+
+@pytest.mark.parametrize(
+    ("changed", "counts"),
+    [
+        ("gpu/archs.py", True),
+        ("gpu/tables.py", True),
+        ("verify/checks.py", True),
+        ("verify/in_image/fatbin.py", True),
+        ("gpu/releases.py", False),
+    ],
+)
 def test_a_fix_to_a_rule_changes_the_fingerprint(
-    tmp_path: Path, changed: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, changed: str, counts: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for folder in ("verify", "gpu"):
         shutil.copytree(
             PACKAGE / folder, tmp_path / folder, ignore=shutil.ignore_patterns("__pycache__")
         )
-    monkeypatch.setattr(request, "VERIFIER_CODE", (tmp_path / "verify", tmp_path / "gpu"))
+    monkeypatch.setattr(request, "PACKAGE", tmp_path)
     request._verifier_code.cache_clear()
     before = request.fingerprint(WANT, gpu_present=False)
     with (tmp_path / changed).open("a") as handle:
         handle.write("\n# a fix\n")
     request._verifier_code.cache_clear()
     try:
-        assert request.fingerprint(WANT, gpu_present=False) != before
+        assert (request.fingerprint(WANT, gpu_present=False) != before) is counts
     finally:
         monkeypatch.undo()
         request._verifier_code.cache_clear()
