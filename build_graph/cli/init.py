@@ -30,10 +30,10 @@ from build_graph.manifest.resolve import shipped_templates
 # repository's images.toml (PyTorch compiled from source), kept with its team code in
 # examples/team so that it ships (tests/unit/test_init.py keeps the two manifests equal).
 SCAFFOLDS: dict[str, str] = {"quickstart": "quickstart", "cuda": "cuda", "from-source": "team"}
-# Never copied: a run's state, interpreter caches, pins (the team's machines record their
-# own, from their registry), and hidden files (the wheel's package-data globs skip them, so
-# a checkout and an installed wheel write the same scaffold).
-_SKIPPED = (OWN_FOLDER, "__pycache__", "*.egg-info", "*.lock", ".*")
+# Never copied: a run's state, interpreter caches and pins (the team's machines record their
+# own, from their registry). Everything else is written byte for byte, hidden files too (an
+# example's src/fastext/.gitignore is in its hash): pyproject.toml's package-data ships them.
+_SKIPPED = (OWN_FOLDER, "__pycache__", "*.egg-info", "*.lock", "*.pyc")
 
 DODO = '''\
 """doit entry point: `doit` builds, pushes, verifies and promotes the stack in images.toml.

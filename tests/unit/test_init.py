@@ -57,6 +57,42 @@ def test_init_writes_a_stack_that_checks_and_plans(tmp_path: Path, source: str) 
     assert plan(stack)  # every context file, compile source and template it names is there
 
 
+@pytest.mark.parametrize("source", sorted(scaffold.SCAFFOLDS))
+def test_init_writes_the_example_byte_for_byte(tmp_path: Path, source: str) -> None:
+    """What `init` writes is the example it names, hidden files included, and only the
+    files that make it a repository of its own beside it."""
+    example = scaffold.shipped_examples() / scaffold.SCAFFOLDS[source]
+    scaffold.init(tmp_path / "repo", source)
+    ours = {"dodo.py", "doit.cfg", "templates/README.md", ".gitignore"}
+
+    def files(root: Path, skip: set[str]) -> dict[str, bytes]:
+        found = {}
+        for path in root.rglob("*"):
+            rel = path.relative_to(root).as_posix()
+            if path.is_file() and rel not in skip:
+                found[rel] = path.read_bytes()
+        return found
+
+    state = {"build", "__pycache__"}  # a checkout's runs; never shipped, never written
+    example_files = {
+        rel: data
+        for rel, data in files(example, set()).items()
+        if not state & set(rel.split("/")) and not rel.endswith((".lock", ".pyc"))
+    }
+    assert files(tmp_path / "repo", ours) == example_files
+
+
+def test_an_init_quickstart_hashes_as_the_example_does(tmp_path: Path) -> None:
+    """The same stack, the same pins: every tier's hash tag is the example's (a file left
+    out, such as src/fastext/.gitignore, would rebuild fastext and everything on it)."""
+    example = scaffold.shipped_examples() / "quickstart"
+    scaffold.init(tmp_path / "repo", "quickstart")
+    (tmp_path / "repo" / "images.lock").write_bytes((example / "images.lock").read_bytes())
+    ours = {t.key: t.image.split(":")[-1] for t in plan(load(tmp_path / "repo" / "images.toml"))}
+    theirs = {t.key: t.image.split(":")[-1] for t in plan(load(example / "images.toml"))}
+    assert ours == theirs
+
+
 def test_init_overwrites_nothing(tmp_path: Path) -> None:
     (tmp_path / "dodo.py").write_text("# the team's own\n")
     with pytest.raises(ConfigError) as caught:
