@@ -66,7 +66,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert "build_graph/verify/in_image/probe.py" in names
     assert "build_graph/examples/quickstart/images.toml" in names  # what `init` writes
     assert "build_graph/examples/quickstart/src/fastext/.gitignore" in names  # in its hash
-    assert not [n for n in names if "/build/" in n or n.endswith(".lock")]  # no run's state
+    assert not [n for n in names if "/build/" in n]  # no run's state
     assert "build_graph/gpu/torch_releases.json" in names  # check's torch partner facts
     run(sys.executable, "-m", "venv", "--without-pip", work / "venv", cwd=work)
     python = work / "venv" / "bin" / "python"
