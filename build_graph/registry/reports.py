@@ -39,7 +39,42 @@ ARTIFACT_TYPE = attestation.MEDIA_TYPE
 SBOM_TYPE = "application/vnd.cyclonedx+json"
 SBOM_SUFFIX = "sbom"  # one SBOM per digest: what is installed does not depend on the verifier
 RUN_ID = os.urandom(6).hex()  # tells reports of different runs (and runners) apart
-Report = dict[str, Any]
+Report = dict[str, Any]  # a report as written: the verify stage's record
+
+
+@dataclass(frozen=True)
+class StoredReport:
+    """A passing report as read back (from the registry, or this machine's copy of it):
+    the fields its readers use, typed, and the whole record for those who show it."""
+
+    digest: Digest  # the image it is about
+    fingerprint: str  # the verifier that made it
+    summary: str  # '12 passed, 0 failed, 0 not checked'
+    gpu: str  # the GPU's status: 'passed: ...', 'not checked: ...', 'not applicable: ...'
+    made_on: str  # the host that ran it
+    made_at: str  # when (ISO 8601, UTC)
+    record: Report
+
+    @classmethod
+    def of(cls, record: Report, digest: Digest, fingerprint: str) -> StoredReport | None:
+        """The report if it passed, for `digest` and `fingerprint`; None otherwise."""
+        if not (
+            record.get("passed") is True
+            and record.get("digest") == str(digest)
+            and record.get("fingerprint") == fingerprint
+        ):
+            return None
+        by = record.get("made_by")
+        by = by if isinstance(by, dict) else {}
+        return cls(
+            digest,
+            fingerprint,
+            shown(record.get("summary", "")),
+            shown(record.get("gpu", "")),
+            shown(by.get("host", "?")),
+            shown(by.get("at", "?")),
+            record,
+        )
 
 
 @dataclass(frozen=True)
@@ -58,7 +93,7 @@ class ReportStore:
         fingerprints: Sequence[str],
         holdings: Availability,
         fresh: bool = False,
-    ) -> Report | None:
+    ) -> StoredReport | None:
         """A passing report for `digest` under one of `fingerprints`, or None when the
         registry definitely holds none. `fresh` asks the registry again (before acting on
         the answer). Raises RegistryError when the registry could not say (an error is
@@ -68,14 +103,10 @@ class ReportStore:
             probe = holdings.require(ref) if fresh else holdings.answer(ref)
             if probe.presence is Presence.ABSENT or probe.digest is None:
                 continue
-            report = read_record(self._copy(probe.digest)) or self._fetch(probe.digest)
-            if (
-                report
-                and report.get("passed") is True
-                and report.get("digest") == str(digest)
-                and report.get("fingerprint") == fp
-            ):
-                return report
+            record = read_record(self._copy(probe.digest)) or self._fetch(probe.digest)
+            found = StoredReport.of(record, digest, fp) if record else None
+            if found is not None:
+                return found
         return None
 
     def publish(self, image: Answer, report: Report, holdings: Availability) -> None:

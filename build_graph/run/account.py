@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from build_graph.errors import BuildGraphError
-from build_graph.log import shown
 from build_graph.oci.digest import Digest
 from build_graph.oci.index import INDEX_TYPES
 from build_graph.oci.refs import Presence
@@ -50,15 +49,11 @@ def registry_holds(tier: PlannedTier, holdings: Availability) -> list[str]:
     except BuildGraphError as exc:
         report, lines = None, [*lines, f"verify report: could not read ({exc})"]
     if report is not None:
-        by = report.get("made_by")
-        by = by if isinstance(by, dict) else {}
         lines.append(
-            f"verify report: passed ({shown(report.get('summary'))}; GPU "
-            f"{shown(report.get('gpu'))}), made on "
-            f"{shown(by.get('host', '?'))} at {shown(by.get('at', '?'))}"
+            f"verify report: passed ({report.summary}; GPU {report.gpu}), made on "
+            f"{report.made_on} at {report.made_at}"
         )
-        fingerprint = str(report.get("fingerprint"))
-        lines.append(f"  at {trust.store(tier).ref(image.digest, fingerprint)}")
+        lines.append(f"  at {trust.store(tier).ref(image.digest, report.fingerprint)}")
     else:
         lines.append("verify report: none that passed for this digest and these checks")
     return [*lines, _sbom(tier, image.digest, holdings)]

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from build_graph.docker import daemon
 from build_graph.errors import RegistryError
-from build_graph.fs import read_record, write_record
+from build_graph.fs import write_record
 from build_graph.log import log
-from build_graph.oci.digest import Digest, maybe_digest
 from build_graph.oci.refs import Presence
 from build_graph.plan.plan import PlannedTier
+from build_graph.plan.push_record import record
 from build_graph.registry.availability import Availability
 
 
@@ -47,17 +47,3 @@ def push(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
         )
     write_record(tier.folder.push_record, record(tier, now.digest))
     return {"digest": str(now.digest)}
-
-
-def record(tier: PlannedTier, digest: Digest) -> dict[str, object]:
-    """push.json: the hash tag, its digest, and the inputs it was made of (for `doit info`)."""
-    return {"image": tier.image, "digest": str(digest), "inputs": dict(tier.inputs)}
-
-
-def recorded_digest(tier: PlannedTier) -> Digest | None:
-    """The digest this machine last saw for the tier's hash tag (push.json): a hint only
-    (None when the note is missing, for another image, or not a digest)."""
-    note = read_record(tier.folder.push_record)
-    if note and note.get("image") == tier.image:
-        return maybe_digest(note.get("digest"))
-    return None

@@ -12,9 +12,9 @@ from build_graph.docker import connection
 from build_graph.oci.digest import Digest
 from build_graph.oci.platforms import host_platform, parse_platform, platform_of_machine
 from build_graph.plan.plan import PlannedTier
+from build_graph.plan.push_record import recorded_digest
 from build_graph.registry.availability import Availability
-from build_graph.registry.reports import Report, ReportStore
-from build_graph.stages.push import recorded_digest
+from build_graph.registry.reports import ReportStore, StoredReport
 from build_graph.verify.request import trusted_fingerprints
 
 
@@ -63,7 +63,7 @@ def native(tier: PlannedTier) -> bool:
 
 def passing_report(
     tier: PlannedTier, digest: Digest, holdings: Availability, fresh: bool = False
-) -> Report | None:
+) -> StoredReport | None:
     """A passing report for `digest` that counts here (ReportStore.find's contract)."""
     return store(tier).find(digest, fingerprints(tier), holdings, fresh)
 

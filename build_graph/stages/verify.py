@@ -16,7 +16,7 @@ from build_graph.docker import connection, containers, daemon
 from build_graph.docker.containers import Mount
 from build_graph.errors import BuildFailed, UntrustedAnswer
 from build_graph.layout import PROBE_DIR, PROBE_REPORT
-from build_graph.log import log, progress, shown
+from build_graph.log import log, progress
 from build_graph.manifest.expectation import Expectation
 from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Answer, Presence, parse_ref
@@ -51,7 +51,7 @@ def passed(tier: PlannedTier, digest: Digest, holdings: Availability, fresh: boo
     report = trust.passing_report(tier, digest, holdings, fresh)
     if report is None:
         return None
-    gpu = shown(report.get("gpu", ""))
+    gpu = report.gpu
     facts = {"gpu": gpu}
     if not gpu.startswith(("passed", "not applicable")):
         facts["note"] = f'promoted with GPU {gpu} (verify.gpu = "optional")'
@@ -72,7 +72,7 @@ def verify(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
         log(f"[{tier.key}] the registry already holds a passing report for {digest}")
         return {
             "verify": "passed (a report another runner stored)",
-            "gpu": shown(stored.get("gpu", "?")),
+            "gpu": stored.gpu or "?",
         }
     # What runs is the platform image the digest names, by its own digest: the very image
     # promote publishes, never one the daemon picks from an index by platform.
