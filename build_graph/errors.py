@@ -87,6 +87,59 @@ class UntrustedAnswer(BuildFailed):
     check: bytes that do not hash to the digest asked for, a malformed digest. Never used."""
 
 
+# Raised by one module each, reported here like the rest (one reporter, `report`).
+
+
+class CredentialInSetting(BuildGraphError):
+    """A site setting (an index URL, a pip option) carries a credential where it would
+    be written into an image or a log."""
+
+    exit_code = EXIT_CONFIG
+
+
+class BadSiteSetting(BuildGraphError):
+    """A site setting (BUILD_GRAPH_*, PIP_*) that cannot be used as given."""
+
+    exit_code = EXIT_CONFIG
+
+
+class IndexUnreachable(BuildGraphError):
+    """The index (or its file host) could not be asked: network, DNS, timeout, 5xx."""
+
+    exit_code = EXIT_ENVIRONMENT
+
+
+class IndexAnswerRefused(BuildGraphError):
+    """The index answered something that fails its check (size, format, range)."""
+
+    exit_code = EXIT_ENVIRONMENT
+
+
+class RangesUnsupported(IndexUnreachable):
+    """The file host answers a Range request with the whole file: METADATA cannot be read
+    without downloading every wheel, so the index cannot be asked (not a lie about it)."""
+
+
+class NotOnIndex(BuildGraphError):
+    """The index answered 404: no such project or file."""
+
+    exit_code = EXIT_ENVIRONMENT
+
+
+class OptionError(BuildGraphError):
+    """A command-line option that cannot be used as given (`ci`, `prune`, ...)."""
+
+    exit_code = EXIT_CONFIG
+
+
+class CacheUnavailable(Exception):
+    """The store could not be used (no bucket, no credentials, network down, ...)."""
+
+
+class CacheConflict(CacheUnavailable):
+    """Another build saved a newer archive since ours was restored."""
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """A ' (did you mean 'x'?)' suffix for the closest choice, or ''."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)

@@ -27,7 +27,7 @@ import ssl
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from build_graph.errors import EXIT_CONFIG, BuildGraphError
+from build_graph.errors import BadSiteSetting, CredentialInSetting
 
 SITE_ARGS = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST")
 CA_SETTING = "BUILD_GRAPH_CA_BUNDLE"
@@ -36,14 +36,6 @@ CA_SETTING = "BUILD_GRAPH_CA_BUNDLE"
 CA_ENV = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO")
 CA_SECRET = "hostca"
 _USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)([^/@\s]*)@", re.IGNORECASE)
-
-
-class CredentialInSetting(BuildGraphError):
-    exit_code = EXIT_CONFIG
-
-
-class BadSiteSetting(BuildGraphError):
-    exit_code = EXIT_CONFIG
 
 
 def host_ca() -> Path | None:

@@ -16,17 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from build_graph.errors import CacheConflict, CacheUnavailable
+
 # Bounded waits: a cache problem must cost seconds, not the client's default two minutes.
 TIMEOUT_S = 20.0
 DEADLINE_S = 8.0
-
-
-class CacheUnavailable(Exception):
-    """The store could not be used (no bucket, no credentials, network down, ...)."""
-
-
-class CacheConflict(CacheUnavailable):
-    """Another build saved a newer archive since ours was restored."""
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Literal
 
 from build_graph.ccache import archive as ccache_archive
-from build_graph.ccache.store import CacheConflict, CacheUnavailable, Found, Store, open_store
+from build_graph.ccache.store import Found, Store, open_store
+from build_graph.errors import CacheConflict, CacheUnavailable
 from build_graph.fs import read_record, write_record
 from build_graph.log import log, progress
 from build_graph.manifest.model import Stack

@@ -16,15 +16,10 @@ from build_graph.cli.ci import (
     github_workflow,
     job_id,
 )
-from build_graph.errors import EXIT_CONFIG, BuildGraphError, ConfigError, ConfigIssue
+from build_graph.errors import ConfigError, ConfigIssue, OptionError
 from build_graph.manifest.load import load
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier, plan
-
-
-class CiOptionError(BuildGraphError):
-    exit_code = EXIT_CONFIG
-
 
 # Options of one engine only: flag -> argparse dest (for Cloud Build also the keyword of
 # cloudbuild_config, whose own defaults apply to what is not given); None: not given.
@@ -66,7 +61,7 @@ def document(args: argparse.Namespace) -> str:
             Login(args.login_secret, args.login_user or LOGIN_USER) if args.login_secret else None
         )
     except ValueError as exc:
-        raise CiOptionError(str(exc)) from None
+        raise OptionError(str(exc)) from None
     return github_workflow(
         stack,
         planned,
@@ -85,7 +80,7 @@ def _refuse_the_other_engines(args: argparse.Namespace) -> None:
     wrong = [flag for flag, dest in other.items() if getattr(args, dest) is not None]
     if wrong:
         engine, them = ("--github", "Cloud Build") if args.github else ("--cloudbuild", "GitHub")
-        raise CiOptionError(
+        raise OptionError(
             f"{', '.join(wrong)}: an option for {them}, not {engine}; "
             "drop it or write the other engine's config"
         )

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from build_graph import settings
-from build_graph.errors import EXIT_CONFIG, EXIT_ENVIRONMENT, DeletesRefused
+from build_graph.errors import OptionError, RegistryError
 from build_graph.fs import write_if_changed
 from build_graph.gpu import releases
 from build_graph.layout import BuildFolder
@@ -113,8 +113,7 @@ def run_plan(args: argparse.Namespace) -> int:
             print(f"{row['key']:<24} {row['image']}  {row.get('status', '')}")
     unasked = [row for row in rows if row.get("registry") == "error"]
     if unasked:  # a plan with guesses in it is not a plan: say so, exit 3
-        print(f"error: {unasked[0]['registry_error']}", file=sys.stderr)
-        return EXIT_ENVIRONMENT
+        raise RegistryError(unasked[0]["registry_error"])
     return 0
 
 
@@ -162,22 +161,17 @@ def run_prune(args: argparse.Namespace) -> int:
     try:
         older_than = parse_age(args.older_than)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        raise OptionError(str(exc)) from None
     if args.keep < 0:
-        print(f"error: --keep {args.keep}: expected 0 or more builds", file=sys.stderr)
-        return EXIT_CONFIG
+        raise OptionError(f"--keep {args.keep}: expected 0 or more builds")
     stack = load(args.manifest)
     pruning = prune.judge(plan(stack), prune.policy(stack.name, args.keep, older_than))
     print("\n".join(prune.lines(pruning, deleting=args.yes)), flush=True)
     if not args.yes:
         print(prune.summary(pruning, None))
         return 0
-    try:
-        print(prune.summary(pruning, prune.delete(pruning, lambda line: print(line, flush=True))))
-    except DeletesRefused as exc:  # a policy, not an outage: one line, no traceback
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_ENVIRONMENT
+    # DeletesRefused (a policy, not an outage) reaches the reporter as one line, exit 3
+    print(prune.summary(pruning, prune.delete(pruning, lambda line: print(line, flush=True))))
     return 0
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from build_graph.errors import RegistryError, UntrustedAnswer
+from build_graph.errors import NotOnIndex, RegistryError, UntrustedAnswer
 from build_graph.gpu import releases, tables
 from build_graph.gpu.releases import PARTNERS, Lookup, TorchRow
 from build_graph.log import log, shown
@@ -26,7 +26,6 @@ from build_graph.manifest.model import Stack, VariantSpec, major_minor
 from build_graph.oci.digest import maybe_digest
 from build_graph.oci.refs import Ref, parse_ref
 from build_graph.oci.tags import Newer, filled, newer_tags, newer_values, shape_of
-from build_graph.pypi.fetch import NotOnIndex
 from build_graph.pypi.simple import project
 
 TOOLS = ("pip", "setuptools")

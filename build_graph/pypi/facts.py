@@ -23,8 +23,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from build_graph.errors import IndexAnswerRefused
 from build_graph.gpu.releases import Partner, PartnerRow, TorchRow
-from build_graph.pypi.fetch import IndexAnswerRefused
 from build_graph.pypi.simple import IndexFile, Project
 from build_graph.pypi.wheel_metadata import read_metadata
 from build_graph.settings import redact, without_userinfo

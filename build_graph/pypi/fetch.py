@@ -17,35 +17,17 @@ import urllib.request
 from collections.abc import Mapping
 from urllib.parse import unquote, urlsplit
 
-from build_graph.errors import EXIT_ENVIRONMENT, BuildGraphError
+from build_graph.errors import (
+    IndexAnswerRefused,
+    IndexUnreachable,
+    NotOnIndex,
+    RangesUnsupported,
+)
 from build_graph.settings import redact, without_userinfo
 
 TIMEOUT_S = 20
 MAX_PAGE = 16 << 20  # torch's JSON page is ~0.4 MiB; an index page past 16 MiB is refused
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+)$")
-
-
-class IndexUnreachable(BuildGraphError):
-    """The index (or its file host) could not be asked: network, DNS, timeout, 5xx."""
-
-    exit_code = EXIT_ENVIRONMENT
-
-
-class IndexAnswerRefused(BuildGraphError):
-    """The index answered something that fails its check (size, format, range)."""
-
-    exit_code = EXIT_ENVIRONMENT
-
-
-class RangesUnsupported(IndexUnreachable):
-    """The file host answers a Range request with the whole file: METADATA cannot be read
-    without downloading every wheel, so the index cannot be asked (not a lie about it)."""
-
-
-class NotOnIndex(BuildGraphError):
-    """The index answered 404: no such project or file."""
-
-    exit_code = EXIT_ENVIRONMENT
 
 
 def get(url: str, headers: Mapping[str, str], limit: int = MAX_PAGE) -> tuple[bytes, str]:

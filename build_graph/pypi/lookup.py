@@ -22,11 +22,11 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from build_graph.errors import IndexUnreachable, NotOnIndex
 from build_graph.fs import write_if_changed
 from build_graph.gpu import releases
 from build_graph.gpu.releases import PARTNERS, Facts, Partner, PartnerRow
 from build_graph.pypi import facts as read
-from build_graph.pypi.fetch import IndexUnreachable, NotOnIndex
 from build_graph.pypi.simple import Project, project
 from build_graph.settings import redact
 

@@ -23,7 +23,8 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
-from build_graph.pypi.fetch import IndexAnswerRefused, get
+from build_graph.errors import IndexAnswerRefused
+from build_graph.pypi.fetch import get
 
 DEFAULT_INDEX = "https://pypi.org/simple"
 ACCEPT = (

@@ -14,7 +14,8 @@ import zipfile
 from email.message import Message
 from email.parser import BytesParser
 
-from build_graph.pypi.fetch import IndexAnswerRefused, RangeFile
+from build_graph.errors import IndexAnswerRefused
+from build_graph.pypi.fetch import RangeFile
 from build_graph.settings import redact
 
 # torch's central directory is about 1 MiB (some 10,000 members); 32 MiB is far above it.

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from build_graph.ccache.store import CacheConflict, open_store
+from build_graph.ccache.store import open_store
 from build_graph.ccache.sync import CacheSync
+from build_graph.errors import CacheConflict
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
 from tests.integration.conftest import GcsEmulator, Registry, Workspace, make_workspace

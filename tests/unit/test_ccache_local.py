@@ -10,7 +10,8 @@ import pytest
 
 from build_graph.ccache import archive as ccache_archive
 from build_graph.ccache.stats import parse
-from build_graph.ccache.store import CacheConflict, FileStore, open_store
+from build_graph.ccache.store import FileStore, open_store
+from build_graph.errors import CacheConflict
 
 
 def make_cache(folder: Path, files: int = 20) -> None:

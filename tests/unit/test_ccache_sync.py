@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from build_graph.ccache import archive as ccache_archive
-from build_graph.ccache.store import CacheUnavailable, Found
+from build_graph.ccache.store import Found
 from build_graph.ccache.sync import CacheSync
+from build_graph.errors import CacheUnavailable
 from build_graph.plan.plan import plan
 from tests.helpers import MINIMAL, load_text
 from tests.unit.test_ccache_local import make_cache

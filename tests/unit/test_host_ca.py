@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from build_graph import settings
+from build_graph.errors import BadSiteSetting
 from build_graph.layout import HOST_CA
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
@@ -63,7 +64,7 @@ def test_a_bundle_that_is_not_there_is_a_keyed_error(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv(settings.CA_SETTING, str(tmp_path / "nope.pem"))
-    with pytest.raises(settings.BadSiteSetting) as caught:
+    with pytest.raises(BadSiteSetting) as caught:
         settings.for_build(buildkit=True)
     assert str(caught.value).startswith(
         f"BUILD_GRAPH_CA_BUNDLE={tmp_path / 'nope.pem'}: no "

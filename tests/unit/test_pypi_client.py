@@ -11,17 +11,18 @@ from urllib.parse import urlsplit
 import pytest
 from packaging.version import Version
 
-from build_graph.gpu import releases
-from build_graph.gpu.releases import Facts
-from build_graph.pypi import refresh
-from build_graph.pypi.facts import partner_row
-from build_graph.pypi.fetch import (
+from build_graph.errors import (
+    BadSiteSetting,
     IndexAnswerRefused,
     IndexUnreachable,
     NotOnIndex,
     RangesUnsupported,
-    get,
 )
+from build_graph.gpu import releases
+from build_graph.gpu.releases import Facts
+from build_graph.pypi import refresh
+from build_graph.pypi.facts import partner_row
+from build_graph.pypi.fetch import get
 from build_graph.pypi.simple import project
 from build_graph.pypi.wheel_metadata import read_metadata
 from tests.pypi_index import Index, allow_loopback, recorded, serving
@@ -187,7 +188,7 @@ def test_a_malformed_index_setting_is_one_line_naming_it(
     from build_graph import settings
 
     monkeypatch.setenv("BUILD_GRAPH_PIP_INDEX_URL", value)
-    with pytest.raises(settings.BadSiteSetting) as caught:
+    with pytest.raises(BadSiteSetting) as caught:
         settings.index_url("https://pypi.org/simple")
     assert (
         str(caught.value).startswith(f"BUILD_GRAPH_PIP_INDEX_URL={value!r} is not an http(s) URL")
