@@ -22,8 +22,8 @@ from build_graph.oci.tags import TAG  # the registry's tag grammar has one owner
 # make a value read differently from what it is.
 _FORBIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 FIELD_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# What images.lock pins to: a registry's manifest digest, or a git commit (SHA-1 or SHA-256).
-DIGEST_RE = re.compile(r"sha256:[0-9a-f]{64}")
+# What images.lock pins a source to: a git commit (SHA-1 or SHA-256); an image's pin is a
+# Digest (oci/digest.py, the one validator of digests).
 COMMIT_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 VERSION_RE = re.compile(r"^[0-9A-Za-z][0-9A-Za-z.+_~-]*$")
 NAME_RE = re.compile(r"^[a-z0-9]+(?:[._-][a-z0-9]+)*$")

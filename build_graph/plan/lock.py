@@ -26,12 +26,12 @@ from build_graph.fs import write_if_changed
 from build_graph.layout import DEFAULT_MANIFEST
 from build_graph.manifest.values import (
     COMMIT_RE,
-    DIGEST_RE,
     IMAGE_RE,
     SOURCE_URL_RE,
     conforms,
     source_kind,
 )
+from build_graph.oci.digest import maybe_digest
 
 LOCAL = "local"
 IMAGES, SOURCES = "from", "sources"  # the file's tables
@@ -113,7 +113,7 @@ def parse_lock(path: Path) -> tuple[Lock, list[ConfigIssue]]:
 def _image_issue(name: str, pin: object) -> str | None:
     if not conforms(IMAGE_RE, name):
         return "not an image reference a `from` could name"
-    if not isinstance(pin, str) or not (pin == LOCAL or conforms(DIGEST_RE, pin)):
+    if not isinstance(pin, str) or not (pin == LOCAL or maybe_digest(pin) is not None):
         return (
             f"{pin!r} is not a pin: an image is pinned to its registry digest "
             f"('sha256:' and 64 hex digits) or recorded as {LOCAL!r}"

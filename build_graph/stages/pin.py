@@ -15,7 +15,8 @@ from build_graph.docker import daemon
 from build_graph.errors import BuildFailed, DaemonUnreachable, RegistryError
 from build_graph.log import progress
 from build_graph.manifest.model import Source, Stack
-from build_graph.manifest.values import COMMIT_RE, DIGEST_RE, conforms
+from build_graph.manifest.values import COMMIT_RE, conforms
+from build_graph.oci.digest import maybe_digest
 from build_graph.oci.refs import Answer, Presence
 from build_graph.plan.lock import LOCAL, Lock, lock_path, parse_lock, read_lock, write_lock
 from build_graph.plan.plan import from_images, git_sources
@@ -95,7 +96,7 @@ def resolve_source(source: Source) -> str:
 
 def _checked(ref: str, digest: str, where: str) -> str:
     """Only a pin images.lock would accept is written to it."""
-    if not conforms(DIGEST_RE, digest):
+    if maybe_digest(digest) is None:
         raise BuildFailed(
             f"cannot pin {ref}: {where} named it {digest!r}, which is not a sha256 digest"
         )
