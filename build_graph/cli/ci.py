@@ -30,7 +30,6 @@ from importlib import metadata
 from build_graph.log import shown
 from build_graph.manifest.expectation import expectation_for
 from build_graph.manifest.model import Stack
-from build_graph.oci.platforms import parse_platform
 from build_graph.plan.plan import PlannedTier, groups
 
 _SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # GitHub's rule for secret names
@@ -152,7 +151,7 @@ def ci_jobs(planned: Sequence[PlannedTier]) -> list[CiJob]:
 
 
 def is_arm64(tier: PlannedTier) -> bool:
-    return tier.platform is not None and parse_platform(tier.platform).architecture == "arm64"
+    return tier.target is not None and tier.target.architecture == "arm64"
 
 
 def github_workflow(

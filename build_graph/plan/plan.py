@@ -16,7 +16,7 @@ from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.layout import TierFolder
 from build_graph.manifest.expectation import Expectation, expectation_for
 from build_graph.manifest.model import Source, Stack, TierSpec, VariantSpec
-from build_graph.oci.platforms import parse_platform
+from build_graph.oci.platforms import Platform, parse_platform
 from build_graph.plan.context import ContextError, context_files, source_files
 from build_graph.plan.hashing import content_hash, file_digest
 from build_graph.plan.lock import LOCAL, Lock, lock_path, pinned_image, read_lock
@@ -60,6 +60,12 @@ class PlannedTier:
     def image(self) -> str:
         """The immutable reference: <registry>/<tier>:<content hash>."""
         return f"{self.repository}:{self.content_hash}"
+
+    @property
+    def target(self) -> Platform | None:
+        """The platform as a value (parsed once, where it was validated: images.toml's
+        `platforms`); None for a tier built for the build host only."""
+        return parse_platform(self.platform) if self.platform else None
 
     def human_ref(self, tag: str) -> str:
         """<registry>/<tier>:<tag>, for one of human_tags."""

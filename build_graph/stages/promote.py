@@ -21,7 +21,7 @@ from build_graph.log import log, progress
 from build_graph.oci.contents import Descriptor
 from build_graph.oci.digest import Digest
 from build_graph.oci.index import Entry, Index, build_index
-from build_graph.oci.platforms import parse_platform, stated_platform
+from build_graph.oci.platforms import stated_platform
 from build_graph.oci.refs import parse_ref
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry import api
@@ -168,8 +168,8 @@ def entry_of(image: PlannedTier, digest: Digest) -> tuple[Entry, tuple[Descripto
     key = (image.repository, digest, image.platform)
     if key in _ENTRIES:
         return _ENTRIES[key]
-    assert image.platform is not None  # planned so: images of a tier built per platform
-    platform = parse_platform(image.platform)
+    platform = image.target
+    assert platform is not None  # planned so: images of a tier built per platform
     found = api.read_image(parse_ref(image.image).at(str(digest)))
     named, attestations = found.image, found.named.attestations_of(found.image.digest)
     assert named.config is not None  # read_image: an image manifest

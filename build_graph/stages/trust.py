@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from build_graph.docker import connection
 from build_graph.oci.digest import Digest
-from build_graph.oci.platforms import host_platform, parse_platform, platform_of_machine
+from build_graph.oci.platforms import host_platform, platform_of_machine
 from build_graph.plan.plan import PlannedTier
 from build_graph.plan.push_record import recorded_digest
 from build_graph.registry.availability import Availability
@@ -58,7 +58,7 @@ def native(tier: PlannedTier) -> bool:
         return True
     machine = connection.daemon_machine()
     here = platform_of_machine(machine) if machine else host_platform()
-    return parse_platform(tier.platform) == here
+    return tier.target == here
 
 
 def passing_report(
