@@ -200,8 +200,8 @@ class Verify(Strict):
 
 
 class Tier(Strict):
-    """One image. It has either a `parent` (another tier) or a `from` (an external image);
-    with variants, it exists once per variant."""
+    """One image. It has exactly one of `parent` (another tier) and `from` (an external
+    image); with variants, it exists once per variant."""
 
     parent: Name | None = None
     """the tier this one is built on"""
@@ -261,12 +261,13 @@ class Manifest(Strict):
     `python -m build_graph check` validates it and prints the resolved stack.
 
     Unknown keys are errors, with a near-miss suggestion. Every value that reaches a
-    Dockerfile is checked against its grammar and is one line with no control character:
-    a *version* is `12.4.1`-like, a *name* lower case (digits, `.`, `_`, `-`), a
+    Dockerfile is checked against its grammar and is one line with no newline or control
+    character: a *version* is `12.4.1`-like, a *name* lower case (digits, `.`, `_`, `-`), a
     *repository* an image repository, a *platform* `linux/amd64` or `linux/arm64`, a *path*
-    relative and below the manifest's folder; pip requirements, Debian package names and
-    build-arg names have their own. Where version fields are allowed, `{name}` is filled
-    from `[versions]`; a field is only `{name}` (no format spec, conversion or index)."""
+    relative and below the manifest's folder; tags, image references, pip requirements,
+    Debian package names and build-arg names have theirs too. Where version fields are
+    allowed, `{name}` is filled from `[versions]`; a field is only `{name}` (no format spec,
+    conversion or index)."""
 
     stack: StackSection
     versions: Versions
