@@ -31,6 +31,7 @@ from build_graph.log import shown
 from build_graph.manifest.expectation import expectation_for
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier, groups
+from build_graph.stages import pipeline
 
 _SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # GitHub's rule for secret names
 LOGIN_USER = "_json_key_base64"  # --login-user's default: an Artifact Registry key, base64
@@ -127,7 +128,7 @@ def ci_jobs(planned: Sequence[PlannedTier]) -> list[CiJob]:
             jobs.append(
                 CiJob(
                     tier.key,
-                    f"promote:{tier.key}",
+                    f"{pipeline.final()}:{tier.key}",
                     after,
                     tier,
                     f"build, push, verify, promote {tier.key}",
@@ -141,7 +142,7 @@ def ci_jobs(planned: Sequence[PlannedTier]) -> list[CiJob]:
             jobs.append(
                 CiJob(
                     tier.group_key,
-                    f"promote:{tier.group_key}",
+                    f"{pipeline.final()}:{tier.group_key}",
                     (*(t.key for t in images), *parent),
                     images[0],
                     f"promote {tier.group_key} ({', '.join(str(t.platform) for t in images)})",

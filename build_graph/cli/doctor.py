@@ -15,7 +15,7 @@ from typing import Any
 
 from build_graph.errors import BuildFailed, ConfigError, ConfigIssue, did_you_mean
 from build_graph.manifest.expectation import Expectation, expectation_for
-from build_graph.manifest.load import load
+from build_graph.stages import pipeline
 from build_graph.verify.checks import evaluate
 from build_graph.verify.device import gpu_code_paths
 from build_graph.verify.request import PROBE, probe_request
@@ -42,7 +42,7 @@ def run_local_probe(want: Expectation) -> dict[str, Any]:
 def doctor(
     manifest: Path, tier: str, variant: str | None, fail_on_mismatch: bool, emit_json: Path | None
 ) -> int:
-    stack = load(manifest)
+    stack = pipeline.load_stack(manifest)
     name = variant or stack.default_variant
     names = [v.name for v in stack.variants]
     if name not in names:

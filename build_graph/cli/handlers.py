@@ -12,7 +12,6 @@ from build_graph.errors import OptionError, RegistryError
 from build_graph.fs import write_if_changed
 from build_graph.gpu import releases
 from build_graph.layout import BuildFolder
-from build_graph.manifest.load import load
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import plan
 from build_graph.stages import pipeline
@@ -44,8 +43,9 @@ def summary(stack: Stack) -> str:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    stack = load(args.manifest, releases.offline if args.offline else _index(args.manifest))
-    pipeline.check_tier_names(stack)
+    stack = pipeline.load_stack(
+        args.manifest, releases.offline if args.offline else _index(args.manifest)
+    )
     plan(stack)  # renders every template, so template errors surface here too
     print(summary(stack))
     print("ok")
@@ -70,7 +70,9 @@ def _index_url() -> str:
 def run_outdated(args: argparse.Namespace) -> int:
     from build_graph.cli.outdated import manifest_of, outdated, registry_tags
 
-    stack = load(args.manifest, releases.offline)  # a manifest with errors stops here
+    stack = pipeline.load_stack(
+        args.manifest, releases.offline
+    )  # a manifest with errors stops here
     lines = outdated(
         stack,
         manifest_of(stack),
@@ -83,7 +85,7 @@ def run_outdated(args: argparse.Namespace) -> int:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    stack = load(args.manifest)
+    stack = pipeline.load_stack(args.manifest)
     planned = plan(stack)
     rows: list[dict[str, object]] = [
         {
@@ -127,7 +129,7 @@ def run_lock(args: argparse.Namespace) -> int:
     from build_graph.plan.lock import lock_path, read_lock
     from build_graph.stages import pin as pins
 
-    stack = load(args.manifest)
+    stack = pipeline.load_stack(args.manifest)
     if args.update is None:
         pins.record_missing(stack)
     else:
@@ -164,7 +166,7 @@ def run_prune(args: argparse.Namespace) -> int:
         raise OptionError(str(exc)) from None
     if args.keep < 0:
         raise OptionError(f"--keep {args.keep}: expected 0 or more builds")
-    stack = load(args.manifest)
+    stack = pipeline.load_stack(args.manifest)
     pruning = prune.judge(plan(stack), prune.policy(stack.name, args.keep, older_than))
     print("\n".join(prune.lines(pruning, deleting=args.yes)), flush=True)
     if not args.yes:
@@ -178,7 +180,7 @@ def run_prune(args: argparse.Namespace) -> int:
 def run_sbom(args: argparse.Namespace) -> int:
     from build_graph.cli.artifacts import sbom
 
-    text = sbom(load(args.manifest), args.tier)
+    text = sbom(pipeline.load_stack(args.manifest), args.tier)
     return _emit(text, args.output)
 
 

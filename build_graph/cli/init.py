@@ -33,7 +33,10 @@ SCAFFOLDS: dict[str, str] = {"quickstart": "quickstart", "cuda": "cuda", "from-s
 # Never copied: a run's state, interpreter caches and pins (the team's machines record their
 # own, from their registry). Everything else is written byte for byte, hidden files too (an
 # example's src/fastext/.gitignore is in its hash): pyproject.toml's package-data ships them.
-_SKIPPED = (OWN_FOLDER, "__pycache__", "*.egg-info", "*.lock", "*.pyc")
+_SKIPPED = ("__pycache__", "*.egg-info", "*.pyc")  # at any depth
+# Only beside the manifest: the stack's build folder and its pins (a context's own build/
+# or uv.lock is the team's code, and in its hash).
+_SKIPPED_AT_TOP = (OWN_FOLDER, "*.lock")
 
 DODO = '''\
 """doit entry point: `doit` builds, pushes, verifies and promotes the stack in images.toml.
@@ -106,9 +109,12 @@ def _plan_files(example: Path) -> dict[Path, str | Path]:
     files: dict[Path, str | Path] = {}
     ignore = shutil.ignore_patterns(*_SKIPPED)
 
+    top = shutil.ignore_patterns(*_SKIPPED_AT_TOP)
+
     def walk(folder: Path, rel: Path) -> None:
         names = sorted(p.name for p in folder.iterdir())
-        for name in sorted(set(names) - ignore(str(folder), names)):
+        skipped = ignore(str(folder), names) | (top(str(folder), names) if rel == Path() else set())
+        for name in sorted(set(names) - skipped):
             path = folder / name
             if path.is_dir():
                 walk(path, rel / name)

@@ -34,8 +34,9 @@ from build_graph.manifest.sections import (
 )
 from build_graph.manifest.values import IMAGE_RE, TAG_RE, conforms, parse_source
 
-# `doit <tier>` builds a tier: its name may not be a doit command (nor a stage's:
-# stages/pipeline.py checks those, where the stages are declared).
+# `doit <tier>` builds a tier: its name may not be a doit command, nor `tiers` (a
+# dodo.py written before stages/pipeline.py has a task_tiers), nor a stage's
+# (stages/pipeline.py's load_stack checks those, where the stages are declared).
 RESERVED = frozenset(
     {
         "tiers",

@@ -149,7 +149,8 @@ class TierInfo(Info):  # type: ignore[misc]
             return _could_not_ask(errors)
         if not pending:
             promoted = any(
-                name.startswith("promote:") for name in facts.get("tasks") or ["promote:"]
+                name.startswith(f"{pipeline.final()}:")
+                for name in facts.get("tasks") or [f"{pipeline.final()}:"]
             )
             out.write(
                 "Up to date: built, pushed, verified and promoted; a run does nothing.\n"

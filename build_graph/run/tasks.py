@@ -29,6 +29,9 @@ from build_graph.stages import pipeline
 from build_graph.stages.pipeline import Stage
 from build_graph.stages.work import Facts, Work
 
+# The stages a dodo.py written before stages/pipeline.py named, one `task_` function each.
+_BEFORE_THE_TABLE = ("render", "compile", "build", "push", "verify", "promote")
+
 
 def doit_config(stack: Stack) -> dict[str, Any]:
     reporter = type(
@@ -126,8 +129,17 @@ class StackTasks(TierTasks):
         for stage in pipeline.stages():
             yield from self.stage(stage)
 
-    def stage(self, stage: Stage) -> Iterator[DoitTask]:
-        """The stage's group task (`doit <stage>`) and one task per image, or per tier."""
+    def stage(self, stage: Stage | str) -> Iterator[DoitTask]:
+        """The stage's group task (`doit <stage>`) and one task per image, or per tier. By
+        name too, as a dodo.py written before the table asks (one `task_` per stage, the
+        last one `promote`): the last of those also yields every stage it does not name."""
+        if isinstance(stage, str):
+            yield from self.stage(pipeline.by_name()[stage])
+            if stage == pipeline.final():
+                for other in pipeline.stages():
+                    if other.name not in _BEFORE_THE_TABLE:
+                        yield from self.stage(other)
+            return
         yield {"basename": stage.name, "name": None, "doc": stage.doc}
         for work in self._works(stage):
             if stage.applies(work.tier):

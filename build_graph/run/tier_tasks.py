@@ -78,7 +78,12 @@ class TierTasks:
         own = [
             self.task_name(s, t) for t in images for s in table if s.per == "image" and s.applies(t)
         ]
-        return own + [self.task_name(s, images[0]) for s in table if group and s.per == "tier"]
+        tier = [
+            self.task_name(s, images[0])
+            for s in table
+            if group and s.per == "tier" and s.applies(images[0])
+        ]
+        return own + tier
 
     def tiers(self) -> Iterator[DoitTask]:
         """`doit <tier>`: the tier through promote, one task per tier and variant, and per

@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Literal
 
 from build_graph.errors import ConfigError, ConfigIssue
+from build_graph.gpu.releases import Lookup, shipped_only
+from build_graph.manifest.load import load
 from build_graph.manifest.model import Stack
 from build_graph.oci.digest import Digest
 from build_graph.plan.plan import PlannedTier
@@ -195,7 +198,7 @@ def by_name() -> dict[str, Stage]:
 def gates() -> list[promote.Gate]:
     """The stages promote must see passed, for each image, in pipeline order."""
     return [
-        promote.Gate(stage.name, partial(_run_gate, stage), stage.passed)
+        promote.Gate(stage.name, partial(_run_gate, stage), stage.passed, stage.applies)
         for stage in stages()
         if stage.passed is not None
     ]
@@ -208,6 +211,14 @@ def _run_gate(stage: Stage, work: Work) -> object:
 def final() -> str:
     """The stage `doit` runs by default: the last, which takes a tier to its human tags."""
     return stages()[-1].name
+
+
+def load_stack(path: Path | str, lookup: Lookup = shipped_only) -> Stack:
+    """The stack in `path` as every command takes it: the manifest's checks, then no tier
+    named like a stage (ConfigError, exit 2)."""
+    stack = load(path, lookup)
+    check_tier_names(stack)
+    return stack
 
 
 def check_tier_names(stack: Stack) -> None:

@@ -35,6 +35,18 @@ class Gate:
     name: str
     run: Callable[[Work], object]  # the stage's action, for one image
     passed: Callable[[Work, Digest, bool], Facts | None]  # (work, digest, fresh)
+    applies: Callable[[PlannedTier], bool]  # the images that have the stage
+
+
+def gates_of(image: PlannedTier, gates: list[Gate]) -> list[Gate]:
+    """The gates an image has. Never none: an image no stage checks is never published."""
+    found = [gate for gate in gates if gate.applies(image)]
+    if not found:
+        raise BuildFailed(
+            f"{image.key}: no stage of the pipeline checks this image (no gate applies); "
+            "nothing unchecked is promoted"
+        )
+    return found
 
 
 @dataclass(frozen=True)
@@ -64,7 +76,7 @@ def promoted(work: Work, gates: list[Gate]) -> bool:
     if len(known) != len(work.images):
         return False
     for image, digest in zip(work.images, known, strict=True):
-        if any(g.passed(work.of(image), digest, False) is None for g in gates):
+        if any(g.passed(work.of(image), digest, False) is None for g in gates_of(image, gates)):
             return False
     want = target(work.images, known).digest
     return all(_tag_digest(work, name) == want for name in work.tier.human_tags)
@@ -111,7 +123,7 @@ def _gated(one: Work, gates: list[Gate], group: bool) -> tuple[Digest, Facts]:
             f"{image.key}: {image.image} is not in the registry; run doit {image.key}"
         )
     said: Facts = {}
-    for gate in gates:
+    for gate in gates_of(image, gates):
         facts = gate.passed(one, probe.digest, True)
         if facts is None:
             log(

@@ -73,13 +73,39 @@ def test_init_writes_the_example_byte_for_byte(tmp_path: Path, source: str) -> N
                 found[rel] = path.read_bytes()
         return found
 
-    state = {"build", "__pycache__"}  # a checkout's runs; never shipped, never written
-    example_files = {
-        rel: data
-        for rel, data in files(example, set()).items()
-        if not state & set(rel.split("/")) and not rel.endswith((".lock", ".pyc"))
-    }
+    def state(rel: str) -> bool:  # a checkout's runs and pins: never written
+        top = "/" not in rel
+        return (
+            rel.startswith("build/")
+            or (top and rel.endswith(".lock"))
+            or ("__pycache__" in rel.split("/") or rel.endswith(".pyc"))
+        )
+
+    example_files = {rel: data for rel, data in files(example, set()).items() if not state(rel)}
     assert files(tmp_path / "repo", ours) == example_files
+
+
+def test_a_context_s_own_build_folder_and_lock_file_are_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the stack's own build/ and pins are left out: a build/ or uv.lock inside a
+    context is the team's code (and in its hash)."""
+    import shutil
+
+    shipped = tmp_path / "shipped"
+    shutil.copytree(
+        scaffold.shipped_examples() / "quickstart",
+        shipped / "quickstart",
+        ignore=shutil.ignore_patterns("build", "__pycache__"),
+    )
+    (shipped / "quickstart" / "src" / "teamlib" / "build").mkdir()
+    (shipped / "quickstart" / "src" / "teamlib" / "build" / "gen.py").write_text("X = 1\n")
+    (shipped / "quickstart" / "src" / "teamlib" / "uv.lock").write_text("version = 1\n")
+    monkeypatch.setattr(scaffold, "shipped_examples", lambda: shipped)
+    scaffold.init(tmp_path / "repo", "quickstart")
+    assert (tmp_path / "repo" / "src" / "teamlib" / "build" / "gen.py").read_text() == "X = 1\n"
+    assert (tmp_path / "repo" / "src" / "teamlib" / "uv.lock").is_file()
+    assert not (tmp_path / "repo" / "images.lock").exists()
 
 
 def test_an_init_quickstart_hashes_as_the_example_does(tmp_path: Path) -> None:

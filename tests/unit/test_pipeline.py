@@ -4,7 +4,9 @@ this release's `init` runs it unchanged."""
 
 from __future__ import annotations
 
+import dataclasses
 import runpy
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +27,7 @@ from build_graph.run.tasks import StackTasks
 from build_graph.stages import pipeline, promote
 from build_graph.stages.work import Work
 from tests import scan_stage
-from tests.helpers import MINIMAL, load_text
+from tests.helpers import MINIMAL, load_text, write_manifest
 
 DIGEST = parse_digest("sha256:" + "ab" * 32)
 
@@ -82,6 +84,58 @@ def test_the_new_stage_runs_after_verify_and_before_promote(
     assert "scan:base" in tasks["base"]["meta"]["tier"]["tasks"]  # `doit info base`
     says = repr(tasks["scan:base"]["uptodate"][0])
     assert says.startswith("up to date when ") and "was scanned" in says
+
+
+def test_a_dodo_py_written_before_the_table_runs_the_new_stage_too(
+    with_scan: None, scaffold: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A team's dodo.py from the release before (one `task_` per stage, by name) lists the
+    new stage and its promote waits for it: no 'task dependency does not exist'."""
+    old = tmp_path / "repo" / "dodo.py"
+    old.write_text((Path(__file__).parent / "dodo_before_the_table.py.txt").read_text())
+    namespace = runpy.run_path(str(old))
+    assert doit_main(namespace, "list", "--all") == 0
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
+    assert "scan:base" in names and "promote:base" in names and "render:base" in names
+    assert len(names) == len(set(names))  # every task once
+
+
+def test_a_gate_that_applies_to_some_tiers_gates_only_those(
+    with_scan: None, monkeypatch: pytest.MonkeyPatch, scaffold: dict[str, Any], tmp_path: Path
+) -> None:
+    only_base = dataclasses.replace(scan_stage.STAGE, applies=lambda tier: tier.spec.name == "base")
+    monkeypatch.setattr(
+        pipeline, "STAGES", tuple(only_base if s.name == "scan" else s for s in pipeline.STAGES)
+    )
+    tasks = tasks_by_name(runpy.run_path(str(tmp_path / "repo" / "dodo.py")))
+    assert "scan:runner" not in tasks and "scan:base" in tasks
+    assert tasks["promote:runner"]["task_dep"] == ["verify:runner", "promote:training"]
+    assert "scan:runner" not in tasks["runner"]["meta"]["tier"]["tasks"]
+    image = scaffold["_TASKS"].by_key["runner"]
+    assert [g.name for g in promote.gates_of(image, pipeline.gates())] == ["verify"]
+
+
+def test_an_image_no_gate_applies_to_is_never_promoted(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    work = gate_work(tmp_path)
+    none_apply = [dataclasses.replace(g, applies=lambda tier: False) for g in pipeline.gates()]
+    with pytest.raises(BuildFailed, match="no gate applies"):
+        promote._gated(work, none_apply, group=False)
+
+
+def test_every_command_refuses_a_tier_named_like_a_stage(tmp_path: Path) -> None:
+    manifest = write_manifest(tmp_path, MINIMAL.replace("[tiers.base]", "[tiers.build]"))
+    for command in (["check", "--offline"], ["plan"], ["lock"], ["ci", "--github"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "build_graph", *command, "--manifest", str(manifest)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert result.returncode == 2, (command, result.stderr)
+        assert "tiers.build: 'build' is a stage" in result.stderr, command
 
 
 def test_without_the_row_nothing_names_the_stage(scaffold: dict[str, Any]) -> None:
