@@ -11,18 +11,19 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from build_graph.errors import BuildFailed, ConfigError, ConfigIssue, did_you_mean
 from build_graph.manifest.expectation import Expectation, expectation_for
 from build_graph.stages import pipeline
+from build_graph.verify import probe_output
 from build_graph.verify.checks import evaluate
 from build_graph.verify.device import gpu_code_paths
+from build_graph.verify.probe_output import ProbeOutput
 from build_graph.verify.request import PROBE, probe_request
 from build_graph.verify.results import blocking, gpu_status, summary
 
 
-def run_local_probe(want: Expectation) -> dict[str, Any]:
+def run_local_probe(want: Expectation) -> ProbeOutput:
     """The probe in a fresh interpreter (this one), GPU checks included when a GPU is here."""
     result = subprocess.run(
         [sys.executable, str(PROBE), probe_request(want, gpu=True)],
@@ -33,7 +34,10 @@ def run_local_probe(want: Expectation) -> dict[str, Any]:
     )
     if result.returncode != 0:
         raise BuildFailed(f"the probe failed here: {result.stderr.strip()[-1500:]}")
-    data: dict[str, Any] = json.loads(result.stdout)
+    try:
+        data = probe_output.read(result.stdout)
+    except ValueError:
+        raise BuildFailed(f"the probe printed no report here: {result.stdout[-1500:]}") from None
     if data.get("gpu") is None:
         data["gpu_absent_reason"] = "no GPU: torch sees no CUDA device here"
     return data

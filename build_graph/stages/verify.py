@@ -9,7 +9,6 @@ copy to the tier's verify.json; the image's SBOM (stages/sbom.py) goes beside it
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any
 
 from build_graph.docker import connection, containers, daemon
@@ -25,8 +24,10 @@ from build_graph.registry import api
 from build_graph.registry.availability import Availability
 from build_graph.stages import sbom, trust
 from build_graph.stages.work import Facts
+from build_graph.verify import probe_output
 from build_graph.verify.checks import evaluate
 from build_graph.verify.device import gpu_code_paths
+from build_graph.verify.probe_output import ProbeOutput
 from build_graph.verify.request import PROBE_FILES, fingerprint, probe_request
 from build_graph.verify.results import Result, blocking, gpu_status, summary
 
@@ -148,7 +149,7 @@ def publish_sbom(tier: PlannedTier, image: Answer, digest: Digest, inventory: ob
     trust.store(tier).publish_sbom(image, document)
 
 
-def run_probe(ref: str, request: str, gpu: bool, platform: str | None = None) -> dict[str, Any]:
+def run_probe(ref: str, request: str, gpu: bool, platform: str | None = None) -> ProbeOutput:
     mounts = tuple(Mount(str(p), f"{PROBE_DIR}/{p.name}", read_only=True) for p in PROBE_FILES)
     with containers.container(
         ref,
@@ -172,7 +173,7 @@ def run_probe(ref: str, request: str, gpu: bool, platform: str | None = None) ->
             f"last output:\n{output[-1500:]}"
         )
     try:
-        data: dict[str, Any] = json.loads(stdout)
+        data = probe_output.read(stdout)
     except ValueError:
         raise BuildFailed(f"the probe in {ref} printed no JSON:\n{output[-1500:]}") from None
     return data
@@ -188,7 +189,7 @@ def report(
     tier: PlannedTier,
     digest: Digest,
     want: Expectation,
-    probe: dict[str, Any],
+    probe: ProbeOutput,
     results: list[Result],
     gpu_present: bool,
     passed: bool,

@@ -7,7 +7,6 @@ in CHECKS. A check that cannot be judged says 'not checked' with the reason, nev
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from packaging.utils import canonicalize_name
 
@@ -20,6 +19,7 @@ from build_graph.verify.device import (
     check_targets,
     check_torch_cuda,
 )
+from build_graph.verify.probe_output import ProbeOutput
 from build_graph.verify.results import Result, Status
 
 _SHOW = 8  # list at most this many names in one line
@@ -30,7 +30,7 @@ def _names(items: list[str]) -> str:
     return ", ".join(items[:_SHOW]) + more
 
 
-def check_probe_errors(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+def check_probe_errors(want: Expectation, probe: ProbeOutput) -> list[Result]:
     """A part of the probe that could not run is a failure, not a silent gap."""
     return [
         Result(f"probe: {section}", "fail", "ran", error)
@@ -38,7 +38,7 @@ def check_probe_errors(want: Expectation, probe: dict[str, Any]) -> list[Result]
     ]
 
 
-def check_platform(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+def check_platform(want: Expectation, probe: ProbeOutput) -> list[Result]:
     """One platform's image of a tier built per platform: its config names the platform
     (what an index entry will claim) and its Python runs as that machine (what a host of
     that kind will execute); either one wrong is a failure."""
@@ -62,7 +62,7 @@ def check_platform(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     ]
 
 
-def check_python(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+def check_python(want: Expectation, probe: ProbeOutput) -> list[Result]:
     if want.python is None or not probe.get("python"):
         return []
     actual = str(probe["python"]["version"])
@@ -70,7 +70,7 @@ def check_python(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     return [Result("python version", "pass" if ok else "fail", want.python, actual)]
 
 
-def check_conda(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+def check_conda(want: Expectation, probe: ProbeOutput) -> list[Result]:
     found = probe.get("conda")
     if want.conda or found is None:
         return []
@@ -89,7 +89,7 @@ def check_conda(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     return [Result("no conda", "pass", "no conda", "no conda")]
 
 
-def check_single_python(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+def check_single_python(want: Expectation, probe: ProbeOutput) -> list[Result]:
     found = probe.get("interpreters")
     if not want.single_python or found is None:
         return []
@@ -117,7 +117,7 @@ def check_single_python(want: Expectation, probe: dict[str, Any]) -> list[Result
     return [Result("one Python", "pass" if len(envs) == 1 else "fail", "exactly one", actual)]
 
 
-def check_virtualenv(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+def check_virtualenv(want: Expectation, probe: ProbeOutput) -> list[Result]:
     """python3 on PATH must not be a virtualenv that hides the image's own packages."""
     venv = probe.get("virtualenv")
     if not want.single_python or venv is None:
@@ -137,7 +137,7 @@ def check_virtualenv(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     ]
 
 
-def check_pip(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+def check_pip(want: Expectation, probe: ProbeOutput) -> list[Result]:
     result = probe.get("pip_check")
     if not want.pip_check or result is None:
         return []
@@ -173,7 +173,7 @@ def _pip_name(line: str) -> str:
     return canonicalize_name(line.split()[0]) if line.split() else ""
 
 
-def check_packages(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+def check_packages(want: Expectation, probe: ProbeOutput) -> list[Result]:
     installed_versions = probe.get("packages") or {}
     results = []
     for name, spec in sorted(want.packages.items()):
@@ -203,7 +203,7 @@ def _satisfies(installed: str | None, spec: str) -> Status:
         return "fail"
 
 
-def check_imports(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+def check_imports(want: Expectation, probe: ProbeOutput) -> list[Result]:
     """Each installed package really imports, in a fresh interpreter inside the image."""
     return [
         Result(
@@ -216,7 +216,7 @@ def check_imports(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     ]
 
 
-def check_size(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+def check_size(want: Expectation, probe: ProbeOutput) -> list[Result]:
     size = probe.get("image_size_bytes")
     if want.max_size_bytes is None:
         return []
@@ -229,7 +229,7 @@ def check_size(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     ]
 
 
-def check_smoke(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+def check_smoke(want: Expectation, probe: ProbeOutput) -> list[Result]:
     return [
         Result(
             f"smoke: {s['command']}",
@@ -241,7 +241,7 @@ def check_smoke(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     ]
 
 
-Check = Callable[[Expectation, dict[str, Any]], list[Result]]
+Check = Callable[[Expectation, ProbeOutput], list[Result]]
 CHECKS: tuple[Check, ...] = (
     check_probe_errors,
     check_platform,
@@ -263,5 +263,5 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
-def evaluate(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+def evaluate(want: Expectation, probe: ProbeOutput) -> list[Result]:
     return [result for check in CHECKS for result in check(want, probe)]

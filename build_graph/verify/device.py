@@ -10,10 +10,11 @@ from typing import Any
 
 from build_graph.gpu.archs import Arch, Coverage, coverage, parse_arch
 from build_graph.manifest.expectation import Expectation
+from build_graph.verify.probe_output import ProbeOutput
 from build_graph.verify.results import Result, Status
 
 
-def _torch(probe: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+def _torch(probe: ProbeOutput) -> tuple[dict[str, Any] | None, str | None]:
     """(torch's facts, why they are missing) — torch installed but broken is a reason."""
     torch = probe.get("torch")
     if torch is None:
@@ -23,7 +24,7 @@ def _torch(probe: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
     return torch, None
 
 
-def check_torch_cuda(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+def check_torch_cuda(want: Expectation, probe: ProbeOutput) -> list[Result]:
     torch, broken = _torch(probe)
     if want.cuda is None or (torch is None and broken is None):
         return []
@@ -31,7 +32,7 @@ def check_torch_cuda(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     return [Result("torch CUDA", "pass" if actual == want.cuda else "fail", want.cuda, actual)]
 
 
-def check_arch_list(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+def check_arch_list(want: Expectation, probe: ProbeOutput) -> list[Result]:
     torch, broken = _torch(probe)
     if not want.archs or not want.torch_archs or (torch is None and broken is None):
         return []
@@ -50,7 +51,7 @@ def check_arch_list(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     ]
 
 
-def check_libraries_readable(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+def check_libraries_readable(want: Expectation, probe: ProbeOutput) -> list[Result]:
     """A library the reader could not parse is a failure naming it (never skipped)."""
     return [
         Result(f"readable {path}", "fail", "a readable ELF library", str(entry["error"]))
@@ -59,7 +60,7 @@ def check_libraries_readable(want: Expectation, probe: dict[str, Any]) -> list[R
     ]
 
 
-def fatbins(probe: dict[str, Any]) -> dict[str, tuple[list[Arch], list[Arch]]]:
+def fatbins(probe: ProbeOutput) -> dict[str, tuple[list[Arch], list[Arch]]]:
     """Libraries that carry device code: name -> (SASS archs, PTX archs)."""
     found = {}
     for path, entry in (probe.get("libraries") or {}).items():
@@ -71,7 +72,7 @@ def fatbins(probe: dict[str, Any]) -> dict[str, tuple[list[Arch], list[Arch]]]:
     return found
 
 
-def check_binaries(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+def check_binaries(want: Expectation, probe: ProbeOutput) -> list[Result]:
     """Every promised arch is really in each CUDA library, as SASS (and PTX where promised)."""
     if not want.archs:
         return []
@@ -104,7 +105,7 @@ def check_binaries(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     return results
 
 
-def check_targets(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+def check_targets(want: Expectation, probe: ProbeOutput) -> list[Result]:
     """Each gpu.targets GPU can run every CUDA library (CUDA's compatibility rules)."""
     libraries = fatbins(probe)
     results = []
@@ -122,7 +123,7 @@ def check_targets(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     return results
 
 
-def check_gpu(want: Expectation, probe: dict[str, Any]) -> list[Result]:
+def check_gpu(want: Expectation, probe: ProbeOutput) -> list[Result]:
     """A kernel really launches on a GPU and gives the right answer; without a GPU,
     'not checked' (the tier's verify.gpu policy decides whether that blocks promotion)."""
     if not want.wants_gpu:
@@ -151,7 +152,7 @@ def check_gpu(want: Expectation, probe: dict[str, Any]) -> list[Result]:
     ]
 
 
-def gpu_code_paths(probe: dict[str, Any]) -> list[str]:
+def gpu_code_paths(probe: ProbeOutput) -> list[str]:
     """Information, not a check: which code each library would run on the GPU present."""
     gpu = probe.get("gpu")
     if gpu is None:

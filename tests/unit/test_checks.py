@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from build_graph.manifest.expectation import Expectation, expectation_for
 from build_graph.verify.checks import evaluate
 from build_graph.verify.device import gpu_code_paths
+from build_graph.verify.probe_output import ProbeOutput
 from build_graph.verify.results import Result, blocking, gpu_status, summary
 from tests.helpers import load_text
 
@@ -45,7 +46,7 @@ def python_env(path: str, version: str = "3.11.2", prefix: str = "/usr") -> dict
     }
 
 
-def probe(**changes: Any) -> dict[str, Any]:
+def probe(**changes: Any) -> ProbeOutput:
     document: dict[str, Any] = {
         "python": {"version": "3.11.2"},
         "interpreters": {"complete": True, "found": [python_env("/usr/bin/python3.11")]},
@@ -62,7 +63,7 @@ def probe(**changes: Any) -> dict[str, Any]:
         "gpu": None,
     }
     document.update(changes)
-    return document
+    return cast(ProbeOutput, document)  # unknown keys stay possible: a probe may say more
 
 
 def results(tmp_path: Path, tier: str = "child", **changes: Any) -> dict[str, Result]:
