@@ -151,6 +151,9 @@ def test_ctrl_c_is_one_line_and_records_nothing(ws: Workspace) -> None:
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "BUILD_GRAPH_VERBOSE": "1"},
+        # Ctrl-C as a terminal sends it: a suite started in the background (`cmd &` in a
+        # script) inherits SIGINT ignored, and Python then never raises KeyboardInterrupt.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     ) as proc:
         assert proc.stdout is not None
         seen = []
