@@ -25,6 +25,7 @@ from pathlib import Path
 from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.layout import DEFAULT_MANIFEST, OWN_FOLDER
 from build_graph.manifest.resolve import shipped_templates
+from build_graph.plan.lock import lock_path
 
 # --from NAME -> the example folder it copies. from-source is the real stack of this
 # repository's images.toml (PyTorch compiled from source), kept with its team code in
@@ -34,9 +35,8 @@ SCAFFOLDS: dict[str, str] = {"quickstart": "quickstart", "cuda": "cuda", "from-s
 # own, from their registry). Everything else is written byte for byte, hidden files too (an
 # example's src/fastext/.gitignore is in its hash): pyproject.toml's package-data ships them.
 _SKIPPED = ("__pycache__", "*.egg-info", "*.pyc")  # at any depth
-# Only beside the manifest: the stack's build folder and its pins (a context's own build/
-# or uv.lock is the team's code, and in its hash).
-_SKIPPED_AT_TOP = (OWN_FOLDER, "*.lock")
+# Only beside the manifests: the stack's build folder and each manifest's pins, NAME.lock
+# beside NAME.toml (a context's own build/ or a uv.lock is the team's code, and in its hash).
 
 DODO = '''\
 """doit entry point: `doit` builds, pushes, verifies and promotes the stack in images.toml.
@@ -109,11 +109,11 @@ def _plan_files(example: Path) -> dict[Path, str | Path]:
     files: dict[Path, str | Path] = {}
     ignore = shutil.ignore_patterns(*_SKIPPED)
 
-    top = shutil.ignore_patterns(*_SKIPPED_AT_TOP)
+    pins = {lock_path(p).name for p in example.glob("*.toml")}
 
     def walk(folder: Path, rel: Path) -> None:
         names = sorted(p.name for p in folder.iterdir())
-        skipped = ignore(str(folder), names) | (top(str(folder), names) if rel == Path() else set())
+        skipped = ignore(str(folder), names) | ({OWN_FOLDER, *pins} if rel == Path() else set())
         for name in sorted(set(names) - skipped):
             path = folder / name
             if path.is_dir():

@@ -29,7 +29,8 @@ from build_graph.stages import pipeline
 from build_graph.stages.pipeline import Stage
 from build_graph.stages.work import Facts, Work
 
-# The stages a dodo.py written before stages/pipeline.py named, one `task_` function each.
+# The stages a dodo.py written before stages/pipeline.py named, one `task_` function each,
+# `promote` last: frozen, whatever the table holds now (its last generator yields the rest).
 _BEFORE_THE_TABLE = ("render", "compile", "build", "push", "verify", "promote")
 
 
@@ -134,8 +135,9 @@ class StackTasks(TierTasks):
         name too, as a dodo.py written before the table asks (one `task_` per stage, the
         last one `promote`): the last of those also yields every stage it does not name."""
         if isinstance(stage, str):
-            yield from self.stage(pipeline.by_name()[stage])
-            if stage == pipeline.final():
+            if stage in pipeline.by_name():  # a stage a later release removed: nothing
+                yield from self.stage(pipeline.by_name()[stage])
+            if stage == _BEFORE_THE_TABLE[-1]:
                 for other in pipeline.stages():
                     if other.name not in _BEFORE_THE_TABLE:
                         yield from self.stage(other)

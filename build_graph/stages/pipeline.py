@@ -5,7 +5,8 @@ builder), when it is done (a check that `doit info` prints as a sentence), what 
 whether it acts on one platform image or on a tier's platform group, whether promote must
 see it passed (a gate), and the columns it fills in the run summary. run/tasks.py turns the
 rows into doit tasks; `doit list`, `doit info`, the run summary and promote read them; no
-other module names a stage. Adding a stage is a row here and a module in stages/.
+other module declares or wires a stage (run/tasks.py keeps the six names a dodo.py of the
+release before this table asked for, frozen). Adding a stage is a row here and a module in stages/.
 """
 
 from __future__ import annotations
@@ -14,11 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from build_graph.errors import ConfigError, ConfigIssue
-from build_graph.gpu.releases import Lookup, shipped_only
-from build_graph.manifest.load import load
 from build_graph.manifest.model import Stack
 from build_graph.oci.digest import Digest
 from build_graph.plan.plan import PlannedTier
@@ -26,6 +25,9 @@ from build_graph.stages import build, promote, push, verify
 from build_graph.stages import compile as compile_stage
 from build_graph.stages import render as render_stage
 from build_graph.stages.work import Facts, Work
+
+if TYPE_CHECKING:
+    from build_graph.gpu.releases import Lookup
 
 
 @dataclass(frozen=True)
@@ -213,10 +215,14 @@ def final() -> str:
     return stages()[-1].name
 
 
-def load_stack(path: Path | str, lookup: Lookup = shipped_only) -> Stack:
+def load_stack(path: Path | str, lookup: Lookup | None = None) -> Stack:
     """The stack in `path` as every command takes it: the manifest's checks, then no tier
-    named like a stage (ConfigError, exit 2)."""
-    stack = load(path, lookup)
+    named like a stage (ConfigError, exit 2). Imported here, not at the top: a no-op `doit`
+    run reads its plan from the plan cache and never needs the manifest's loader."""
+    from build_graph.gpu.releases import shipped_only
+    from build_graph.manifest.load import load
+
+    stack = load(path, lookup or shipped_only)
     check_tier_names(stack)
     return stack
 

@@ -101,10 +101,12 @@ def test_a_context_s_own_build_folder_and_lock_file_are_written(
     (shipped / "quickstart" / "src" / "teamlib" / "build").mkdir()
     (shipped / "quickstart" / "src" / "teamlib" / "build" / "gen.py").write_text("X = 1\n")
     (shipped / "quickstart" / "src" / "teamlib" / "uv.lock").write_text("version = 1\n")
+    (shipped / "quickstart" / "uv.lock").write_text("version = 1\n")  # not a manifest's pins
     monkeypatch.setattr(scaffold, "shipped_examples", lambda: shipped)
     scaffold.init(tmp_path / "repo", "quickstart")
     assert (tmp_path / "repo" / "src" / "teamlib" / "build" / "gen.py").read_text() == "X = 1\n"
     assert (tmp_path / "repo" / "src" / "teamlib" / "uv.lock").is_file()
+    assert (tmp_path / "repo" / "uv.lock").is_file()
     assert not (tmp_path / "repo" / "images.lock").exists()
 
 

@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 from doit.cmd_base import ModuleTaskLoader
+from doit.control import TaskControl
 from doit.doit_cmd import DoitMain
+from doit.loader import load_tasks
 
 from build_graph.cli.init import init
 from build_graph.errors import BuildFailed, ConfigError
@@ -98,6 +100,28 @@ def test_a_dodo_py_written_before_the_table_runs_the_new_stage_too(
     names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
     assert "scan:base" in names and "promote:base" in names and "render:base" in names
     assert len(names) == len(set(names))  # every task once
+
+
+def test_an_old_dodo_py_gets_a_stage_added_after_promote_too(
+    monkeypatch: pytest.MonkeyPatch, scaffold: dict[str, Any], tmp_path: Path
+) -> None:
+    """Whatever the table's last stage becomes, the old file's `promote` generator yields the
+    stages it does not name, so every dependency exists (doit's TaskControl checks)."""
+    announce = pipeline.Stage(
+        "announce",
+        "say the tier moved (a test's no-op)",
+        act=lambda work: None,
+        needs=(pipeline.Need("promote"),),
+        per="tier",
+    )
+    monkeypatch.setattr(pipeline, "STAGES", (*pipeline.STAGES, announce))
+    old = tmp_path / "repo" / "dodo.py"
+    old.write_text((Path(__file__).parent / "dodo_before_the_table.py.txt").read_text())
+    tasks = load_tasks(runpy.run_path(str(old)))
+    TaskControl(tasks)  # raises InvalidTask for a dependency that does not exist
+    names = [task.name for task in tasks]
+    assert "announce:runner" in names and len(names) == len(set(names))
+    assert pipeline.final() == "announce"
 
 
 def test_a_gate_that_applies_to_some_tiers_gates_only_those(
