@@ -82,6 +82,12 @@ class BuildFailed(BuildGraphError):
     """A docker build, push, compile or verification failed."""
 
 
+class NameTaken(BuildFailed):
+    """BuildKit built the image but could not name it: the daemon's image store already
+    holds that name (another build on the same daemon named it first; the containerd store
+    refuses, where the classic store moved the name)."""
+
+
 class UntrustedAnswer(BuildFailed):
     """A registry (or whatever stands between us and it) answered something that fails its
     check: bytes that do not hash to the digest asked for, a malformed digest. Never used."""

@@ -26,7 +26,7 @@ from typing import IO
 
 from build_graph.docker import connection
 from build_graph.docker.connection import check_context, endpoint
-from build_graph.errors import BuildFailed, DaemonUnreachable, EnvironmentProblem
+from build_graph.errors import BuildFailed, DaemonUnreachable, EnvironmentProblem, NameTaken
 from build_graph.log import last_output, log
 from build_graph.oci.platforms import emulation_hint
 
@@ -155,7 +155,12 @@ def build(
             *args,
             "-",
         ]
-        tail = _stream(full, tar, name)
+        try:
+            tail = _stream(full, tar, name)
+        except BuildFailed as exc:
+            if f'image "{tag}": already exists' in str(exc):
+                raise NameTaken(f"{tag}: another build on this daemon named it first") from None
+            raise
         if not iid.is_file():
             raise BuildFailed(
                 f"build of {name} failed (BuildKit); {last_output(tail)}"

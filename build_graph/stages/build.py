@@ -14,7 +14,7 @@ from pathlib import Path
 from build_graph import settings
 from build_graph.docker import buildkit, daemon
 from build_graph.docker.build_context import context_tar
-from build_graph.errors import BuildFailed, DaemonUnreachable
+from build_graph.errors import BuildFailed, DaemonUnreachable, NameTaken
 from build_graph.log import log, progress
 from build_graph.manifest.model import Stack
 from build_graph.oci.refs import Presence
@@ -77,15 +77,22 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> None:
                 context, tier.image, name=tier.key, buildargs=buildargs, platform=tier.platform
             )
         else:
-            buildkit.build(
-                command,
-                context,
-                tier.image,
-                name=tier.key,
-                buildargs=buildargs,
-                secrets=secrets,
-                platform=tier.platform,
-            )
+            try:
+                buildkit.build(
+                    command,
+                    context,
+                    tier.image,
+                    name=tier.key,
+                    buildargs=buildargs,
+                    secrets=secrets,
+                    platform=tier.platform,
+                )
+            except NameTaken:
+                # Two runners of one hash on one daemon: the same inputs, so the image the
+                # other named is this tier's (as push adopts the registry's digest).
+                if not daemon.image_exists_locally(tier.image):
+                    raise
+                log(f"[{tier.key}] another build on this daemon named {tier.image} first: using it")
     holdings.built(tier.image)
 
 
