@@ -233,6 +233,7 @@ class Workspace:
             check=False,
             env={**os.environ, "BUILD_GRAPH_VERBOSE": "1", **(env or {})},
             timeout=timeout,
+            cwd=REPO,  # where pyproject.toml registers `doit list`/`doit info` in tiers
         )
         print(result.stdout[-20000:], result.stderr[-20000:])
         return result

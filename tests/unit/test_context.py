@@ -3,7 +3,6 @@ notices new files (not only edits of files it knew)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -204,11 +203,11 @@ def test_sources_are_told_apart_and_git_refs_split_after_the_host(
         assert split_git_source(source) == split
 
 
-def test_docker_pattern_syntax(tmp_path: Path) -> None:
+def test_docker_pattern_syntax(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("a/x.log", "a/b/c/x.log", "a/keep.log", "a/b/x.txt", "top.log"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(name)
-    os.chdir(tmp_path)
+    monkeypatch.chdir(tmp_path)  # never left behind: later tests run doit from the repository
     files = [n for n, _ in context_files(tmp_path, ["a", "top.log"], ["a/**/*.log", "!a/keep.log"])]
     assert files == ["a/b/x.txt", "a/keep.log", "top.log"]
 
