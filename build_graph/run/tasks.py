@@ -146,7 +146,7 @@ class StackTasks(TierTasks):
         for work in self._works(stage):
             if stage.applies(work.tier):
                 task = self._task(stage, work)
-                yield {"basename": stage.name, "name": self._key(stage, work), **task}
+                yield {"basename": stage.name, "name": stage.key(work.tier), **task}
 
     def _works(self, stage: Stage) -> Iterator[Work]:
         if stage.per == "image":
@@ -156,10 +156,6 @@ class StackTasks(TierTasks):
             for images in self.groups.values():
                 yield Work(self.stack, tuple(images), self.holdings, self.by_key)
 
-    @staticmethod
-    def _key(stage: Stage, work: Work) -> str:
-        return work.tier.group_key if stage.per == "tier" else work.tier.key
-
     def _task(self, stage: Stage, work: Work) -> DoitTask:
         first = work.tier
         if stage.per == "tier":  # the tier's own folder, above its platforms'
@@ -167,7 +163,7 @@ class StackTasks(TierTasks):
             doc = self._group_doc(list(work.images)) if first.platform else self.describe(first)
         else:
             folder, doc = first.folder, self.describe(first)
-        key = self._key(stage, work)
+        key = stage.key(first)
         task: DoitTask = {
             "doc": doc,
             "actions": [action(stage.name, key, partial(stage.act, work), folder)],
@@ -189,18 +185,16 @@ class StackTasks(TierTasks):
         stage that promotes: one failing stops the run before anything moves), then its
         needs, of this image (or each of the group's), its parent, its builder."""
         table = pipeline.by_name()
-        wanted: list[tuple[Stage, str | None]] = []
+        wanted: list[tuple[Stage, str]] = []
         if stage.after_gates:
-            wanted += [(s, None) for s in table.values() if s.passed is not None]
+            wanted += [(s, "self") for s in table.values() if s.passed is not None]
         wanted += [(table[need.stage], need.of) for need in stage.needs]
         deps: list[str] = []
         for other, of in wanted:
             for image in work.images:
-                key = (
-                    image.key
-                    if of in (None, "self")
-                    else (image.parent_key if of == "parent" else image.builder_key)
-                )
+                key = {"self": image.key, "parent": image.parent_key, "builder": image.builder_key}[
+                    of
+                ]
                 if key is not None and other.applies(self.by_key[key]):
-                    deps.append(self.task_name(other, self.by_key[key]))
+                    deps.append(other.task(self.by_key[key]))
         return list(dict.fromkeys(deps))

@@ -67,21 +67,13 @@ class TierTasks:
         """group key -> its images (one per platform for a tier built per platform)."""
         return groups(self.planned)
 
-    def task_name(self, stage: pipeline.Stage, image: PlannedTier) -> str:
-        """'<stage>:<image key>', or '<stage>:<tier key>' for a stage of the whole group."""
-        return f"{stage.name}:{image.group_key if stage.per == 'tier' else image.key}"
-
     def stage_tasks(self, images: list[PlannedTier], group: bool = True) -> list[str]:
         """Every stage task of these images in pipeline order: each image's own, then (with
         `group`) those of the tier's whole platform group."""
         table = pipeline.stages()
-        own = [
-            self.task_name(s, t) for t in images for s in table if s.per == "image" and s.applies(t)
-        ]
+        own = [s.task(t) for t in images for s in table if s.per == "image" and s.applies(t)]
         tier = [
-            self.task_name(s, images[0])
-            for s in table
-            if group and s.per == "tier" and s.applies(images[0])
+            s.task(images[0]) for s in table if group and s.per == "tier" and s.applies(images[0])
         ]
         return own + tier
 

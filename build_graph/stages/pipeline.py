@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -77,6 +76,15 @@ class Stage:
     after_gates: bool = False  # needs every gate of every image of its group (promote)
     columns: tuple[Column, ...] = ()
     quiet: bool = False  # doit's verbosity 1: its output only on failure
+
+    def key(self, image: PlannedTier) -> str:
+        """What follows '<stage>:' in the task's name: the image's key, or its tier's for a
+        stage of the whole platform group."""
+        return image.group_key if self.per == "tier" else image.key
+
+    def task(self, image: PlannedTier) -> str:
+        """The doit task of this stage for `image` (or for its group)."""
+        return f"{self.name}:{self.key(image)}"
 
 
 def _fact(name: str) -> Callable[[Mapping[str, str], Outcome], str]:
@@ -200,14 +208,10 @@ def by_name() -> dict[str, Stage]:
 def gates() -> list[promote.Gate]:
     """The stages promote must see passed, for each image, in pipeline order."""
     return [
-        promote.Gate(stage.name, partial(_run_gate, stage), stage.passed, stage.applies)
+        promote.Gate(stage.name, stage.act, stage.passed, stage.applies)
         for stage in stages()
         if stage.passed is not None
     ]
-
-
-def _run_gate(stage: Stage, work: Work) -> object:
-    return stage.act(work)
 
 
 def final() -> str:

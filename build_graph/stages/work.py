@@ -37,11 +37,6 @@ class Work:
         return Work(self.stack, (image,), self.holdings, self.by_key)
 
     @property
-    def parent(self) -> PlannedTier | None:
-        key = self.tier.parent_key
-        return self.by_key[key] if key else None
-
-    @property
     def builder(self) -> PlannedTier | None:
         key = self.tier.builder_key
         return self.by_key[key] if key else None
