@@ -201,3 +201,9 @@ def report(exc: BuildGraphError) -> int:
     for note in getattr(exc, "notes", ()):
         print(f"note: {note}", file=sys.stderr)
     return exc.exit_code
+
+
+class Unresolvable(BuildGraphError):
+    """No set of Python packages satisfies a tier's requirements (the resolver says why)."""
+
+    exit_code = EXIT_CONFIG

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from build_graph import settings
-from build_graph.errors import OptionError, RegistryError
+from build_graph.errors import ConfigError, OptionError, RegistryError
 from build_graph.fs import write_if_changed
 from build_graph.gpu import releases
 from build_graph.layout import BuildFolder
@@ -46,7 +46,12 @@ def run_check(args: argparse.Namespace) -> int:
     stack = pipeline.load_stack(
         args.manifest, releases.offline if args.offline else _index(args.manifest)
     )
-    plan(stack)  # renders every template, so template errors surface here too
+    planned = plan(stack)  # renders every template, so template errors surface here too
+    from build_graph.pylock.sync import disagreements
+
+    issues = disagreements(stack, planned)
+    if issues:
+        raise ConfigError(issues)
     print(summary(stack))
     print("ok")
     return 0
@@ -127,18 +132,33 @@ def run_doctor(args: argparse.Namespace) -> int:
 
 def run_lock(args: argparse.Namespace) -> int:
     from build_graph.plan.lock import lock_path, read_lock
+    from build_graph.pylock import sync
     from build_graph.stages import pin as pins
 
     stack = pipeline.load_stack(args.manifest)
-    if args.update is None:
+    names: list[str] | None = args.update
+    tiers = {t.name for v in stack.variants for t in v.tiers}
+    python: dict[str, bool | list[str]] = {}
+    if names is None:
         pins.record_missing(stack)
+    elif names and names[0] in tiers:  # `--update TIER [PACKAGE...]`: that tier's Python pins
+        pins.record_missing(stack)
+        python = {names[0]: names[1:] or True}
     else:
-        moved = pins.update(stack, args.update)
+        moved = pins.update(stack, names)
         for line in moved or [f"{lock_path(stack.manifest).name}: no pin moved"]:
             print(line)
+        python = dict.fromkeys(tiers, True) if not names else {}
+    lines = sync.record(stack, python)
+    if python and not lines:
+        print("Python locks: no pin moved")
     lock = read_lock(lock_path(stack.manifest))
     for name, pin in sorted({**lock.images, **lock.sources}.items()):
         print(f"{name} = {pin}")
+    for tier in plan(stack):
+        if tier.python.lock is not None and tier.python.path is not None:
+            where = tier.python.path.relative_to(stack.root).as_posix()
+            print(f"{where}: {len(tier.python.lock.pins)} packages")
     return 0
 
 

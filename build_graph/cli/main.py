@@ -49,14 +49,16 @@ def parser() -> argparse.ArgumentParser:
     doc.set_defaults(run=run_doctor)
     lock = sub.add_parser(
         "lock",
-        help="pin every `from` image (digest) and git source "
-        "(commit) in the manifest's lock (images.lock)",
+        help="pin every `from` image (digest) and git source (commit) in images.lock, and "
+        "every tier's Python packages in images.pylock/",
     )
     lock.add_argument(
         "--update",
         nargs="*",
         metavar="NAME",
-        help="re-resolve these `from` images or git sources (all when none is named)",
+        help="move pins: `--update TIER [PACKAGE...]` moves a tier's Python packages (all of "
+        "them without names) to the newest images.toml allows; `--update IMAGE|SOURCE...` "
+        "re-resolves those `from` images or git sources; `--update` alone moves every pin",
     )
     lock.set_defaults(run=run_lock)
     ci = sub.add_parser(

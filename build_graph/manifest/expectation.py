@@ -39,6 +39,9 @@ class Expectation:
     platform: str | None = None
     machine: str | None = None  # what `uname -m` says in it ('aarch64'), with `platform`
     pip_check_allow: tuple[str, ...] = ()  # normalized names whose pip check lines pass
+    # (name, version) of every distribution the tier's and its ancestors' Python locks hold:
+    # installed at exactly that version, and nothing else installed from the index
+    locked: tuple[tuple[str, str], ...] = ()
 
     @property
     def wants_gpu(self) -> bool:

@@ -21,6 +21,7 @@ from build_graph.plan.context import ContextError, context_files, source_files
 from build_graph.plan.hashing import content_hash, file_digest
 from build_graph.plan.lock import LOCAL, Lock, lock_path, pinned_image, read_lock
 from build_graph.plan.render import environment, render, tier_context
+from build_graph.pylock.state import NO_LOCK, LockState, lock_state
 
 if TYPE_CHECKING:
     import jinja2
@@ -55,6 +56,8 @@ class PlannedTier:
     # '/arm64'); None for a tier built for the build host only, as before platforms existed
     platform: str | None = None
     group_key: str = ""  # the key without the platform: what promote and `doit <tier>` use
+    python: LockState = NO_LOCK  # its Python lock (pylock/state.py)
+    root_image: str = ""  # what the root ancestor's FROM names: verify's baseline
 
     @property
     def image(self) -> str:
@@ -152,8 +155,25 @@ def _plan_tier(
             ]
         )
     base_image = parent.image if parent else pinned_image(str(tier.from_image), pin)
+    expect = expectation_for(variant, tier.name)
+    python = lock_state(
+        stack.manifest,
+        variant,
+        tier,
+        task_key(stack, tier.name, variant.name),
+        platform,
+        parent.python if parent else None,
+        expect.packages,
+    )
     context = tier_context(
-        stack, variant, tier, base_image, builder.image if builder else None, lock.sources, platform
+        stack,
+        variant,
+        tier,
+        base_image,
+        builder.image if builder else None,
+        lock.sources,
+        platform,
+        python,
     )
     dockerfile = render(env, tier.template, context)
     script = render(env, tier.compile.script, context) if tier.compile else None
@@ -198,6 +218,9 @@ def _plan_tier(
             "compile": compile_hash,
             "from_pin": pin,
             **per_platform,
+            # The locked Python set (the shipped templates install exactly these lines):
+            # only where a tier has one, so a tier without packages keeps its hash.
+            **({"python_lock": python.lines} if python.lines else {}),
         }
     )
     inputs = (
@@ -227,8 +250,11 @@ def _plan_tier(
         builder_image=builder.image if builder else None,
         human_tags=tier.tags + ((LATEST,) if is_default else ()),
         compile_hash=compile_hash,
+        python=python,
+        root_image=parent.root_image if parent else base_image,
         expect=replace(
-            expectation_for(variant, tier.name),
+            expect,
+            locked=python.chain,
             platform=platform,
             machine=parse_platform(platform).machine if platform else None,
         ),

@@ -13,6 +13,9 @@ from build_graph.errors import TemplateError
 from build_graph.layout import CCACHE_DIR, HOST_CA, OUT_DIR, SOURCES_DIR, SRC_DIR, WHEELS_DIR
 from build_graph.manifest.model import Stack, TierSpec, VariantSpec
 
+if TYPE_CHECKING:
+    from build_graph.pylock.state import LockState
+
 if TYPE_CHECKING:  # Jinja is imported only when something is rendered (not on a no-op)
     import jinja2
 
@@ -66,6 +69,7 @@ def tier_context(
     builder_image: str | None = None,
     commits: Mapping[str, str] | None = None,
     platform: str | None = None,
+    python: LockState | None = None,
 ) -> dict[str, Any]:
     """Everything a template may use; StrictUndefined makes any other name an error.
     `platform`: 'linux/arm64' for a tier built per platform, None for the build host's."""
@@ -92,6 +96,7 @@ def tier_context(
         "base_image": base_image,
         "builder_image": builder_image,
         "platform": platform,
+        "python_lock": _python_lock(stack, python),
         "paths": {
             "src": SRC_DIR,
             "out": OUT_DIR,
@@ -99,6 +104,19 @@ def tier_context(
             "wheels": WHEELS_DIR,
             "sources": SOURCES_DIR,
         },
+    }
+
+
+def _python_lock(stack: Stack, python: LockState | None) -> dict[str, Any]:
+    """The tier's locked requirement lines, its file (relative to the manifest's folder) and
+    whether it is missing or stale (then the Dockerfile refuses to build: a run resolves it
+    first, see pylock/sync.py)."""
+    if python is None or python.request is None or python.path is None:
+        return {"lines": [], "file": "", "missing": False}
+    return {
+        "lines": python.lines,
+        "file": python.path.relative_to(stack.root).as_posix(),
+        "missing": not python.fresh,
     }
 
 
@@ -139,7 +157,7 @@ def render(env: jinja2.Environment, template: str, context: Mapping[str, Any]) -
         raise TemplateError(
             f"{where}: {exc.message}; define it or remove its use "
             "(names available: stack, variant, versions, gpu, tier, "
-            "compile, base_image, builder_image, platform, paths)"
+            "compile, base_image, builder_image, platform, python_lock, paths)"
         ) from None
     except Exception as exc:  # a template bug (bad filter use, type error): name the line
         where = _template_frame(exc, template)

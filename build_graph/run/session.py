@@ -20,6 +20,7 @@ from build_graph.errors import BuildGraphError, quiet_interrupts, report
 from build_graph.layout import DEFAULT_MANIFEST
 from build_graph.log import progress
 from build_graph.plan.cache import load_plan
+from build_graph.pylock import sync
 from build_graph.run import run_lock
 from build_graph.run.tasks import StackTasks
 from build_graph.stages import pin, pipeline
@@ -44,7 +45,8 @@ def open_session(
             for line in settings.warnings():
                 progress(line)
             run_lock.acquire(tasks.stack.build_folder.run_lock, argv)
-            if pin.record_missing(tasks.stack):  # images.lock changed: plan with it
+            # images.lock or a Python lock changed: plan with it
+            if pin.record_missing(tasks.stack) | bool(sync.record(tasks.stack)):
                 tasks = StackTasks(*load_plan(path))
         return tasks
     except BuildGraphError as exc:

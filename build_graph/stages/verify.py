@@ -9,6 +9,7 @@ copy to the tier's verify.json; the image's SBOM (stages/sbom.py) goes beside it
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 from build_graph.docker import connection, containers, daemon
@@ -96,6 +97,7 @@ def verify(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
             )
         )
     probe["image_size_bytes"] = daemon.image_size(ref, tier.platform)
+    probe["baseline"] = baseline(tier)
     probe["smoke"] = [run_smoke(ref, command, tier.platform) for command in want.smoke]
     results = evaluate(want, probe)
     stoppers = blocking(results, want)
@@ -177,6 +179,35 @@ def run_probe(ref: str, request: str, gpu: bool, platform: str | None = None) ->
     except ValueError:
         raise BuildFailed(f"the probe in {ref} printed no JSON:\n{output[-1500:]}") from None
     return data
+
+
+# What pip (not apt) installed in an image, as the probe lists it; '{}' without a python3.
+_BASELINE = (
+    "command -v python3 >/dev/null || { echo '{}'; exit 0; }; exec python3 -c '"
+    "import json, re\n"
+    "from importlib import metadata\n"
+    'print(json.dumps({re.sub("[-_.]+", "-", (d.metadata["Name"] or "")).lower(): d.version '
+    "for d in metadata.distributions() "
+    'if not str(d.locate_file("")).startswith("/usr/lib/python3/dist-packages")}))\''
+)
+
+
+def baseline(tier: PlannedTier) -> dict[str, str] | None:
+    """The Python distributions the root `from` image had before any tier added its own
+    (the lock check accounts for them); None when they could not be listed."""
+    daemon.ensure_local(tier.root_image, tier.platform)
+    with containers.container(
+        tier.root_image, [_BASELINE], entrypoint=["sh", "-c"], platform=tier.platform
+    ) as box:
+        code, output = containers.run_to_end(box)
+    try:
+        found = json.loads(output.strip().splitlines()[-1]) if code == 0 else None
+    except (ValueError, IndexError):
+        found = None
+    if not isinstance(found, dict):
+        progress(f"[{tier.key}] could not list what {tier.root_image} installs (exit {code})")
+        return None
+    return {str(k): str(v) for k, v in found.items()}
 
 
 def run_smoke(ref: str, command: str, platform: str | None = None) -> dict[str, Any]:

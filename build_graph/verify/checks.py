@@ -19,6 +19,7 @@ from build_graph.verify.device import (
     check_targets,
     check_torch_cuda,
 )
+from build_graph.verify.lock_check import check_python_lock
 from build_graph.verify.probe_output import ProbeOutput
 from build_graph.verify.results import Result, Status
 
@@ -251,6 +252,7 @@ CHECKS: tuple[Check, ...] = (
     check_virtualenv,
     check_pip,
     check_packages,
+    check_python_lock,
     check_imports,
     check_torch_cuda,
     check_arch_list,

@@ -24,6 +24,7 @@ class ProbeOutput(TypedDict, total=False):
     virtualenv: Any
     pip_check: Any
     packages: Any  # distribution -> version, for the packages asked about
+    distributions: Any  # every distribution pip installed (not apt): name -> version
     imports: Any  # module -> whether it imported, and why not
     torch: Any  # version, CUDA, cuDNN, arch list
     gpu: Any  # the kernel run on a GPU, when one was present
@@ -33,6 +34,7 @@ class ProbeOutput(TypedDict, total=False):
     image_platform: str | None
     gpu_absent_reason: str
     image_size_bytes: int | None
+    baseline: Any  # name -> version of what the root `from` image had installed (pip's)
     smoke: list[dict[str, Any]]
 
 

@@ -61,6 +61,8 @@ def probe(**changes: Any) -> ProbeOutput:
         "torch": {"version": "2.7.0", "cuda": "12.8", "arch_list": ["sm_80", "sm_90"]},
         "libraries": {"/x/libtorch_cuda.so": {"sass": ["8.0", "9.0"], "ptx": ["9.0"]}},
         "gpu": None,
+        "distributions": {"setuptools": "80.9.0", "torch": "2.7.0", "numpy": "1.26.4"},
+        "baseline": {},
     }
     document.update(changes)
     return cast(ProbeOutput, document)  # unknown keys stay possible: a probe may say more

@@ -25,6 +25,7 @@ LAYERS: dict[str, int] = {
     "oci": 1,
     "manifest": 2,
     "plan": 3,
+    "pylock": 3,
     "docker": 4,
     "registry": 5,
     "pypi": 5,

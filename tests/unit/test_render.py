@@ -76,7 +76,11 @@ def test_golden_stack_has_the_promised_shape() -> None:
     assert "FROM nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04" in files["cu130/builder.Dockerfile"]
     assert "triton==3.8.0" in files["cu130/pytorch-clean.Dockerfile"]
     builder = files["cu124/builder.Dockerfile"]
-    assert "'cmake>=3.27,<4'" in builder and "libjpeg-dev" in builder and "libpng-dev" in builder
+    assert (
+        "'cmake==3.31.10 --hash=sha256:" in builder
+        and "libjpeg-dev" in builder
+        and "libpng-dev" in builder
+    )
     runtime = files["cu124/pytorch-clean.Dockerfile"]
     for needle in ("libgomp1", "libopenblas0", "libjpeg-turbo8", "libpng16-16", "triton==3.2.0"):
         assert needle in runtime
@@ -148,7 +152,10 @@ def test_manifest_templates_folder_overrides_shipped_ones(tmp_path: Path) -> Non
 def test_build_args_and_packages_are_quoted(tmp_path: Path) -> None:
     text = MINIMAL + 'packages = ["numpy<2", "rich>=13"]\nbuild_args = { NOTE = "a $b \\"c\\"" }\n'
     [tier] = plan(load_text(tmp_path, text))
-    assert "python3 -m pip install 'numpy<2' 'rich>=13'" in tier.dockerfile
+    assert tier.python.request is not None
+    assert tier.python.request.requirements == ("numpy<2", "rich>=13")
+    # No lock yet: the Dockerfile refuses to build (a run records the lock first)
+    assert "images.pylock/base.linux-amd64.toml is missing or stale" in tier.dockerfile
     assert 'ARG NOTE="a \\$b \\"c\\""' in tier.dockerfile  # '$' literal, not a variable
 
 

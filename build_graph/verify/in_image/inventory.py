@@ -7,6 +7,7 @@ image's Python sees (importlib.metadata: name, version, license, where installed
 
 from __future__ import annotations
 
+import re
 from importlib import metadata
 
 DPKG_STATUS = "/var/lib/dpkg/status"
@@ -94,3 +95,17 @@ def os_release(path: str = "/etc/os-release") -> dict[str, str]:
 
 def collect() -> dict[str, object]:
     return {"debian": debian_packages(), "python": python_distributions(), "distro": os_release()}
+
+
+# Where Debian and Ubuntu's apt puts Python packages (python3-yaml, ...); pip installs to
+# /usr/local. apt's are listed in the SBOM, pip's are held to the lock.
+APT_PYTHON = "/usr/lib/python3/dist-packages"
+
+
+def pip_distributions() -> dict[str, str]:
+    """Normalised name -> version of every distribution not installed by apt."""
+    return {
+        re.sub(r"[-_.]+", "-", d.metadata["Name"] or "").lower(): d.version
+        for d in metadata.distributions()
+        if not str(d.locate_file("")).startswith(APT_PYTHON)
+    }

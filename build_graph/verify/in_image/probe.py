@@ -268,6 +268,7 @@ def main(argv: list[str]) -> int:
     section("virtualenv", virtualenv)
     section("pip_check", pip_check)
     section("packages", lambda: packages(list(request.get("packages", []))))
+    section("distributions", inventory.pip_distributions)
     section("imports", lambda: imports([*request.get("imports", []), *TORCH_FAMILY]))
     torch = section("torch", lambda: torch_facts(bool(request.get("gpu"))))
     report["gpu"] = torch.pop("gpu", None) if isinstance(torch, dict) else None

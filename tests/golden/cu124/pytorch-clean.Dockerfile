@@ -13,10 +13,25 @@ RUN --mount=type=cache,target=/var/cache/apt,sharing=locked --mount=type=cache,t
  && rm -f /usr/lib/python3*/EXTERNALLY-MANAGED \
  && for whl in /usr/share/python-wheels/pip-*.whl; do python3 "$whl/pip" install --no-cache-dir --no-index "$whl" /usr/share/python-wheels/setuptools-*.whl; done \
  && ln -sf /usr/bin/python3 /usr/local/bin/python
-RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=secret,id=hostca,target=/run/build-graph/host-ca.pem --mount=type=cache,target=/root/.cache/pip,sharing=locked [ ! -f /run/build-graph/host-ca.pem ] || export PIP_CERT=/run/build-graph/host-ca.pem SSL_CERT_FILE=/run/build-graph/host-ca.pem REQUESTS_CA_BUNDLE=/run/build-graph/host-ca.pem CURL_CA_BUNDLE=/run/build-graph/host-ca.pem GIT_SSL_CAINFO=/run/build-graph/host-ca.pem && python3 -m pip install --upgrade pip==26.3 setuptools==84.2.1
+# Locked in images.pylock/pytorch-clean@cu124.linux-amd64.toml
+RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=secret,id=hostca,target=/run/build-graph/host-ca.pem --mount=type=cache,target=/root/.cache/pip,sharing=locked [ ! -f /run/build-graph/host-ca.pem ] || export PIP_CERT=/run/build-graph/host-ca.pem SSL_CERT_FILE=/run/build-graph/host-ca.pem REQUESTS_CA_BUNDLE=/run/build-graph/host-ca.pem CURL_CA_BUNDLE=/run/build-graph/host-ca.pem GIT_SSL_CAINFO=/run/build-graph/host-ca.pem && printf '%s\n' \
+      'filelock==4.1.0 --hash=sha256:2ce9818e3e2d8f284c1a964414447ef148d42a5fd5e2a477a7118e574b293ec1' \
+      'fsspec==2024.12.0 --hash=sha256:b520aed47ad9804237ff878b504267a3b0b441e97508bd6d2d8774e3db85cee2' \
+      'jinja2==3.1.6 --hash=sha256:85ece4451f492d0c13c5dd7c13a64681a86afae63a5f347908daf103ce6d2f67' \
+      'markupsafe==3.0.4 --hash=sha256:d1aca03ede943eb80ab3d63bb082c84b7aab85ea83bd0fd0c200260945fb49d9' \
+      'mpmath==1.3.0 --hash=sha256:a0b2b9fe80bbcd81a6647ff13108738cfb482d481d826cc0e02f5b35e5c88d2c' \
+      'networkx==3.4.2 --hash=sha256:df5d4365b724cf81b8c6a7312509d0c22386097011ad1abe274afd5e9d3bbc5f' \
+      'numpy==1.26.4 --hash=sha256:ffa75af20b44f8dba823498024771d5ac50620e6915abac414251bd971b4529f' \
+      'pillow==12.3.0 --hash=sha256:f0606c8bf2cdefea14a43530f7657cbbb7ecf1c4222512492ef4a4434a9501ec' \
+      'pip==26.3 --hash=sha256:f3b60b20ffaadd4415ed7957212a38ac63fa4c5fa375bd0f4a797777940fad13' \
+      'setuptools==84.2.1 --hash=sha256:ca140b45d5325a9478f880e351484f62fef15f336462e449ca0c03c873d589c2' \
+      'sympy==1.13.1 --hash=sha256:db36cdc64bf61b9b24578b6f7bab1ecdd2452cf008f34faa33776680c26d66f8' \
+      'triton==3.2.0 --hash=sha256:b3e54983cd51875855da7c68ec05c05cf8bb08df361b1d5b69e05e40b0c9bd62' \
+      'typing-extensions==4.16.0 --hash=sha256:481caa481374e813c1b176ada14e97f1f67a4539ce9cfeb3f350d78d6370c2e8' \
+      > /tmp/requirements.lock \
+ && python3 -m pip install --no-deps --require-hashes --only-binary :all: -r /tmp/requirements.lock \
+ && rm /tmp/requirements.lock
 
 COPY wheels/ /tmp/wheels/
-RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=secret,id=hostca,target=/run/build-graph/host-ca.pem --mount=type=cache,target=/root/.cache/pip,sharing=locked [ ! -f /run/build-graph/host-ca.pem ] || export PIP_CERT=/run/build-graph/host-ca.pem SSL_CERT_FILE=/run/build-graph/host-ca.pem REQUESTS_CA_BUNDLE=/run/build-graph/host-ca.pem CURL_CA_BUNDLE=/run/build-graph/host-ca.pem GIT_SSL_CAINFO=/run/build-graph/host-ca.pem && python3 -m pip install --no-cache-dir /tmp/wheels/*.whl \
+RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=secret,id=hostca,target=/run/build-graph/host-ca.pem --mount=type=cache,target=/root/.cache/pip,sharing=locked [ ! -f /run/build-graph/host-ca.pem ] || export PIP_CERT=/run/build-graph/host-ca.pem SSL_CERT_FILE=/run/build-graph/host-ca.pem REQUESTS_CA_BUNDLE=/run/build-graph/host-ca.pem CURL_CA_BUNDLE=/run/build-graph/host-ca.pem GIT_SSL_CAINFO=/run/build-graph/host-ca.pem && python3 -m pip install --no-cache-dir --no-deps /tmp/wheels/*.whl \
  && rm -rf /tmp/wheels
-RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=secret,id=hostca,target=/run/build-graph/host-ca.pem --mount=type=cache,target=/root/.cache/pip,sharing=locked [ ! -f /run/build-graph/host-ca.pem ] || export PIP_CERT=/run/build-graph/host-ca.pem SSL_CERT_FILE=/run/build-graph/host-ca.pem REQUESTS_CA_BUNDLE=/run/build-graph/host-ca.pem CURL_CA_BUNDLE=/run/build-graph/host-ca.pem GIT_SSL_CAINFO=/run/build-graph/host-ca.pem && python3 -m pip install 'numpy<2' triton==3.2.0
-

@@ -13,10 +13,25 @@ RUN --mount=type=cache,target=/var/cache/apt,sharing=locked --mount=type=cache,t
  && rm -f /usr/lib/python3*/EXTERNALLY-MANAGED \
  && for whl in /usr/share/python-wheels/pip-*.whl; do python3 "$whl/pip" install --no-cache-dir --no-index "$whl" /usr/share/python-wheels/setuptools-*.whl; done \
  && ln -sf /usr/bin/python3 /usr/local/bin/python
-RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=secret,id=hostca,target=/run/build-graph/host-ca.pem --mount=type=cache,target=/root/.cache/pip,sharing=locked [ ! -f /run/build-graph/host-ca.pem ] || export PIP_CERT=/run/build-graph/host-ca.pem SSL_CERT_FILE=/run/build-graph/host-ca.pem REQUESTS_CA_BUNDLE=/run/build-graph/host-ca.pem CURL_CA_BUNDLE=/run/build-graph/host-ca.pem GIT_SSL_CAINFO=/run/build-graph/host-ca.pem && python3 -m pip install --upgrade pip==26.3 setuptools==84.2.1
+# Locked in images.pylock/pytorch-clean@cu128.linux-amd64.toml
+RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=secret,id=hostca,target=/run/build-graph/host-ca.pem --mount=type=cache,target=/root/.cache/pip,sharing=locked [ ! -f /run/build-graph/host-ca.pem ] || export PIP_CERT=/run/build-graph/host-ca.pem SSL_CERT_FILE=/run/build-graph/host-ca.pem REQUESTS_CA_BUNDLE=/run/build-graph/host-ca.pem CURL_CA_BUNDLE=/run/build-graph/host-ca.pem GIT_SSL_CAINFO=/run/build-graph/host-ca.pem && printf '%s\n' \
+      'filelock==4.3.1 --hash=sha256:79e43df8e9fe509cd83a3899a7c186c8077cbbe4d200a1ed3705c2f3bb6bc487' \
+      'fsspec==2024.12.0 --hash=sha256:b520aed47ad9804237ff878b504267a3b0b441e97508bd6d2d8774e3db85cee2' \
+      'jinja2==3.1.6 --hash=sha256:85ece4451f492d0c13c5dd7c13a64681a86afae63a5f347908daf103ce6d2f67' \
+      'markupsafe==3.0.4 --hash=sha256:8e124f974786f831d6043728e38296969d3579db8896fe004682f5758e613581' \
+      'mpmath==1.3.0 --hash=sha256:a0b2b9fe80bbcd81a6647ff13108738cfb482d481d826cc0e02f5b35e5c88d2c' \
+      'networkx==3.7 --hash=sha256:e3fd2c13a7814cee3746340d8d7f8598a67f16a58bf47fb7f8793fab6efca1b0' \
+      'numpy==1.26.4 --hash=sha256:675d61ffbfa78604709862923189bad94014bef562cc35cf61d3a07bba02a7ed' \
+      'pillow==13.0.0 --hash=sha256:42d63be3af4f9b951b199b0a9d23365d37ab14687e6d77b74940432c8515c4ca' \
+      'pip==26.3 --hash=sha256:f3b60b20ffaadd4415ed7957212a38ac63fa4c5fa375bd0f4a797777940fad13' \
+      'setuptools==84.2.1 --hash=sha256:ca140b45d5325a9478f880e351484f62fef15f336462e449ca0c03c873d589c2' \
+      'sympy==1.13.3 --hash=sha256:54612cf55a62755ee71824ce692986f23c88ffa77207b30c1368eda4a7060f73' \
+      'triton==3.3.0 --hash=sha256:b68c778f6c4218403a6bd01be7484f6dc9e20fe2083d22dd8aef33e3b87a10a3' \
+      'typing-extensions==4.16.0 --hash=sha256:481caa481374e813c1b176ada14e97f1f67a4539ce9cfeb3f350d78d6370c2e8' \
+      > /tmp/requirements.lock \
+ && python3 -m pip install --no-deps --require-hashes --only-binary :all: -r /tmp/requirements.lock \
+ && rm /tmp/requirements.lock
 
 COPY wheels/ /tmp/wheels/
-RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=secret,id=hostca,target=/run/build-graph/host-ca.pem --mount=type=cache,target=/root/.cache/pip,sharing=locked [ ! -f /run/build-graph/host-ca.pem ] || export PIP_CERT=/run/build-graph/host-ca.pem SSL_CERT_FILE=/run/build-graph/host-ca.pem REQUESTS_CA_BUNDLE=/run/build-graph/host-ca.pem CURL_CA_BUNDLE=/run/build-graph/host-ca.pem GIT_SSL_CAINFO=/run/build-graph/host-ca.pem && python3 -m pip install --no-cache-dir /tmp/wheels/*.whl \
+RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=secret,id=hostca,target=/run/build-graph/host-ca.pem --mount=type=cache,target=/root/.cache/pip,sharing=locked [ ! -f /run/build-graph/host-ca.pem ] || export PIP_CERT=/run/build-graph/host-ca.pem SSL_CERT_FILE=/run/build-graph/host-ca.pem REQUESTS_CA_BUNDLE=/run/build-graph/host-ca.pem CURL_CA_BUNDLE=/run/build-graph/host-ca.pem GIT_SSL_CAINFO=/run/build-graph/host-ca.pem && python3 -m pip install --no-cache-dir --no-deps /tmp/wheels/*.whl \
  && rm -rf /tmp/wheels
-RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=secret,id=hostca,target=/run/build-graph/host-ca.pem --mount=type=cache,target=/root/.cache/pip,sharing=locked [ ! -f /run/build-graph/host-ca.pem ] || export PIP_CERT=/run/build-graph/host-ca.pem SSL_CERT_FILE=/run/build-graph/host-ca.pem REQUESTS_CA_BUNDLE=/run/build-graph/host-ca.pem CURL_CA_BUNDLE=/run/build-graph/host-ca.pem GIT_SSL_CAINFO=/run/build-graph/host-ca.pem && python3 -m pip install 'numpy<2' triton==3.3.0
-

@@ -1,0 +1,100 @@
+"""A planned tier's Python lock: what it asks, the lock on disk, and whether they agree."""
+
+from __future__ import annotations
+
+import platform as host
+from dataclasses import dataclass
+from pathlib import Path
+
+from build_graph.errors import ConfigError, ConfigIssue
+from build_graph.manifest.model import TierSpec, VariantSpec
+from build_graph.pylock import files
+from build_graph.pylock.files import PythonLock
+from build_graph.pylock.request import (
+    Request,
+    exact_pins,
+    names_of,
+    requirements_of,
+    supported,
+)
+
+_HOST = {
+    "x86_64": "linux/amd64",
+    "amd64": "linux/amd64",
+    "aarch64": "linux/arm64",
+    "arm64": "linux/arm64",
+}
+
+
+@dataclass(frozen=True)
+class LockState:
+    request: Request | None  # None: the tier installs nothing from the index
+    path: Path | None
+    lock: PythonLock | None  # what the file holds (None: no file)
+    # every distribution the tier and its ancestors locked: (name, version)
+    chain: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def fresh(self) -> bool:
+        """No request, or a lock resolved from exactly this request."""
+        return self.request is None or (
+            self.lock is not None and list(self.lock.inputs) == self.request.inputs()
+        )
+
+    @property
+    def lines(self) -> list[str]:
+        return self.lock.lines() if self.lock is not None and self.fresh else []
+
+
+NO_LOCK = LockState(None, None, None)
+
+
+def host_platform() -> str:
+    return _HOST.get(host.machine().lower(), f"linux/{host.machine().lower()}")
+
+
+def lock_state(
+    manifest: Path,
+    variant: VariantSpec,
+    tier: TierSpec,
+    key: str,
+    platform: str | None,
+    parent: LockState | None,
+    expected: dict[str, str],
+) -> LockState:
+    """`key`: the tier's key without the platform ('base@cu124'); `expected`: its merged
+    verify.packages (own and ancestors')."""
+    inherited = parent.chain if parent is not None else ()
+    requirements = requirements_of(variant, tier)
+    if not requirements:
+        return LockState(None, None, None, inherited)
+    where = platform or host_platform()
+    python = variant.fields.get("python")
+    if not python or not supported(where):
+        why = (
+            "versions.python is not set: a lock is resolved for the image's Python"
+            if not python
+            else f"Python packages are locked for linux/amd64 and linux/arm64, not {where}"
+        )
+        raise ConfigError([ConfigIssue(manifest, f"tiers.{tier.name}.packages", why)])
+    locked = dict(inherited)
+    own = names_of(requirements)
+    provided = tuple(
+        (n, v) for n, v in sorted(exact_pins(expected).items()) if n not in locked and n not in own
+    )
+    request = Request(
+        key=key if platform is None else f"{key}/{where.split('/')[1]}",
+        tier=tier.name,
+        platform=where,
+        python=str(python),
+        requirements=requirements,
+        constraints=tuple(sorted(locked.items())),
+        provided=provided,
+    )
+    path = files.lock_file(manifest, key, where)
+    lock = files.read(path, tier.name, manifest)
+    state = LockState(request, path, lock)
+    chain = inherited + (
+        tuple((p.name, p.version) for p in lock.pins) if lock and state.fresh else ()
+    )
+    return LockState(request, path, lock, chain)

@@ -1,0 +1,106 @@
+"""Record missing and stale Python locks, and move pins on request.
+
+A run and `python -m build_graph lock` resolve every tier whose lock is missing or no longer
+answers images.toml (a package added, a pin bumped, a parent's lock moved), parents before
+children, keeping every pin that still satisfies (the old lock is the resolver's preference):
+a one-line bump moves that package and what it must pull, nothing else. `lock --update TIER
+[PACKAGE...]` moves the named packages of one tier (all of them without names) to the newest
+the requirements allow. `check` (stale()) says which tiers disagree, without resolving.
+"""
+
+from __future__ import annotations
+
+from build_graph.errors import ConfigIssue
+from build_graph.layout import DEFAULT_MANIFEST
+from build_graph.log import progress
+from build_graph.manifest.model import Stack
+from build_graph.plan.plan import PlannedTier, plan
+from build_graph.pylock import files
+from build_graph.pylock.files import PythonLock
+from build_graph.pylock.resolve import resolve
+
+
+def stale(planned: list[PlannedTier]) -> list[PlannedTier]:
+    """Tiers whose lock is missing or was resolved from other inputs."""
+    return [t for t in planned if not t.python.fresh]
+
+
+def record(stack: Stack, update: dict[str, bool | list[str]] | None = None) -> list[str]:
+    """Resolve every missing or stale lock, and the tiers in `update` (tier name -> True for
+    every package, or the packages to move); lines saying what moved."""
+    todo = dict(update or {})
+    lines: list[str] = []
+    done: set[str] = set()
+    while True:
+        # Planned again after each write: a child's request holds its parent's new pins.
+        waiting = [
+            t
+            for t in plan(stack)
+            if t.python.request is not None
+            and t.python.request.key not in done
+            and (not t.python.fresh or t.spec.name in todo)
+        ]
+        if not waiting:
+            return lines
+        tier = waiting[0]
+        request, path = tier.python.request, tier.python.path
+        assert request is not None and path is not None
+        upgrade = todo.get(tier.spec.name, False)
+        previous = tier.python.lock
+        pins = resolve(request, previous, upgrade)
+        new = PythonLock(request.key, request.platform, tuple(request.inputs()), tuple(pins))
+        files.write(path, new, request.python)
+        done.add(request.key)
+        lines += moves(path.name, previous, new)
+
+
+def moves(name: str, old: PythonLock | None, new: PythonLock) -> list[str]:
+    """One line per package added, moved or dropped; one line for a new lock."""
+    if old is None:
+        line = f"{name}: recorded {len(new.pins)} packages"
+        progress(line)
+        return [line]
+    before, after = old.versions(), new.versions()
+    lines = [
+        f"{name}: {n} {before.get(n, '(new)')} -> {after.get(n, '(dropped)')}"
+        for n in sorted({*before, *after})
+        if before.get(n) != after.get(n)
+    ]
+    for line in lines:
+        progress(line)
+    return lines
+
+
+def disagreements(stack: Stack, planned: list[PlannedTier]) -> list[ConfigIssue]:
+    """One issue per tier whose Python lock no longer answers images.toml (a missing one is a
+    note),
+    naming what changed (`check` exits 2 with these; a run resolves them itself)."""
+    issues = []
+    for tier in stale(planned):
+        request, path = tier.python.request, tier.python.path
+        assert request is not None and path is not None
+        where = path.relative_to(stack.root).as_posix()
+        if tier.python.lock is None:  # recorded by the next run, as images.lock's pins are
+            progress(
+                f"note: {request.key}: {where} is not recorded yet (the next run or "
+                "`python -m build_graph lock` resolves it)"
+            )
+            continue
+        else:
+            now, then = request.inputs(), list(tier.python.lock.inputs)
+            changed = [f"now {i}" for i in now if i not in then]
+            changed += [f"was {i}" for i in then if i not in now]
+            said = f"{where} was resolved from other inputs ({'; '.join(changed)[:600]})"
+        issues.append(
+            ConfigIssue(
+                stack.manifest,
+                f"tiers.{tier.spec.name}.packages",
+                f"{request.key}: {said}; run `python -m build_graph lock{_where(stack)}` "
+                "(moves only what must move)",
+            )
+        )
+    return issues
+
+
+def _where(stack: Stack) -> str:
+    return "" if stack.manifest.name == DEFAULT_MANIFEST else f" --manifest {stack.manifest}"
