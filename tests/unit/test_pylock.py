@@ -1,0 +1,105 @@
+"""Python locks: read at the door, installed as locked, held to by verify."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import cast
+
+import pytest
+
+from build_graph.errors import ConfigError
+from build_graph.manifest.expectation import Expectation, expectation_for
+from build_graph.plan.plan import plan
+from build_graph.pylock import files
+from build_graph.pylock.files import Pin, PythonLock
+from build_graph.pylock.sync import disagreements
+from build_graph.verify.lock_check import check_python_lock
+from build_graph.verify.probe_output import ProbeOutput
+from tests.helpers import MINIMAL, load_text
+
+SHA = "a" * 64
+PACKAGES = 'packages = ["numpy<2"]\n'
+
+
+def locked(tmp_path: Path, version: str = "1.26.4", text: str = MINIMAL + PACKAGES) -> None:
+    """Write the lock the tier's current request would get."""
+    [tier] = plan(load_text(tmp_path, text))
+    request, path = tier.python.request, tier.python.path
+    assert request is not None and path is not None
+    pins = (Pin("numpy", version, ((f"numpy-{version}-cp311-manylinux.whl", SHA),)),)
+    files.write(
+        path, PythonLock(request.key, request.platform, tuple(request.inputs()), pins), "3.11"
+    )
+
+
+def test_the_lock_is_what_the_build_installs_and_what_the_hash_covers(tmp_path: Path) -> None:
+    locked(tmp_path)
+    [tier] = plan(load_text(tmp_path, MINIMAL + PACKAGES))
+    assert tier.python.fresh
+    assert f"'numpy==1.26.4 --hash=sha256:{SHA}'" in tier.dockerfile
+    assert "pip install --no-deps --require-hashes --only-binary :all:" in tier.dockerfile
+    assert tier.expect.locked == (("numpy", "1.26.4"),)
+    before = tier.content_hash
+    locked(tmp_path, "1.26.3")
+    [moved] = plan(load_text(tmp_path, MINIMAL + PACKAGES))
+    assert moved.content_hash != before
+
+
+def test_check_names_the_tier_and_what_changed(tmp_path: Path) -> None:
+    locked(tmp_path)
+    stack = load_text(tmp_path, MINIMAL + 'packages = ["numpy<3"]\n')
+    [issue] = disagreements(stack, plan(stack))
+    assert issue.key == "tiers.base.packages"
+    assert "now requirement numpy<3" in issue.message and "was requirement numpy<2" in issue.message
+    assert "python -m build_graph lock" in issue.message
+    [tier] = plan(stack)
+    assert "missing or stale" in tier.dockerfile  # never built from a lock that disagrees
+
+
+@pytest.mark.parametrize(
+    ("damage", "key"),
+    [
+        (lambda t: t.replace(SHA, "b" * 63), "packages[0]"),
+        (lambda t: t.replace('"numpy"', '"NumPy"', 1), "packages[0]"),
+        (lambda t: t.replace('name = "numpy-', 'name = "../numpy-'), "packages[0]"),
+        (lambda t: t.replace("build-graph python lock 1", "other"), "tool.build-graph.format"),
+        (lambda t: t[: len(t) // 2], ""),
+    ],
+)
+def test_a_damaged_lock_is_refused_naming_file_and_key(tmp_path: Path, damage, key) -> None:  # type: ignore[no-untyped-def]
+    locked(tmp_path)
+    [path] = (tmp_path / "images.pylock").iterdir()
+    path.write_text(damage(path.read_text()))
+    with pytest.raises(ConfigError) as caught:
+        plan(load_text(tmp_path, MINIMAL + PACKAGES))
+    [issue] = caught.value.issues
+    assert issue.file == path and issue.key == key
+    assert "lock --update base" in issue.message
+
+
+def want(tmp_path: Path) -> Expectation:
+    text = MINIMAL + PACKAGES + 'verify = { packages = { fastext = "==1.0" } }\n'
+    locked(tmp_path, text=text)
+    stack = load_text(tmp_path, text)
+    [tier] = plan(stack)
+    assert tier.expect.packages == expectation_for(stack.variants[0], "base").packages
+    return tier.expect
+
+
+def probe(installed: dict[str, str], baseline: object = None) -> ProbeOutput:
+    return cast(ProbeOutput, {"distributions": installed, "baseline": baseline or {}})
+
+
+def test_verify_holds_the_image_to_its_lock(tmp_path: Path) -> None:
+    expect = want(tmp_path)
+    ok = {"numpy": "1.26.4", "fastext": "1.0", "wheel": "0.45"}
+    [good] = check_python_lock(expect, probe(ok, {"wheel": "0.45"}))
+    assert good.status == "pass"
+    [moved] = check_python_lock(expect, probe({**ok, "numpy": "2.0.0"}, {"wheel": "0.45"}))
+    assert moved.status == "fail" and "numpy 2.0.0 (locked 1.26.4)" in moved.actual
+    [extra] = check_python_lock(expect, probe({**ok, "requests": "2.32.3"}, {"wheel": "0.45"}))
+    assert extra.status == "fail" and "behind the lock's back: requests 2.32.3" in extra.actual
+    [gone] = check_python_lock(expect, probe({"fastext": "1.0"}))
+    assert gone.status == "fail" and "numpy not installed (locked 1.26.4)" in gone.actual
+    unlisted = cast(ProbeOutput, {"distributions": ok})  # no baseline: never a pass
+    assert check_python_lock(expect, unlisted)[0].status == "not checked"
