@@ -220,7 +220,8 @@ class Tier(Strict):
     manifest's folder): `["**/*.log", "data/raw"]`"""
     packages: list[PipRequirement] = Field(default_factory=list)
     """pip requirements the template installs (`"numpy<2"`; version fields allowed:
-    `"torch=={torch}"`)"""
+    `"torch=={torch}"`), resolved with everything they pull into the tier's Python lock
+    (`images.pylock/`) and installed from it"""
     system_packages: list[AptPackage] = Field(default_factory=list)
     """Debian/Ubuntu packages the template installs"""
     build_args: dict[ArgName, Text] = Field(default_factory=dict)

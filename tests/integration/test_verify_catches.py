@@ -73,6 +73,14 @@ BREAKAGES = {
         "pip check",
         "missing-dependency",
     ),
+    # A distribution no lock holds (a template's extra pip install, a wheel's dependency
+    # resolved at build time): written as pip writes one, so nothing needs an index
+    "behind-the-lock": (
+        "d=/usr/local/lib/python3.11/dist-packages/sneaky-1.0.dist-info && mkdir -p $d "
+        "&& printf 'Metadata-Version: 2.1\\nName: sneaky\\nVersion: 1.0\\n' > $d/METADATA",
+        "python lock",
+        "installed behind the lock's back: sneaky 1.0",
+    ),
     "old-setuptools": (
         "python3 -m pip install --no-index --force-reinstall --no-deps "
         "/usr/share/python-wheels/setuptools-*.whl",
