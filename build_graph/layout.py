@@ -104,6 +104,11 @@ class TierFolder:
         return self.root / "logs" / f"{stage}.log"
 
 
+def manifest_option(manifest: Path) -> str:
+    """' --manifest PATH' for a command that fixes `manifest`; '' for the default images.toml."""
+    return "" if manifest.name == DEFAULT_MANIFEST else f" --manifest {manifest}"
+
+
 @dataclass(frozen=True)
 class BuildFolder:
     """The build folder of one manifest (see the module's docstring)."""

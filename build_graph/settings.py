@@ -36,6 +36,8 @@ CA_SETTING = "BUILD_GRAPH_CA_BUNDLE"
 CA_ENV = ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO")
 CA_SECRET = "hostca"
 _USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://)([^/@\s]*)@", re.IGNORECASE)
+_USERINFO_ANYWHERE = re.compile(_USERINFO.pattern.removeprefix("^"), re.IGNORECASE)
+DEFAULT_INDEX = "https://pypi.org/simple"
 
 
 def host_ca() -> Path | None:
@@ -149,6 +151,11 @@ def for_build(buildkit: bool) -> tuple[dict[str, str], dict[str, str]]:
 def redact(url: str) -> str:
     """The URL with any user:password replaced by '***' (for messages and labels)."""
     return _USERINFO.sub(lambda m: f"{m[1]}***@", url)
+
+
+def redact_text(text: str) -> str:
+    """Every URL's user:password in `text` (a tool's output) replaced by '***'."""
+    return _USERINFO_ANYWHERE.sub(lambda m: f"{m[1]}***@", text)
 
 
 def without_userinfo(url: str) -> str:

@@ -10,10 +10,22 @@ from pathlib import Path
 import pytest
 
 from build_graph.errors import ConfigError
+from build_graph.manifest.expectation import Expectation
 from build_graph.manifest.load import load
 from build_graph.manifest.model import Stack
 
 REPO = Path(__file__).resolve().parent.parent
+
+# A small GPU tier's promises, for tests of the verifier's fingerprint and trust
+WANT = Expectation(
+    python="3.11",
+    conda=False,
+    single_python=True,
+    pip_check=True,
+    packages={},
+    cuda="12.4",
+    archs=["8.0"],
+)
 
 MINIMAL = """
 [stack]

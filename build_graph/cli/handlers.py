@@ -67,9 +67,7 @@ def _index(manifest: Path, fresh: bool = False) -> releases.Lookup:
 
 
 def _index_url() -> str:
-    from build_graph.pypi.simple import DEFAULT_INDEX
-
-    return settings.index_url(DEFAULT_INDEX)
+    return settings.index_url(settings.DEFAULT_INDEX)
 
 
 def run_outdated(args: argparse.Namespace) -> int:

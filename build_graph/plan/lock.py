@@ -23,7 +23,7 @@ from pathlib import Path
 
 from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.fs import write_if_changed
-from build_graph.layout import DEFAULT_MANIFEST
+from build_graph.layout import manifest_option
 from build_graph.manifest.values import (
     COMMIT_RE,
     IMAGE_RE,
@@ -40,8 +40,7 @@ IMAGES, SOURCES = "from", "sources"  # the file's tables
 def fix(lock: Path) -> str:
     """The command that pins again, for the manifest whose lock is `lock`."""
     manifest = lock.with_suffix(".toml")
-    where = "" if manifest.name == DEFAULT_MANIFEST else f" --manifest {manifest}"
-    return f"run `python -m build_graph lock --update{where}` to pin it again"
+    return f"run `python -m build_graph lock --update{manifest_option(manifest)}` to pin it again"
 
 
 HEADER = (

@@ -28,7 +28,7 @@ from packaging.version import InvalidVersion, Version
 
 from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.fs import write_if_changed
-from build_graph.layout import DEFAULT_MANIFEST
+from build_graph.layout import manifest_option
 
 FORMAT = "build-graph python lock 1"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -77,7 +77,7 @@ def lock_file(manifest: Path, key_without_platform: str, platform: str) -> Path:
 
 
 def fix(manifest: Path, tier: str) -> str:
-    where = "" if manifest.name == DEFAULT_MANIFEST else f" --manifest {manifest}"
+    where = manifest_option(manifest)
     return f"run `python -m build_graph lock --update {tier}{where}` to resolve it again"
 
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import tempfile
 import tomllib
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -29,8 +28,6 @@ from build_graph.pylock.files import Pin, PythonLock
 from build_graph.pylock.request import Request
 
 TIMEOUT_S = 600
-_USERINFO = re.compile(r"([a-z][a-z0-9+.-]*://)[^/@\s]*@", re.IGNORECASE)
-DEFAULT_INDEX = "https://pypi.org/simple"
 
 
 def uv_binary() -> str:
@@ -117,9 +114,8 @@ def _pin(request: Request, package: dict[str, Any]) -> Pin:
 
 
 def _file(wheel: dict[str, Any]) -> str:
-    return unquote(urlsplit(str(wheel.get("url") or wheel.get("path") or "")).path).rsplit("/", 1)[
-        -1
-    ]
+    """The wheel's file name, from the URL (or path) uv names it by."""
+    return PurePosixPath(unquote(urlsplit(str(wheel.get("url") or wheel.get("path"))).path)).name
 
 
 def _config(request: Request) -> str:
@@ -141,7 +137,7 @@ def _preferences(previous: PythonLock) -> str:
 
 def _index_args() -> list[str]:
     pip = settings.pip_settings()
-    args = ["--index-url", pip.get("PIP_INDEX_URL", DEFAULT_INDEX)]
+    args = ["--index-url", settings.index_url(settings.DEFAULT_INDEX)]
     for url in pip.get("PIP_EXTRA_INDEX_URL", "").split():
         args += ["--extra-index-url", url]
     for host in pip.get("PIP_TRUSTED_HOST", "").split():
@@ -159,7 +155,7 @@ def _env() -> dict[str, str]:
 
 
 def _failure(request: Request, stderr: str) -> Exception:
-    said = _USERINFO.sub(r"\1***@", stderr.strip())[-2000:] or "(uv said nothing)"
+    said = settings.redact_text(stderr.strip())[-2000:] or "(uv said nothing)"
     if "No solution found" in stderr or "unsatisfiable" in stderr:
         return Unresolvable(
             f"{request.key}: no set of Python packages satisfies its requirements for "

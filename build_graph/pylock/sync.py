@@ -11,7 +11,7 @@ the requirements allow. `check` (stale()) says which tiers disagree, without res
 from __future__ import annotations
 
 from build_graph.errors import ConfigIssue
-from build_graph.layout import DEFAULT_MANIFEST
+from build_graph.layout import manifest_option
 from build_graph.log import progress
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier, plan
@@ -95,12 +95,9 @@ def disagreements(stack: Stack, planned: list[PlannedTier]) -> list[ConfigIssue]
             ConfigIssue(
                 stack.manifest,
                 f"tiers.{tier.spec.name}.packages",
-                f"{request.key}: {said}; run `python -m build_graph lock{_where(stack)}` "
+                f"{request.key}: {said}; run `python -m build_graph lock"
+                f"{manifest_option(stack.manifest)}` "
                 "(moves only what must move)",
             )
         )
     return issues
-
-
-def _where(stack: Stack) -> str:
-    return "" if stack.manifest.name == DEFAULT_MANIFEST else f" --manifest {stack.manifest}"

@@ -24,7 +24,8 @@ from build_graph.fs import write_if_changed
 from build_graph.gpu import releases
 from build_graph.gpu.releases import PARTNERS, Facts, PartnerRow, TorchRow
 from build_graph.pypi import facts as read
-from build_graph.pypi.simple import DEFAULT_INDEX, Project, project
+from build_graph.pypi.simple import Project, project
+from build_graph.settings import DEFAULT_INDEX
 
 # The oldest release of each project the file covers: torch 2.0.0 and its partners.
 FIRST = {

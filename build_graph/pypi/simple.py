@@ -26,7 +26,6 @@ from packaging.version import Version
 from build_graph.errors import IndexAnswerRefused
 from build_graph.pypi.fetch import get
 
-DEFAULT_INDEX = "https://pypi.org/simple"
 ACCEPT = (
     "application/vnd.pypi.simple.v1+json, "
     "application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"

@@ -181,23 +181,27 @@ def run_probe(ref: str, request: str, gpu: bool, platform: str | None = None) ->
     return data
 
 
-# What pip (not apt) installed in an image, as the probe lists it; '{}' without a python3.
+# What pip (not apt) installed in an image, by the probe's own inventory module; '{}' in an
+# image without python3.
 _BASELINE = (
     "command -v python3 >/dev/null || { echo '{}'; exit 0; }; exec python3 -c '"
-    "import json, re\n"
-    "from importlib import metadata\n"
-    'print(json.dumps({re.sub("[-_.]+", "-", (d.metadata["Name"] or "")).lower(): d.version '
-    "for d in metadata.distributions() "
-    'if not str(d.locate_file("")).startswith("/usr/lib/python3/dist-packages")}))\''
+    f'import json, sys; sys.path.insert(0, "{PROBE_DIR}"); import inventory; '
+    "print(json.dumps(inventory.pip_distributions()))'"
 )
+_INVENTORY = next(p for p in PROBE_FILES if p.name == "inventory.py")
 
 
 def baseline(tier: PlannedTier) -> dict[str, str] | None:
     """The Python distributions the root `from` image had before any tier added its own
     (the lock check accounts for them); None when they could not be listed."""
     daemon.ensure_local(tier.root_image, tier.platform)
+    mount = Mount(str(_INVENTORY), f"{PROBE_DIR}/{_INVENTORY.name}", read_only=True)
     with containers.container(
-        tier.root_image, [_BASELINE], entrypoint=["sh", "-c"], platform=tier.platform
+        tier.root_image,
+        [_BASELINE],
+        entrypoint=["sh", "-c"],
+        mounts=(mount,),
+        platform=tier.platform,
     ) as box:
         code, output = containers.run_to_end(box)
     try:

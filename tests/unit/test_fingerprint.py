@@ -8,22 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from build_graph.manifest.expectation import Expectation
 from build_graph.verify import request
+from tests.helpers import WANT
 
 PACKAGE = Path(request.__file__).resolve().parents[1]
 # Imported by the verifier but no rule of it: the promises' data types (the promises enter
 # the fingerprint as values) and the digest function (its schema is in every hash).
 NOT_RULES = {"manifest/model.py", "manifest/expectation.py", "plan/hashing.py"}
-WANT = Expectation(
-    python="3.11",
-    conda=False,
-    single_python=True,
-    pip_check=True,
-    packages={},
-    cuda="12.4",
-    archs=["8.0"],
-)
 
 
 def _imports(path: Path) -> set[Path]:

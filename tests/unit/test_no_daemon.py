@@ -9,19 +9,9 @@ import pytest
 
 from build_graph.docker import connection
 from build_graph.errors import DaemonUnreachable, EnvironmentProblem
-from build_graph.manifest.expectation import Expectation
 from build_graph.stages import trust
 from build_graph.verify.request import fingerprint, trusted_fingerprints
-
-WANT = Expectation(
-    python="3.11",
-    conda=False,
-    single_python=True,
-    pip_check=True,
-    packages={},
-    cuda="12.4",
-    archs=["8.0"],
-)
+from tests.helpers import WANT
 
 
 def test_a_runner_without_a_daemon_trusts_what_a_cpu_runner_trusts(

@@ -7,7 +7,6 @@ image's Python sees (importlib.metadata: name, version, license, where installed
 
 from __future__ import annotations
 
-import re
 from importlib import metadata
 
 DPKG_STATUS = "/var/lib/dpkg/status"
@@ -103,9 +102,10 @@ APT_PYTHON = "/usr/lib/python3/dist-packages"
 
 
 def pip_distributions() -> dict[str, str]:
-    """Normalised name -> version of every distribution not installed by apt."""
+    """Name (as its metadata writes it) -> version of every distribution not installed by
+    apt. Also run alone in a tier's root `from` image: verify's baseline."""
     return {
-        re.sub(r"[-_.]+", "-", d.metadata["Name"] or "").lower(): d.version
+        d.metadata["Name"] or "": d.version
         for d in metadata.distributions()
         if not str(d.locate_file("")).startswith(APT_PYTHON)
     }
