@@ -31,6 +31,7 @@ from build_graph.manifest.model import Stack
 from build_graph.plan.context import tool_owned
 from build_graph.plan.lock import lock_path
 from build_graph.plan.plan import PlannedTier
+from build_graph.pylock.files import lock_dir
 
 PACKAGE = Path(__file__).resolve().parents[1]  # all of build_graph/
 FileStat = tuple[str, int, int, int]
@@ -56,7 +57,9 @@ def load_plan(manifest: Path) -> tuple[Stack, list[PlannedTier]]:
 
     stack = load(manifest)
     planned = plan(stack)
-    inputs = [manifest, lock_path(manifest), *stack.template_dirs, PACKAGE]
+    # Both locks are inputs: a run that records a Python lock plans again with it (and a
+    # lock moved by hand or by git changes the hash tags it covers).
+    inputs = [manifest, lock_path(manifest), lock_dir(manifest), *stack.template_dirs, PACKAGE]
     inputs += [stack.root / entry for tier in planned for entry in tier.spec.context]
     inputs += [
         stack.root / src.location

@@ -9,6 +9,7 @@ import pytest
 
 from build_graph.errors import ConfigError
 from build_graph.manifest.expectation import Expectation, expectation_for
+from build_graph.plan.cache import load_plan
 from build_graph.plan.plan import plan
 from build_graph.pylock import files
 from build_graph.pylock.files import Pin, PythonLock
@@ -103,3 +104,23 @@ def test_verify_holds_the_image_to_its_lock(tmp_path: Path) -> None:
     assert gone.status == "fail" and "numpy not installed (locked 1.26.4)" in gone.actual
     unlisted = cast(ProbeOutput, {"distributions": ok})  # no baseline: never a pass
     assert check_python_lock(expect, unlisted)[0].status == "not checked"
+
+
+def test_the_plan_cache_sees_a_lock_recorded_after_it(tmp_path: Path) -> None:
+    """A run records missing locks, then plans again through the cache: it must see them."""
+    stack = load_text(tmp_path, MINIMAL + PACKAGES)
+    [before] = load_plan(stack.manifest)[1]
+    request, path = before.python.request, before.python.path
+    assert request is not None and path is not None and not before.python.fresh
+
+    def record(version: str) -> None:  # as a run does: the manifest untouched
+        pins = (Pin("numpy", version, ((f"numpy-{version}-cp311-manylinux.whl", SHA),)),)
+        lock = PythonLock(request.key, request.platform, tuple(request.inputs()), pins)
+        files.write(path, lock, "3.11")
+
+    record("1.26.4")
+    [after] = load_plan(stack.manifest)[1]
+    assert after.python.fresh and "numpy==1.26.4" in after.dockerfile
+    record("1.26.3")  # moved by hand or by git
+    [moved] = load_plan(stack.manifest)[1]
+    assert "numpy==1.26.3" in moved.dockerfile and moved.content_hash != after.content_hash
