@@ -3,7 +3,8 @@
 Every distribution the tier's and its ancestors' locks hold is installed at exactly the
 locked version; every other distribution pip installed (apt's are the SBOM's) is accounted
 for: named in verify.packages (what the stack compiles or copies in: torch from source,
-fastext, the team's own packages) or already in the root `from` image. Anything else came
+fastext, the team's own packages), already in the root `from` image, or the pip and
+setuptools the templates bootstrap from the distribution's wheels. Anything else came
 from behind the lock's back (a template's extra `pip install`, a compiled wheel's
 dependencies resolved at build time) and fails, named.
 """
@@ -18,6 +19,7 @@ from build_graph.verify.results import Result
 
 NAME = "python lock"
 _SHOWN = 8
+BOOTSTRAP = ("pip", "setuptools")
 
 
 def check_python_lock(want: Expectation, probe: ProbeOutput) -> list[Result]:
@@ -33,7 +35,10 @@ def check_python_lock(want: Expectation, probe: ProbeOutput) -> list[Result]:
         for name, version in sorted(locked.items())
         if installed.get(name) != version
     ]
-    accounted = {*locked, *(canonicalize_name(n) for n in want.packages)}
+    # pip and setuptools are the installer the shipped templates bootstrap from the
+    # distribution's own wheels (python3-pip-whl) before any lock is installed; a stack that
+    # names versions.pip / versions.setuptools locks them, and then they are held to it.
+    accounted = {*BOOTSTRAP, *locked, *(canonicalize_name(n) for n in want.packages)}
     accounted |= {canonicalize_name(str(n)) for n in baseline}
     extra = [f"{n} {v}" for n, v in sorted(installed.items()) if n and n not in accounted]
     problems = [*(f"not as locked: {w}" for w in wrong)]

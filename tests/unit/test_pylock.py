@@ -100,6 +100,10 @@ def test_verify_holds_the_image_to_its_lock(tmp_path: Path) -> None:
     assert moved.status == "fail" and "numpy 2.0.0 (locked 1.26.4)" in moved.actual
     [extra] = check_python_lock(expect, probe({**ok, "requests": "2.32.3"}, {"wheel": "0.45"}))
     assert extra.status == "fail" and "behind the lock's back: requests 2.32.3" in extra.actual
+    # the installer bootstrapped from Debian's wheels in a stack that locks no pip
+    [boot] = check_python_lock(expect, probe({**ok, "pip": "23.0.1", "setuptools": "66.1.1"}))
+    assert boot.status == "fail" and "behind the lock's back: wheel 0.45" in boot.actual
+    assert "pip 23.0.1" not in boot.actual and "setuptools 66.1.1" not in boot.actual
     [gone] = check_python_lock(expect, probe({"fastext": "1.0"}))
     assert gone.status == "fail" and "numpy not installed (locked 1.26.4)" in gone.actual
     unlisted = cast(ProbeOutput, {"distributions": ok})  # no baseline: never a pass
