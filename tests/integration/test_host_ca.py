@@ -13,7 +13,10 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import ipaddress
+import os
 import ssl
+import subprocess
+import sys
 import threading
 import zipfile
 from collections.abc import Iterator
@@ -27,6 +30,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from tests.helpers import REPO
 from tests.integration.conftest import (
     Registry,
     Workspace,
@@ -159,6 +163,20 @@ def system_bundle() -> Path:
     return Path(next(p for p in (found.cafile, found.openssl_cafile) if p and Path(p).is_file()))
 
 
+def lock(ws: Workspace, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """`python -m build_graph lock` for the workspace's stack."""
+    done = subprocess.run(
+        [sys.executable, "-m", "build_graph", "lock", "--manifest", str(ws.manifest)],
+        env={**os.environ, **env},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    print(done.stdout[-5000:], done.stderr[-5000:])
+    return done
+
+
 def test_pip_verifies_tls_with_the_hosts_ca_bundle_and_fails_without_it(
     ws: Workspace, index: tuple[str, Path, list[str]], tmp_path: Path
 ) -> None:
@@ -178,6 +196,14 @@ def test_pip_verifies_tls_with_the_hosts_ca_bundle_and_fails_without_it(
     with_ca = tmp_path / "host-bundle.pem"  # the host's bundle, as a host behind a proxy has
     with_ca.write_text(system_bundle().read_text() + ca.read_text())
     env = {**plain, "BUILD_GRAPH_PIP_INDEX_URL": url}
+
+    # The tier's Python lock is resolved on this host before anything builds, over the same
+    # verified TLS: without the CA it is refused there (exit 3, naming the certificate), with
+    # it recorded; the build's own pip is held to the same bundle next.
+    refused = ws.doit("build:private", env={**env, "BUILD_GRAPH_CA_BUNDLE": str(system_bundle())})
+    assert refused.returncode == 3, (refused.stdout + refused.stderr)[-3000:]
+    assert "invalid peer certificate" in refused.stderr and "Traceback" not in refused.stderr
+    assert lock(ws, {**env, "BUILD_GRAPH_CA_BUNDLE": str(with_ca)}).returncode == 0
 
     # Withheld first: BuildKit caches a RUN step whatever secrets it had.
     withheld = ws.doit("build:private", env={**env, "BUILD_GRAPH_CA_BUNDLE": str(system_bundle())})
@@ -226,6 +252,9 @@ def test_pip_verifies_tls_with_the_hosts_ca_bundle_and_fails_without_it(
             'compile = { builder = "builder", script = "tlsfetch.sh.j2" }\n'
         )
     )
+    # Its Python lock (pip, setuptools) from PyPI first, as the parent's was: the loopback
+    # index serves only tlsprobe, and what is checked here is the compile's own TLS.
+    assert lock(ws, plain).returncode == 0
     withheld = ws.doit(
         "compile:fetched", env={**env, "BUILD_GRAPH_CA_BUNDLE": str(system_bundle())}
     )
