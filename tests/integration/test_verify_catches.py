@@ -168,6 +168,12 @@ def ws(tmp_path_factory: pytest.TempPathFactory, registry: Registry) -> Iterator
         '\n[tiers.venv-shadow]\nparent = "base"\ntemplate = "venv.Dockerfile.j2"\n'
         "verify = { archs = false }\n"
     )
+    # A child on a parent that already has the locked pip, whose template sets up the system
+    # Python again (as the CUDA example's builder and kernels do): the parent's pip stays.
+    text += (
+        '\n[tiers.python-again]\nparent = "base"\ntemplate = "python-runtime.Dockerfile.j2"\n'
+        "verify = { archs = false }\n"
+    )
     text += arch_tier("arch-sm75", "sm75") + arch_tier("arch-good", "good", extra=LIMIT)
     text += arch_tier("arch-good-gpu-required", "good", gpu=None)
     text += arch_tier("arch-corrupt", "corrupt")
@@ -265,3 +271,14 @@ def test_a_changed_verifier_verifies_again(ws: Workspace) -> None:
     changed = ws.doit("promote:arch-good")
     assert changed.returncode == 0
     assert "ok   image size: expected <= 9.00 GiB" in changed.stdout + changed.stderr
+
+
+def test_a_child_that_sets_up_python_again_keeps_the_locked_pip(ws: Workspace) -> None:
+    result = ws.doit("promote:python-again")
+    text = result.stdout + result.stderr
+    assert result.returncode == 0, text[-3000:]
+    report = verify_report(ws, "python-again")
+    installed = report["probe"]["distributions"]  # type: ignore[index]
+    assert (installed["pip"], installed["setuptools"]) == ("26.3", "84.2.1")  # the lock's
+    assert any(c["name"] == "python lock" and c["status"] == "pass" for c in report["checks"])  # type: ignore[attr-defined]
+    assert "latest" in ws.registry.tags("quickstart/python-again")

@@ -12,7 +12,7 @@ RUN --mount=type=cache,target=/var/cache/apt,sharing=locked --mount=type=cache,t
  && apt-get update \
  && apt-get install -y --no-install-recommends build-essential ca-certificates ccache git libjpeg-dev libopenblas-dev libpng-dev ninja-build python3 python3-dev python3-pip-whl python3-setuptools-whl \
  && rm -f /usr/lib/python3*/EXTERNALLY-MANAGED \
- && for whl in /usr/share/python-wheels/pip-*.whl; do python3 "$whl/pip" install --no-cache-dir --no-index "$whl" /usr/share/python-wheels/setuptools-*.whl; done \
+ && { python3 -m pip --version >/dev/null 2>&1 || for whl in /usr/share/python-wheels/pip-*.whl; do python3 "$whl/pip" install --no-cache-dir --no-index "$whl" /usr/share/python-wheels/setuptools-*.whl; done; } \
  && ln -sf /usr/bin/python3 /usr/local/bin/python
 # Locked in images.pylock/builder@cu124.linux-amd64.toml
 RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=secret,id=hostca,target=/run/build-graph/host-ca.pem --mount=type=cache,target=/root/.cache/pip,sharing=locked [ ! -f /run/build-graph/host-ca.pem ] || export PIP_CERT=/run/build-graph/host-ca.pem SSL_CERT_FILE=/run/build-graph/host-ca.pem REQUESTS_CA_BUNDLE=/run/build-graph/host-ca.pem CURL_CA_BUNDLE=/run/build-graph/host-ca.pem GIT_SSL_CAINFO=/run/build-graph/host-ca.pem && printf '%s\n' \
