@@ -84,6 +84,18 @@ def run_outdated(args: argparse.Namespace) -> int:
         None if args.no_from_tags else registry_tags,
     )
     print("\n".join(lines))
+    if not args.no_python:
+        from build_graph.pylock.sync import newer
+
+        asked, pins = newer(stack)
+        if asked:
+            print(
+                f"Python pins: all {asked} locks are at the newest images.toml allows"
+                if not pins
+                else f"Python pins that `lock --update` would move ({asked} locks asked):"
+            )
+        for line in pins:
+            print(f"  {line}", flush=True)
     return 0
 
 
@@ -172,6 +184,32 @@ def run_init(args: argparse.Namespace) -> int:
     for line in init(args.folder, args.source):
         print(line)
     return 0
+
+
+SHOWN_DIFFERENCES = 100
+
+
+def run_reproduce(args: argparse.Namespace) -> int:
+    """Exit 0 when the rebuild has the registry's digest, 1 (a failed check) when not."""
+    from build_graph.cli.artifacts import planned_tier
+    from build_graph.stages.reproduce import reproduce
+
+    stack = pipeline.load_stack(args.manifest)
+    tier = planned_tier(stack, args.tier)
+    outcome = reproduce(stack, tier, args.scratch)
+    took = f"rebuilt from scratch in {outcome.seconds:.1f} s"
+    if outcome.same:
+        print(f"{tier.key}: same digest {outcome.registry} as {tier.image} ({took})")
+        return 0
+    print(
+        f"{tier.key}: differs from {tier.image}: registry {outcome.registry}, rebuilt "
+        f"{outcome.rebuilt} ({took}); {len(outcome.differences)} differences:"
+    )
+    for line in outcome.differences[:SHOWN_DIFFERENCES]:
+        print(f"  {line}")
+    if len(outcome.differences) > SHOWN_DIFFERENCES:
+        print(f"  ... and {len(outcome.differences) - SHOWN_DIFFERENCES} more")
+    return 1
 
 
 def run_prune(args: argparse.Namespace) -> int:

@@ -1,5 +1,5 @@
-"""`python -m build_graph check|plan|doctor|lock|ci|init|prune|outdated|sbom`: commands outside
-doit."""
+"""`python -m build_graph check|plan|doctor|lock|ci|init|prune|outdated|sbom|reproduce`:
+commands outside doit."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from build_graph.cli.handlers import (
     run_outdated,
     run_plan,
     run_prune,
+    run_reproduce,
     run_sbom,
 )
 from build_graph.errors import run_cli
@@ -186,12 +187,19 @@ def parser() -> argparse.ArgumentParser:
         "outdated",
         help="newer torch (with its partners), pip and "
         "setuptools on the package index, newer tags of the `from` "
-        "images, and the images.toml edit for each (exit 0)",
+        "images, and the images.toml edit for each; then the Python pins "
+        "`lock --update` would move (exit 0)",
     )
     newer.add_argument(
         "--no-from-tags",
         action="store_true",
         help="ask the package index only, not the `from` images' registries",
+    )
+    newer.add_argument(
+        "--no-python",
+        action="store_true",
+        help="leave out the Python pins (each tier's lock resolved again with every package "
+        "free to move, against the builds' index: seconds to a minute per tier)",
     )
     newer.set_defaults(run=run_outdated)
     bom = sub.add_parser(
@@ -202,7 +210,21 @@ def parser() -> argparse.ArgumentParser:
     bom.add_argument("tier", help="tier, or tier@variant (default: the stack's default)")
     bom.add_argument("--output", type=Path, help="write here instead of stdout")
     bom.set_defaults(run=run_sbom)
-    for command in (check, show, doc, lock, ci, prune, newer, bom):
+    again = sub.add_parser(
+        "reproduce",
+        help="rebuild a tier here from scratch (no build cache, nothing tagged) and compare "
+        "it with the registry's image under its hash tag: the same digest (exit 0), or "
+        "every file and config field that differs (exit 1)",
+    )
+    again.add_argument("tier", help="tier, or tier@variant (default: the stack's default)")
+    again.add_argument(
+        "--scratch",
+        type=Path,
+        help="where the two image archives are written while comparing (default: the "
+        "system's temporary folder; a multi-GB tier needs room for both)",
+    )
+    again.set_defaults(run=run_reproduce)
+    for command in (check, show, doc, lock, ci, prune, newer, bom, again):
         command.add_argument(
             "--manifest",
             type=Path,

@@ -13,10 +13,12 @@ that path (tests, hosts with a broken BuildKit).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
+import tarfile
 import tempfile
 import time
 from collections.abc import Mapping
@@ -24,7 +26,7 @@ from functools import cache
 from pathlib import Path
 from typing import IO
 
-from build_graph.docker import connection
+from build_graph.docker import connection, daemon
 from build_graph.docker.connection import check_context, endpoint
 from build_graph.errors import BuildFailed, DaemonUnreachable, EnvironmentProblem, NameTaken
 from build_graph.log import last_output, log
@@ -122,20 +124,47 @@ def build(
     buildargs: Mapping[str, str],
     secrets: Mapping[str, str],
     platform: str | None = None,
+    reproducible: bool = False,
+    archive: Path | None = None,
+    scratch: Path | None = None,
 ) -> str:
-    """Build from a tar context (Dockerfile at its root) with BuildKit; returns the image id.
+    """Build from a tar context (Dockerfile at its root) with BuildKit; returns the image id
+    (with `archive`: the image manifest's digest).
 
     Secrets are written to files only this user can read, in a folder removed afterwards,
     and reach the build as `--secret id=NAME,src=FILE`. The tag is applied only when the
     whole build succeeded; a failure raises BuildFailed with the output's last lines.
+
+    `reproducible` (see reproducible_here): BuildKit's OCI exporter clamps every file's time
+    in the new layers to SOURCE_DATE_EPOCH (`rewrite-timestamp`, which the docker driver's
+    own image exporter refuses: "conflicts with unpack"), and the archive is `docker load`ed,
+    which on the containerd store keeps its manifest, so the digest pushed is the one built
+    (the archive, the whole image with its parents' layers, is written in `scratch`: the
+    build folder, on the project's disk, not a /tmp that may be memory).
+    No provenance attestation: it records when the build ran. `archive`: the OCI archive is
+    written there, uncached and not loaded (`reproduce`).
     """
     started = time.monotonic()
     shown = f" --platform={platform}" if platform else ""
     log(f"+ docker build (BuildKit) --network=host{shown} -t {tag} (tier {name})")
-    with tempfile.TemporaryDirectory(prefix="build-graph-") as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="build-graph-") as tmp,
+        tempfile.TemporaryDirectory(prefix=".image-", dir=scratch) as scratch_dir,
+    ):
         folder = Path(tmp)
         args = [f"--build-arg={k}={v}" for k, v in sorted(buildargs.items())]
         args += [f"--platform={platform}"] if platform else []
+        oci = archive or Path(scratch_dir) / "image.oci.tar"
+        if reproducible or archive is not None:
+            command = tuple(part for part in command if part != "--load")
+            args += [
+                f"--output=type=oci,dest={oci},name={tag},rewrite-timestamp=true",
+                "--provenance=false",
+                "--sbom=false",
+            ]
+            args += ["--no-cache"] if archive is not None else []
+        else:
+            args += ["-t", tag]
         for secret, value in secrets.items():
             path = folder / secret
             path.touch(mode=0o600)
@@ -150,8 +179,6 @@ def build(
             "--network=host",
             "--progress=plain",
             f"--iidfile={iid}",
-            "-t",
-            tag,
             *args,
             "-",
         ]
@@ -161,6 +188,11 @@ def build(
             if f'image "{tag}": already exists' in str(exc):
                 raise NameTaken(f"{tag}: another build on this daemon named it first") from None
             raise
+        if archive is not None:
+            return _manifest_digest(archive)
+        if reproducible:
+            _load(command[0], oci, name)
+            return str(connection.client().images.get(tag).id)
         if not iid.is_file():
             raise BuildFailed(
                 f"build of {name} failed (BuildKit); {last_output(tail)}"
@@ -169,6 +201,42 @@ def build(
         image_id = iid.read_text().strip()
     log(f"[{name}] built {tag} in {time.monotonic() - started:.1f}s")
     return image_id
+
+
+def reproducible_here(command: tuple[str, ...] | None) -> bool:
+    """Whether builds here come out the same on every machine: buildx (its OCI exporter
+    rewrites timestamps) and a daemon on the containerd image store (a loaded archive keeps
+    its manifest; the classic store unpacks it and compresses its layers again on push).
+    Elsewhere builds still work, with an image that differs build to build."""
+    return command is not None and command[1:2] == ("buildx",) and daemon.containerd_store()
+
+
+def _load(exe: str, archive: Path, name: str) -> None:
+    log(f"+ docker load -i {archive.name} (tier {name})")
+    done = subprocess.run(
+        [exe, "load", "-i", str(archive)],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        check=False,
+    )
+    if done.returncode != 0:
+        raise BuildFailed(
+            f"build of {name}: docker load failed; {last_output(done.stderr.splitlines())}"
+        )
+
+
+def _manifest_digest(archive: Path) -> str:
+    """The digest of the one image manifest an OCI archive's index.json names."""
+    with tarfile.open(archive) as tar:
+        member = tar.extractfile("index.json")
+        index = json.load(member) if member is not None else {}
+    manifests = index.get("manifests") or []
+    if len(manifests) != 1:
+        raise BuildFailed(
+            f"{archive}: expected one image in the OCI archive, found {len(manifests)}"
+        )
+    return str(manifests[0]["digest"])
 
 
 def _stream(command: list[str], tar: Path, name: str) -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from build_graph.docker.connection import (
@@ -222,6 +223,15 @@ def pull(ref: str, platform: str | None = None) -> None:
             f"pull of {ref} from the registry {registry_of(ref)} failed: "
             f"{short_error(exc)}; {problems.hint(registry_of(ref), str(exc))}"
         ) from None
+
+
+def save(ref: str, path: Path) -> None:
+    """`docker save` of the local image `ref` into an archive at `path` (an OCI image
+    layout on the containerd store), streamed to disk."""
+    log(f"+ docker save -o {path.name} {ref}")
+    with path.open("wb") as out:
+        for chunk in client().images.get(ref).save(named=False):
+            out.write(chunk)
 
 
 def image_size(ref: str, platform: str | None = None) -> int | None:

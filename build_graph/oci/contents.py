@@ -29,6 +29,8 @@ DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 INDEX_TYPES = (OCI_INDEX, DOCKER_LIST)
 IMAGE_TYPES = (OCI_MANIFEST, DOCKER_MANIFEST)
+# The OCI annotation (and label) for when something was made (image-spec annotations.md).
+CREATED = "org.opencontainers.image.created"
 
 # BuildKit's annotations on an attestation manifest's index entry (docs.docker.com, "Image
 # attestation storage": reference.type and reference.digest).

@@ -11,9 +11,12 @@ Kept, whatever else holds: an image another stack built, or one no stack of ours
 one, and only this stack's plan is known here); a digest a human tag names; a digest of
 the current plan (every variant); an image a multi-platform index under a human tag refers
 to (one platform of a promoted tier); the newest `keep` builds of each platform in each
-repository; anything younger than `older_than`; anything whose state could not be read (an
-error is never 'unused'). A repository with a human tag that could not be read keeps
-everything: that tag may name any of its digests.
+repository; anything built less than `older_than` ago; anything whose state could not be
+read (an error is never 'unused'). A build's time is its image's `created`, or, for a
+reproducible build (whose `created` is a fixed time), the newest record the registry keeps
+about it (a verify report's or SBOM's `created` annotation); a build nothing dates is kept.
+A repository with a human tag that could not be read keeps everything: that tag may name
+any of its digests.
 
 Builds are ranked per platform (the image config's os/architecture, Image.platform): a tier
 built for linux/amd64 and linux/arm64 keeps the newest `keep` builds of each, so when every
@@ -55,7 +58,8 @@ def artifact_subject(tag: str) -> Digest | None:
 
 @dataclass(frozen=True)
 class Image:
-    """What one tag names, as read: its digest, the image's `created`, its layers (digest,
+    """What one tag names, as read: its digest, the image's `created` (an artifact tag's:
+    its manifest's `created` annotation, when it was stored), its layers (digest,
     size). `problem` says why the rest could not be read (then only `digest` may be known)."""
 
     digest: Digest | None
@@ -75,7 +79,7 @@ class Image:
 @dataclass(frozen=True)
 class Repository:
     name: str  # <registry>/<tier>
-    tags: Mapping[str, Image]  # every tag of the repository (artifact tags: digest only)
+    tags: Mapping[str, Image]  # every tag of the repository (artifacts: digest, created)
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,8 @@ class Policy:
     keep: int  # the newest builds of each platform in each repository that stay
     older_than: datetime.timedelta  # younger builds stay
     now: datetime.datetime
+    # What every reproducible build states as `created` (stages/build.SOURCE_DATE_EPOCH)
+    fixed_created: datetime.datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -121,8 +127,9 @@ def decide(repo: Repository, planned: Iterable[str], policy: Policy) -> list[Dec
     builds = [d for d, tags in by_digest.items() if any(tag_kind(t) == "hash" for t in tags)]
     # Ranked among builds whose age is known: an unreadable one is kept anyway and must not
     # take one of the `keep` places from a readable build.
-    known = [d for d in builds if _created(repo, by_digest[d]) is not None]
-    newest = sorted(known, key=lambda d: _created(repo, by_digest[d]) or _EPOCH, reverse=True)
+    when = {d: _built_at(repo, d, by_digest[d], policy) for d in builds}
+    known = [d for d in builds if when[d] is not None]
+    newest = sorted(known, key=lambda d: when[d] or _EPOCH, reverse=True)
     newest += [d for d in builds if d not in known]
     decisions = []
     ranks: dict[str | None, int] = {}  # builds of each platform seen so far, newest first
@@ -135,7 +142,7 @@ def decide(repo: Repository, planned: Iterable[str], policy: Policy) -> list[Dec
         why = (
             f"kept: the index under the human tag {index_tag!r} refers to it"
             if index_tag is not None
-            else _keeps(repo, tags, (rank, platform), planned_tags, policy, unread)
+            else _keeps(repo, tags, (rank, platform), planned_tags, policy, unread, when[digest])
         )
         hashes = tuple(t for t in tags if tag_kind(t) == "hash")
         decisions.append(
@@ -144,7 +151,7 @@ def decide(repo: Repository, planned: Iterable[str], policy: Policy) -> list[Dec
                 digest,
                 hashes,
                 delete=why is None,
-                why=why or _old(repo, tags, policy),
+                why=why or _old(when[digest], policy),
                 artifacts=_artifacts_of(repo, digest),
                 inner=inside,
             )
@@ -182,6 +189,7 @@ def _keeps(
     planned: set[str],
     policy: Policy,
     unread: list[str],
+    built: datetime.datetime | None,
 ) -> str | None:
     """Why the digest named by `tags` stays, or None when nothing keeps it. `rank`: its
     place among the builds of its platform (newest first), and that platform."""
@@ -204,20 +212,34 @@ def _keeps(
     if rank[0] < policy.keep:
         of = f"for {rank[1]}" if rank[1] else "whose platform is unknown"
         return f"kept: one of the newest {policy.keep} builds {of}"
-    created = _created(repo, tags)
-    if created is None:
-        return "kept: its age is unknown"
-    if policy.now - created < policy.older_than:
-        return f"kept: younger than {_days(policy.older_than)} (created {created:%Y-%m-%d %H:%M})"
+    if built is None:
+        return (
+            "kept: nothing says when it was built (its `created` is the fixed time of "
+            "reproducible builds, and no verify report or SBOM is stored for it)"
+        )
+    if policy.now - built < policy.older_than:
+        return f"kept: younger than {_days(policy.older_than)} (built {built:%Y-%m-%d %H:%M})"
     return None
 
 
 _EPOCH = datetime.datetime.min.replace(tzinfo=datetime.UTC)
 
 
-def _created(repo: Repository, tags: list[str]) -> datetime.datetime | None:
-    """The newest `created` among the tags' images; None when none is known."""
-    known = [i.created for t in tags if (i := repo.tags[t]).created is not None]
+def _built_at(
+    repo: Repository, digest: Digest, tags: list[str], policy: Policy
+) -> datetime.datetime | None:
+    """When the build `digest` happened: the newest of its images' `created` (but the fixed
+    time of reproducible builds) and of its artifacts' (verify reports, SBOMs); or None."""
+    known = [
+        i.created
+        for t in tags
+        if (i := repo.tags[t]).created is not None and i.created != policy.fixed_created
+    ]
+    known += [
+        i.created
+        for t, i in repo.tags.items()
+        if i.created is not None and artifact_subject(t) == digest
+    ]
     return max(known) if known else None
 
 
@@ -229,11 +251,10 @@ def _platform(repo: Repository, tags: list[str]) -> str | None:
     )
 
 
-def _old(repo: Repository, tags: list[str], policy: Policy) -> str:
-    created = _created(repo, tags) or _EPOCH
+def _old(built: datetime.datetime | None, policy: Policy) -> str:
     return (
         f"unused: not in the plan, no human tag, older than {_days(policy.older_than)} "
-        f"(created {created:%Y-%m-%d %H:%M})"
+        f"(built {(built or _EPOCH):%Y-%m-%d %H:%M})"
     )
 
 

@@ -54,21 +54,46 @@ def record(stack: Stack, update: dict[str, bool | list[str]] | None = None) -> l
         lines += moves(path.name, previous, new)
 
 
+def newer(stack: Stack) -> tuple[int, list[str]]:
+    """What `lock --update TIER` would move, tier by tier, without writing anything: each
+    recorded lock resolved again with every package free to move (a child on its parent's
+    pins as recorded). How many locks were asked, and lines 'base.linux-amd64.toml:
+    datasets 3.3.2 -> 3.4.0'."""
+    lines: list[str] = []
+    asked = 0
+    for tier in plan(stack):
+        request, old = tier.python.request, tier.python.lock
+        if request is None or old is None or not tier.python.fresh:
+            continue
+        assert tier.python.path is not None
+        asked += 1
+        pins = resolve(request, old, True)
+        new = PythonLock(request.key, request.platform, old.inputs, tuple(pins))
+        moved = _moved(tier.python.path.name, old, new)
+        if moved:
+            lines += [*moved, f"  -> python -m build_graph lock --update {tier.spec.name}"]
+    return asked, lines
+
+
 def moves(name: str, old: PythonLock | None, new: PythonLock) -> list[str]:
     """One line per package added, moved or dropped; one line for a new lock."""
     if old is None:
         line = f"{name}: recorded {len(new.pins)} packages"
         progress(line)
         return [line]
+    lines = _moved(name, old, new)
+    for line in lines:
+        progress(line)
+    return lines
+
+
+def _moved(name: str, old: PythonLock, new: PythonLock) -> list[str]:
     before, after = old.versions(), new.versions()
-    lines = [
+    return [
         f"{name}: {n} {before.get(n, '(new)')} -> {after.get(n, '(dropped)')}"
         for n in sorted({*before, *after})
         if before.get(n) != after.get(n)
     ]
-    for line in lines:
-        progress(line)
-    return lines
 
 
 def disagreements(stack: Stack, planned: list[PlannedTier]) -> list[ConfigIssue]:

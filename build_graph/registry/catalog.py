@@ -18,7 +18,7 @@ from typing import Any
 
 from build_graph.errors import RegistryError, UntrustedAnswer
 from build_graph.oci import contents
-from build_graph.oci.contents import OCI_INDEX, OCI_MANIFEST
+from build_graph.oci.contents import CREATED, OCI_INDEX, OCI_MANIFEST
 from build_graph.oci.digest import Digest
 from build_graph.oci.platforms import stated_platform
 from build_graph.oci.refs import Presence, Ref, parse_ref
@@ -31,8 +31,9 @@ STACK_LABEL = "io.build-graph.stack"
 
 
 def read_repository(repository: str) -> Repository:
-    """Every tag of `repository` (<registry>/<name>) and what it names. Artifact and human
-    tags are asked only for their digest; hash tags are read whole."""
+    """Every tag of `repository` (<registry>/<name>) and what it names. Human tags are asked
+    for their digest (and an index's entries), artifact tags for their digest and when they
+    were stored; hash tags are read whole."""
     ref = parse_ref(f"{repository}:latest")
     tags = {}
     for tag in list_tags(ref):
@@ -42,7 +43,7 @@ def read_repository(repository: str) -> Repository:
             if kind == "hash"
             else _with_entries(ref.at(tag))
             if kind == "human"
-            else _digest_only(ref.at(tag))
+            else _artifact(ref.at(tag))
         )
     return Repository(repository, tags)
 
@@ -80,6 +81,21 @@ def human_tag_image(digest: Digest, body: Any) -> Image:
             else "its manifest is neither an image index nor an image manifest",
         )
     return Image(digest, refers_to=named.refers_to)
+
+
+def _artifact(ref: Ref) -> Image:
+    """An artifact tag (a verify report, an SBOM): its digest and the `created` annotation
+    its manifest carries (when it was stored: a reproducible build's only date). An
+    annotation that is missing or unreadable dates nothing; the digest still counts."""
+    head = _digest_only(ref)
+    if head.digest is None:
+        return head
+    try:
+        body: Any = json.loads(api.get_manifest(ref.at(str(head.digest))).body)
+        stated = (body.get("annotations") or {}).get(CREATED)
+        return Image(head.digest, created=_timestamp(stated) if isinstance(stated, str) else None)
+    except (UntrustedAnswer, ValueError, AttributeError):
+        return head
 
 
 def _digest_only(ref: Ref) -> Image:

@@ -24,6 +24,7 @@ from build_graph.fs import read_record, write_record
 from build_graph.layout import TierFolder
 from build_graph.log import log, shown
 from build_graph.oci import attestation
+from build_graph.oci.contents import CREATED
 from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Answer, Presence, artifact_tag, parse_ref
 from build_graph.registry import api, artifacts
@@ -129,7 +130,7 @@ class ReportStore:
         )
         payload = json.dumps(document, indent=1, sort_keys=True).encode()
         annotations = {
-            "org.opencontainers.image.created": report["made_by"]["at"],
+            CREATED: report["made_by"]["at"],
             "dev.build-graph.passed": str(bool(report.get("passed"))).lower(),
             "dev.build-graph.summary": str(report.get("summary", "")),
         }
@@ -152,8 +153,9 @@ class ReportStore:
 
     def publish_sbom(self, image: Answer, sbom: str) -> None:
         """Store the image's SBOM (CycloneDX JSON) beside its report, bound to its digest."""
+        stored = {CREATED: datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
         tag, _ = artifacts.publish(
-            parse_ref(self.repository), image, SBOM_SUFFIX, SBOM_TYPE, sbom.encode(), {}
+            parse_ref(self.repository), image, SBOM_SUFFIX, SBOM_TYPE, sbom.encode(), stored
         )
         log(f"[{self.name}] SBOM stored in the registry as {self.repository}:{tag}")
 

@@ -10,6 +10,7 @@ import re
 import subprocess
 from functools import cache
 from pathlib import Path
+from typing import IO
 
 from build_graph import settings
 from build_graph.docker import buildkit, daemon
@@ -17,6 +18,7 @@ from build_graph.docker.build_context import context_tar
 from build_graph.errors import BuildFailed, DaemonUnreachable, NameTaken
 from build_graph.log import log, progress
 from build_graph.manifest.model import Stack
+from build_graph.oci.contents import CREATED
 from build_graph.oci.refs import Presence
 from build_graph.plan.plan import PlannedTier
 from build_graph.plan.render import dockerquote
@@ -24,6 +26,13 @@ from build_graph.registry.availability import Availability
 from build_graph.stages import base_platform
 
 LABEL_PREFIX = "io.build-graph"
+# Every image's time: its config's `created`, its history, every file in its layers (where
+# the engine rewrites timestamps: buildkit.reproducible_here), and SOURCE_DATE_EPOCH for the
+# templates' RUN steps (.pyc files with checked-hash invalidation, wheels' zip entries). A
+# constant, so it follows from a tier's inputs as its hash does: 1980-01-01, the oldest time
+# a zip entry can hold (wheels clamp to it; rules_oci and ko use the Unix epoch itself).
+SOURCE_DATE_EPOCH = 315532800
+EPOCH_TEXT = dt.datetime.fromtimestamp(SOURCE_DATE_EPOCH, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def image_available(tier: PlannedTier, holdings: Availability) -> bool:
@@ -58,7 +67,10 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> None:
         raise BuildFailed(f"{tier.key}: no wheels in {tier.folder.wheels}; run compile:{tier.key}")
     base_platform.check(tier)
     command = buildkit.cli()
-    buildargs, secrets = settings.for_build(buildkit=command is not None)
+    buildargs, secrets = build_settings(command)
+    reproducible = buildkit.reproducible_here(command)
+    if not reproducible:
+        _warn_unreproducible()
     if command is None and tier.platform is not None:
         raise BuildFailed(
             f"{tier.key}: building per platform needs BuildKit (docker buildx, "
@@ -67,11 +79,8 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> None:
         )
     if command is None:
         _warn_classic(settings.named_ca())
-    # The labels go only into the Dockerfile sent to the builder, not into the rendered one
-    # that is hashed: they describe the build (time, revision), not the image's inputs.
-    dockerfile = tier.dockerfile.rstrip("\n") + "\n" + label_instruction(labels(stack, tier))
-    wheels = tier.folder.wheels if tier.spec.compile is not None else None
-    with context_tar(dockerfile, tier.context_files, wheels, classic=command is None) as context:
+    tier.folder.root.mkdir(parents=True, exist_ok=True)  # the image archive's scratch
+    with sent_context(stack, tier, labels(stack, tier), classic=command is None) as context:
         if command is None:
             daemon.build(
                 context, tier.image, name=tier.key, buildargs=buildargs, platform=tier.platform
@@ -86,6 +95,8 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> None:
                     buildargs=buildargs,
                     secrets=secrets,
                     platform=tier.platform,
+                    reproducible=reproducible,
+                    scratch=tier.folder.root,
                 )
             except NameTaken:
                 # Two runners of one hash on one daemon: the same inputs, so the image the
@@ -94,6 +105,32 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> None:
                     raise
                 log(f"[{tier.key}] another build on this daemon named {tier.image} first: using it")
     holdings.built(tier.image)
+
+
+def build_settings(command: tuple[str, ...] | None) -> tuple[dict[str, str], dict[str, str]]:
+    """The build args and secrets of every build: the host's pip settings and the images'
+    SOURCE_DATE_EPOCH."""
+    buildargs, secrets = settings.for_build(buildkit=command is not None)
+    return {**buildargs, "SOURCE_DATE_EPOCH": str(SOURCE_DATE_EPOCH)}, dict(secrets)
+
+
+def sent_context(
+    stack: Stack, tier: PlannedTier, labels: dict[str, str], classic: bool
+) -> IO[bytes]:
+    """The build context the builder gets: the rendered Dockerfile with the labels added
+    (only here, not in the rendered one that is hashed: they describe the build), the
+    tier's context files and, for a compiled tier, its wheels."""
+    dockerfile = tier.dockerfile.rstrip("\n") + "\n" + label_instruction(labels)
+    wheels = tier.folder.wheels if tier.spec.compile is not None else None
+    return context_tar(dockerfile, tier.context_files, wheels, classic=classic)
+
+
+@cache
+def _warn_unreproducible() -> None:
+    progress(
+        "note: images built here differ build to build (file times in their layers): "
+        "reproducible images need docker buildx and the containerd image store"
+    )
 
 
 @cache
@@ -119,7 +156,8 @@ def label_instruction(labels: dict[str, str]) -> str:
 
 def labels(stack: Stack, tier: PlannedTier) -> dict[str, str]:
     """OCI annotations plus ours; added only to the Dockerfile sent to the daemon, never to
-    the rendered (hashed) one, so a build time or revision never changes a tag."""
+    the rendered (hashed) one, so a revision never changes a tag. `created` is the fixed
+    SOURCE_DATE_EPOCH: when a build happened is in the registry's records (push, verify)."""
     revision, source = _git_facts(stack.root)
     # No host path in an image: without a network remote the source label is left out.
     where = {"org.opencontainers.image.source": source} if source else {}
@@ -129,7 +167,7 @@ def labels(stack: Stack, tier: PlannedTier) -> dict[str, str]:
         "org.opencontainers.image.version": (tier.spec.tags or (tier.content_hash,))[0],
         "org.opencontainers.image.revision": revision,
         **where,
-        "org.opencontainers.image.created": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        CREATED: EPOCH_TEXT,
         "org.opencontainers.image.base.name": tier.base_image,
         f"{LABEL_PREFIX}.stack": stack.name,
         f"{LABEL_PREFIX}.tier": tier.spec.name,

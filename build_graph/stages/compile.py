@@ -32,6 +32,7 @@ from build_graph.manifest.model import Stack
 from build_graph.oci.platforms import emulation_hint
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry.availability import Availability
+from build_graph.stages import build
 from build_graph.stages.build import image_available
 from build_graph.stages.sources import stage_sources
 
@@ -131,14 +132,17 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
 
 def compile_env(stack: Stack, tier: PlannedTier, with_ca: bool) -> dict[str, str]:
     """The compile container's environment: the host's pip settings, the CA variables
-    (when a bundle is mounted), the cache size, then the manifest's compile.env, which
-    wins: a team that points SSL_CERT_FILE elsewhere on purpose keeps it."""
+    (when a bundle is mounted), the cache size, the images' SOURCE_DATE_EPOCH, then the
+    manifest's compile.env, which wins: a team that points SSL_CERT_FILE elsewhere on
+    purpose keeps it."""
     assert tier.spec.compile is not None
     ca = dict.fromkeys(settings.CA_ENV, HOST_CA) if with_ca else {}
     return {
         **settings.pip_settings(),
         **ca,
         "CCACHE_MAXSIZE": f"{stack.cache.max_size_bytes >> 20}M",
+        # wheels' zip entries and anything else that honours it get the images' fixed time
+        "SOURCE_DATE_EPOCH": str(build.SOURCE_DATE_EPOCH),
         **dict(tier.spec.compile.env),
     }
 

@@ -29,6 +29,7 @@ from build_graph.plan.plan import PlannedTier
 from build_graph.registry import api
 from build_graph.registry.catalog import read_repository
 from build_graph.registry.tags import list_tags
+from build_graph.stages import build
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,8 @@ def _tagged_now(ref: Ref, decision: Decision) -> str | None:
 
 
 def policy(stack: str, keep: int, older_than: datetime.timedelta) -> Policy:
-    return Policy(stack, keep, older_than, datetime.datetime.now(datetime.UTC))
+    fixed = datetime.datetime.fromtimestamp(build.SOURCE_DATE_EPOCH, datetime.UTC)
+    return Policy(stack, keep, older_than, datetime.datetime.now(datetime.UTC), fixed)
 
 
 def _size(count: int) -> str:

@@ -22,12 +22,18 @@ from build_graph.errors import BuildFailed
 from build_graph.oci.digest import Digest
 
 MEDIA_TYPE = "application/vnd.cyclonedx+json"
+LOCK_PROPERTY = "build-graph:python-lock"
 
 
-def cyclonedx_json(inventory: object, repository: str, digest: Digest) -> str:
-    """The SBOM of `repository@digest`. Raises BuildFailed when the inventory is missing
+def cyclonedx_json(
+    inventory: object, repository: str, digest: Digest, python_lock: str | None = None
+) -> str:
+    """The SBOM of `repository@digest`; `python_lock` ('images.pylock/base.linux-amd64.toml
+    sha256:...') names the lock the tier's packages were installed from, as the metadata
+    property build-graph:python-lock. Raises BuildFailed when the inventory is missing
     (the probe could not list the image). Not schema-checked here: the library's
     validator takes seconds per image; the tests run it (tests/unit/test_sbom.py)."""
+    from cyclonedx.model import Property
     from cyclonedx.model.bom import Bom
     from cyclonedx.model.component import Component, ComponentType
     from cyclonedx.output.json import JsonV1Dot6
@@ -41,6 +47,8 @@ def cyclonedx_json(inventory: object, repository: str, digest: Digest) -> str:
     bom.metadata.component = Component(
         type=ComponentType.CONTAINER, name=repository, version=str(digest), bom_ref=str(digest)
     )
+    if python_lock:
+        bom.metadata.properties.add(Property(name=LOCK_PROPERTY, value=python_lock))
     distro = inventory.get("distro")
     distro = distro if isinstance(distro, dict) else {}
     for component in [*_debian(inventory.get("debian"), distro), *_python(inventory.get("python"))]:

@@ -143,8 +143,14 @@ def one_image(tier: PlannedTier, digest: Digest) -> Digest:
 def publish_sbom(tier: PlannedTier, image: Answer, digest: Digest, inventory: object) -> None:
     """The image's SBOM to the registry; an inventory the probe could not take is said,
     not fatal: the image's promises were checked all the same."""
+    lock = tier.python
+    named = (
+        f"{lock.path.parent.name}/{lock.path.name} sha256:{lock.lock.digest}"
+        if lock.path is not None and lock.lock is not None and lock.fresh
+        else None
+    )
     try:
-        document = sbom.cyclonedx_json(inventory, tier.repository, digest)
+        document = sbom.cyclonedx_json(inventory, tier.repository, digest, named)
     except BuildFailed as exc:
         progress(f"[{tier.key}] no SBOM stored: {exc}")
         return

@@ -115,6 +115,22 @@ def test_a_dry_run_with_the_defaults_keeps_every_recent_build(history: History) 
     assert history.ws.registry.tags(REPO) == before
 
 
+def test_a_reproducible_build_verified_minutes_ago_is_young_though_its_created_is_1980(
+    history: History,
+) -> None:
+    unneeded = history.runner[2]
+    config = manifest(history.ws.registry, unneeded)["config"]
+    assert isinstance(config, dict)
+    blob = registry_get(history.ws.registry, f"blobs/{config['digest']}", "GET")
+    created = json.loads(blob)["created"]
+    assert created.startswith("1980-01-01T00:00:00")  # the fixed time: it dates nothing
+    result = prune_cli(history.ws, "--keep", "0")  # the default --older-than 14d
+    assert result.returncode == 0, result.stderr
+    line = next(x for x in result.stdout.splitlines() if unneeded in x)
+    assert "kept: younger than 14d (built " in line, line
+    assert "0 image(s) to delete" in result.stdout
+
+
 def test_prune_deletes_exactly_the_unneeded_build_and_its_report(history: History) -> None:
     reg, (unreadable, released, unneeded, current) = history.ws.registry, history.runner
     assert reports_of(reg, history.digests[2])  # verify stored a report for every build

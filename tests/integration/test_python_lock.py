@@ -104,6 +104,21 @@ def test_a_bump_moves_that_package_and_nothing_else(tmp_path: Path) -> None:
         assert pins(tmp_path, "base") == {"a": "1.1", "b": "1.0", "c": "1.0"}
         assert pins(tmp_path, "app") == {"d": "1.0"}  # the child's pins stay too
 
+        # `outdated` says what `lock --update` would move, and writes nothing
+        before = (tmp_path / "images.pylock" / "base.linux-amd64.toml").read_bytes()
+        newer = lock(tmp_path, index, "outdated", "--no-from-tags")
+        assert newer.returncode == 0, newer.stderr
+        assert "Python pins that `lock --update` would move (2 locks asked):" in newer.stdout
+        for line in (
+            "base.linux-amd64.toml: b 1.0 -> 2.0",
+            "base.linux-amd64.toml: c 1.0 -> 1.1",
+            "-> python -m build_graph lock --update base",
+            "app.linux-amd64.toml: d 1.0 -> 1.1",
+        ):
+            assert line in newer.stdout, newer.stdout
+        assert "a 1.1 ->" not in newer.stdout  # images.toml holds a at 1.1
+        assert (tmp_path / "images.pylock" / "base.linux-amd64.toml").read_bytes() == before
+
         # One package moved on request; the rest stays
         done = lock(tmp_path, index, "lock", "--update", "base", "c")
         assert done.returncode == 0, done.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 
 import pytest
@@ -406,3 +407,56 @@ def test_an_index_under_a_human_tag_keeps_the_build_whose_image_it_refers_to() -
     found = verdicts(r, set(), Policy("s", 0, datetime.timedelta(0), NOW))
     assert found[htag(1)] == "kept: the index under the human tag 'latest' refers to it"
     assert found[htag(2)] == "delete"
+
+
+FIXED = datetime.datetime(1980, 1, 1, tzinfo=datetime.UTC)  # stages/build.SOURCE_DATE_EPOCH
+
+
+def reproducible(n: int) -> Image:
+    return Image(dig(n), FIXED, stack="s", platform="linux/amd64")
+
+
+def stored(n: int, days_ago: float) -> Image:
+    """An artifact (report, SBOM) stored `days_ago`: its tag names the image it is about."""
+    return Image(dig(n), NOW - datetime.timedelta(days=days_ago))
+
+
+def test_a_reproducible_build_is_aged_by_its_records_not_its_fixed_created() -> None:
+    policy = Policy("s", 0, datetime.timedelta(days=14), NOW, fixed_created=FIXED)
+    r = repo(
+        **{
+            htag(1): reproducible(1),  # pushed and verified an hour ago
+            f"{dig(1).dashed}.verify-fp": stored(901, 1 / 24),
+            f"{dig(1).dashed}.sbom": stored(902, 1 / 24),
+            htag(2): reproducible(2),  # verified 30 days ago, verified again 20 days ago
+            f"{dig(2).dashed}.verify-a": stored(903, 30),
+            f"{dig(2).dashed}.verify-b": stored(904, 20),
+            htag(3): reproducible(3),  # nothing dates it
+            htag(4): build(4, 2),  # built before images were reproducible: its own created
+        }
+    )
+    found = verdicts(r, set(), policy)
+    assert found[htag(1)].startswith("kept: younger than 14d (built ")
+    assert found[htag(2)] == "delete"
+    assert found[htag(3)].startswith("kept: nothing says when it was built")
+    assert found[htag(4)].startswith("kept: younger than 14d")
+    # without the fixed time known, 1980 reads as old: the very bug the records guard against
+    unaware = verdicts(
+        repo(**{htag(3): reproducible(3)}), set(), dataclasses.replace(policy, fixed_created=None)
+    )
+    assert unaware[htag(3)] == "delete"
+
+
+def test_builds_are_ranked_by_their_records_too() -> None:
+    policy = Policy("s", 1, datetime.timedelta(days=0), NOW, fixed_created=FIXED)
+    r = repo(
+        **{
+            htag(1): reproducible(1),
+            f"{dig(1).dashed}.verify-fp": stored(901, 3),
+            htag(2): reproducible(2),
+            f"{dig(2).dashed}.verify-fp": stored(902, 1),
+        }
+    )
+    found = verdicts(r, set(), policy)
+    assert found[htag(2)] == "kept: one of the newest 1 builds for linux/amd64"
+    assert found[htag(1)] == "delete"

@@ -13,7 +13,7 @@ from cyclonedx.validation.json import JsonStrictValidator
 
 from build_graph.errors import BuildFailed
 from build_graph.oci.digest import Digest
-from build_graph.stages.sbom import cyclonedx_json
+from build_graph.stages.sbom import LOCK_PROPERTY, cyclonedx_json
 from build_graph.verify.in_image import inventory
 
 STATUS = textwrap.dedent("""\
@@ -74,9 +74,11 @@ def test_the_sbom_is_valid_cyclonedx_and_lists_every_package(tmp_path: Path) -> 
             {"name": 7, "version": "bad entry from the image"},
         ],
     }
-    text = cyclonedx_json(items, "127.0.0.1:5000/quickstart/runner", DIGEST)
+    lock = "images.pylock/runner.linux-amd64.toml sha256:" + "ab" * 32
+    text = cyclonedx_json(items, "127.0.0.1:5000/quickstart/runner", DIGEST, lock)
     assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(text) is None
     document = json.loads(text)
+    assert document["metadata"]["properties"] == [{"name": LOCK_PROPERTY, "value": lock}]
     purls = sorted(c["purl"] for c in document["components"])
     assert purls == [
         "pkg:deb/debian/libc6@2.36-9%2Bdeb12u10?arch=amd64",

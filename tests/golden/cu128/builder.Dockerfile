@@ -6,11 +6,13 @@ FROM nvidia/cuda:12.8.1-cudnn-devel-ubuntu24.04
 ARG PIP_INDEX_URL
 ARG PIP_EXTRA_INDEX_URL
 ARG PIP_TRUSTED_HOST
+ARG SOURCE_DATE_EPOCH
 ENV DEBIAN_FRONTEND=noninteractive
 
 RUN --mount=type=cache,target=/var/cache/apt,sharing=locked --mount=type=cache,target=/var/lib/apt/lists,sharing=locked rm -f /etc/apt/apt.conf.d/docker-clean \
  && apt-get update \
  && apt-get install -y --no-install-recommends build-essential ca-certificates ccache git libjpeg-dev libopenblas-dev libpng-dev ninja-build python3 python3-dev python3-pip-whl python3-setuptools-whl \
+&& rm -f /var/log/dpkg.log /var/log/alternatives.log /var/log/apt/history.log /var/log/apt/term.log /var/cache/ldconfig/aux-cache \
  && rm -f /usr/lib/python3*/EXTERNALLY-MANAGED \
  && { python3 -m pip --version >/dev/null 2>&1 || for whl in /usr/share/python-wheels/pip-*.whl; do python3 "$whl/pip" install --no-cache-dir --no-index "$whl" /usr/share/python-wheels/setuptools-*.whl; done; } \
  && ln -sf /usr/bin/python3 /usr/local/bin/python

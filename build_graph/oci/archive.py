@@ -1,0 +1,184 @@
+"""OCI image archives on disk: what BuildKit's OCI exporter writes and `docker save` writes.
+
+An archive is a tar of an OCI image layout (index.json, blobs/sha256/<hex>). Read without
+unpacking: the one platform image it holds (through an index if it has one, attestations
+aside), its config, and each layer's files, streamed (a multi-GB layer is never held in
+memory). Used by `reproduce` (stages/reproduce.py) to compare a rebuild with the registry's
+image; every blob read is checked against its digest before it is believed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tarfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, cast
+
+from build_graph.oci.contents import INDEX_TYPES, UNKNOWN_PLATFORM
+from build_graph.oci.digest import Digest, parse_digest
+from build_graph.oci.platforms import stated_platform
+
+_CHUNK = 1 << 20
+
+
+class BadArchive(ValueError):
+    """The archive is not one OCI image layout holding one platform image."""
+
+
+@dataclass(frozen=True)
+class ArchivedImage:
+    """One platform image of an archive: its manifest's digest, its config (parsed) and its
+    layers' digests, base first."""
+
+    digest: Digest
+    config: dict[str, Any]
+    layers: tuple[Digest, ...]
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """What a layer says about one path: enough to tell two builds of it apart."""
+
+    kind: str  # 'file', 'dir', 'symlink', 'hardlink', 'other'
+    mode: int
+    owner: tuple[int, int]
+    mtime: int
+    size: int
+    target: str  # a link's target
+    sha256: str  # a regular file's content
+
+
+def read_image(archive: Path, platform: str | None = None) -> ArchivedImage:
+    """The platform image `archive` holds (the one for `platform`, when several)."""
+    with tarfile.open(archive) as tar:
+        index = _json(tar, "index.json")
+        digest, manifest = _image_manifest(tar, index, platform)
+        config = json.loads(_blob(tar, parse_digest(manifest["config"]["digest"])))
+        layers = tuple(parse_digest(layer["digest"]) for layer in manifest.get("layers") or [])
+    if not isinstance(config, dict):
+        raise BadArchive(f"{archive}: the image config is not a JSON object")
+    return ArchivedImage(digest, config, layers)
+
+
+def layer_files(archive: Path, layer: Digest) -> dict[str, FileEntry]:
+    """Every path the layer writes (whiteouts as kind 'whiteout'), each file's content hashed
+    while it streams by; the layer blob itself is hashed too and must match `layer`."""
+    with tarfile.open(archive) as outer, _blob_stream(outer, layer) as raw:
+        checked = _Hashing(raw)
+        files: dict[str, FileEntry] = {}
+        with tarfile.open(fileobj=cast("IO[bytes]", checked), mode="r|*") as tar:
+            for member in tar:
+                files["/" + member.name.lstrip("./")] = _entry(tar, member)
+        checked.drain()
+    if checked.digest != layer:
+        raise BadArchive(f"layer {layer}: its bytes hash to {checked.digest}")
+    return files
+
+
+def _entry(tar: tarfile.TarFile, member: tarfile.TarInfo) -> FileEntry:
+    name = member.name.rsplit("/", 1)[-1]
+    kind = (
+        "whiteout"
+        if name.startswith(".wh.")
+        else "file"
+        if member.isfile()
+        else "dir"
+        if member.isdir()
+        else "symlink"
+        if member.issym()
+        else "hardlink"
+        if member.islnk()
+        else "other"
+    )
+    content = ""
+    if member.isfile():
+        data = tar.extractfile(member)
+        digest = hashlib.sha256()
+        while data is not None and (chunk := data.read(_CHUNK)):
+            digest.update(chunk)
+        content = digest.hexdigest()
+    return FileEntry(
+        kind,
+        member.mode,
+        (member.uid, member.gid),
+        int(member.mtime),
+        member.size,
+        member.linkname,
+        content,
+    )
+
+
+def _image_manifest(
+    tar: tarfile.TarFile, index: dict[str, Any], platform: str | None
+) -> tuple[Digest, dict[str, Any]]:
+    """Follow index.json (and an index inside it) to the one image manifest for `platform`,
+    BuildKit's attestations (platform unknown/unknown) aside."""
+    entries = [
+        e
+        for e in index.get("manifests") or []
+        if stated_platform(e.get("platform")) != UNKNOWN_PLATFORM
+    ]
+    if platform is not None and len(entries) > 1:
+        entries = [e for e in entries if stated_platform(e.get("platform")) == platform]
+    if len(entries) != 1:
+        raise BadArchive(f"expected one image in the archive, found {len(entries)}")
+    digest = parse_digest(entries[0].get("digest"))
+    body = json.loads(_blob(tar, digest))
+    if body.get("mediaType") in INDEX_TYPES or "manifests" in body:
+        return _image_manifest(tar, body, platform)
+    return digest, body
+
+
+def _json(tar: tarfile.TarFile, name: str) -> dict[str, Any]:
+    member = tar.extractfile(name)
+    if member is None:
+        raise BadArchive(f"no {name} in the archive")
+    data = json.load(member)
+    if not isinstance(data, dict):
+        raise BadArchive(f"{name} is not a JSON object")
+    return data
+
+
+def _blob(tar: tarfile.TarFile, digest: Digest) -> bytes:
+    with _blob_stream(tar, digest) as stream:
+        data = stream.read()
+    if Digest.of(data) != digest:
+        raise BadArchive(f"blob {digest}: its bytes hash to {Digest.of(data)}")
+    return data
+
+
+@contextmanager
+def _blob_stream(tar: tarfile.TarFile, digest: Digest) -> Iterator[IO[bytes]]:
+    try:
+        stream = tar.extractfile(f"blobs/sha256/{digest.hex}")
+    except KeyError:
+        stream = None
+    if stream is None:
+        raise BadArchive(f"blob {digest} is not in the archive")
+    with stream:
+        yield stream
+
+
+class _Hashing:
+    """A read-only stream that hashes what passes through it (tarfile reads it in order)."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._raw = raw
+        self._sha = hashlib.sha256()
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._raw.read(size)
+        self._sha.update(data)
+        return data
+
+    def drain(self) -> None:
+        while self.read(_CHUNK):
+            pass
+
+    @property
+    def digest(self) -> Digest:
+        return Digest(self._sha.hexdigest())
