@@ -140,6 +140,25 @@ def run_doctor(args: argparse.Namespace) -> int:
     return doctor(args.manifest, args.tier, args.variant, args.fail_on_mismatch, args.emit_json)
 
 
+def _known_packages(stack: Stack, tier: str, packages: list[str]) -> None:
+    """OptionError for a package `lock --update TIER PACKAGE` names that the tier's locks do
+    not hold (uv would ignore it, and nothing would move without a word)."""
+    from packaging.utils import canonicalize_name
+
+    held = {
+        p.name
+        for t in plan(stack)
+        if t.spec.name == tier and t.python.lock is not None
+        for p in t.python.lock.pins
+    }
+    unknown = [p for p in packages if canonicalize_name(p) not in held]
+    if unknown and held:
+        raise OptionError(
+            f"lock --update {tier}: {', '.join(unknown)} is not in {tier}'s Python lock "
+            f"(it holds: {', '.join(sorted(held))})"
+        )
+
+
 def run_lock(args: argparse.Namespace) -> int:
     from build_graph.plan.lock import lock_path, read_lock
     from build_graph.pylock import sync
@@ -152,6 +171,7 @@ def run_lock(args: argparse.Namespace) -> int:
     if names is None:
         pins.record_missing(stack)
     elif names and names[0] in tiers:  # `--update TIER [PACKAGE...]`: that tier's Python pins
+        _known_packages(stack, names[0], names[1:])
         pins.record_missing(stack)
         python = {names[0]: names[1:] or True}
     else:

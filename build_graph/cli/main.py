@@ -221,7 +221,7 @@ def parser() -> argparse.ArgumentParser:
         "--scratch",
         type=Path,
         help="where the two image archives are written while comparing (default: the "
-        "system's temporary folder; a multi-GB tier needs room for both)",
+        "tier's build folder; a multi-GB tier needs room for both)",
     )
     again.set_defaults(run=run_reproduce)
     for command in (check, show, doc, lock, ci, prune, newer, bom, again):

@@ -157,8 +157,10 @@ def build(
         oci = archive or Path(scratch_dir) / "image.oci.tar"
         if reproducible or archive is not None:
             command = tuple(part for part in command if part != "--load")
+            # buildx reads --output as CSV: a field with a comma or quote is quoted
+            dest = f'"dest={str(oci).replace(chr(34), chr(34) * 2)}"'
             args += [
-                f"--output=type=oci,dest={oci},name={tag},rewrite-timestamp=true",
+                f"--output=type=oci,{dest},name={tag},rewrite-timestamp=true",
                 "--provenance=false",
                 "--sbom=false",
             ]

@@ -228,10 +228,15 @@ def pull(ref: str, platform: str | None = None) -> None:
 def save(ref: str, path: Path) -> None:
     """`docker save` of the local image `ref` into an archive at `path` (an OCI image
     layout on the containerd store), streamed to disk."""
+    import docker.errors
+
     log(f"+ docker save -o {path.name} {ref}")
-    with path.open("wb") as out:
-        for chunk in client().images.get(ref).save(named=False):
-            out.write(chunk)
+    try:
+        with path.open("wb") as out:
+            for chunk in client().images.get(ref).save(named=False):
+                out.write(chunk)
+    except (OSError, docker.errors.DockerException) as exc:
+        raise BuildFailed(f"docker save of {ref} failed: {short_error(exc)}") from None
 
 
 def image_size(ref: str, platform: str | None = None) -> int | None:

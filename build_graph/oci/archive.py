@@ -18,15 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
 
+from build_graph.errors import BuildFailed
 from build_graph.oci.contents import INDEX_TYPES, UNKNOWN_PLATFORM
 from build_graph.oci.digest import Digest, parse_digest
 from build_graph.oci.platforms import stated_platform
 
 _CHUNK = 1 << 20
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
-class BadArchive(ValueError):
-    """The archive is not one OCI image layout holding one platform image."""
+class BadArchive(BuildFailed):
+    """The archive is not one OCI image layout holding one platform image, or a blob in it
+    is not what its digest says, or a layer cannot be read."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,13 @@ class FileEntry:
 
 def read_image(archive: Path, platform: str | None = None) -> ArchivedImage:
     """The platform image `archive` holds (the one for `platform`, when several)."""
+    try:
+        return _read_image(archive, platform)
+    except (OSError, tarfile.TarError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise BadArchive(f"{archive.name}: not an OCI image archive we can read ({exc})") from None
+
+
+def _read_image(archive: Path, platform: str | None) -> ArchivedImage:
     with tarfile.open(archive) as tar:
         index = _json(tar, "index.json")
         digest, manifest = _image_manifest(tar, index, platform)
@@ -66,17 +76,35 @@ def read_image(archive: Path, platform: str | None = None) -> ArchivedImage:
 
 def layer_files(archive: Path, layer: Digest) -> dict[str, FileEntry]:
     """Every path the layer writes (whiteouts as kind 'whiteout'), each file's content hashed
-    while it streams by; the layer blob itself is hashed too and must match `layer`."""
-    with tarfile.open(archive) as outer, _blob_stream(outer, layer) as raw:
-        checked = _Hashing(raw)
-        files: dict[str, FileEntry] = {}
-        with tarfile.open(fileobj=cast("IO[bytes]", checked), mode="r|*") as tar:
-            for member in tar:
-                files["/" + member.name.lstrip("./")] = _entry(tar, member)
-        checked.drain()
+    while it streams by; the layer blob itself is hashed too and must match `layer`. gzip,
+    zstd and uncompressed layers are read."""
+    try:
+        with tarfile.open(archive) as outer, _blob_stream(outer, layer) as raw:
+            checked = _Hashing(raw)
+            files: dict[str, FileEntry] = {}
+            with _unpacked(checked) as stream, tarfile.open(fileobj=stream, mode="r|*") as tar:
+                for member in tar:
+                    files["/" + member.name.removeprefix("./").lstrip("/")] = _entry(tar, member)
+            checked.drain()
+    except (OSError, tarfile.TarError, EOFError) as exc:
+        raise BadArchive(f"layer {layer}: not a tar we can read ({exc})") from None
     if checked.digest != layer:
         raise BadArchive(f"layer {layer}: its bytes hash to {checked.digest}")
     return files
+
+
+@contextmanager
+def _unpacked(raw: _Hashing) -> Iterator[IO[bytes]]:
+    """The layer's tar stream: zstd (its frame magic) decompressed here, gzip and plain tar
+    left to tarfile (Python's tarfile reads no zstd before 3.14)."""
+    head = raw.peek(4)
+    if head == _ZSTD_MAGIC:
+        import zstandard
+
+        with zstandard.ZstdDecompressor().stream_reader(cast("IO[bytes]", raw)) as stream:
+            yield cast("IO[bytes]", stream)
+    else:
+        yield cast("IO[bytes]", raw)
 
 
 def _entry(tar: tarfile.TarFile, member: tarfile.TarInfo) -> FileEntry:
@@ -164,14 +192,25 @@ def _blob_stream(tar: tarfile.TarFile, digest: Digest) -> Iterator[IO[bytes]]:
 
 
 class _Hashing:
-    """A read-only stream that hashes what passes through it (tarfile reads it in order)."""
+    """A read-only stream that hashes what passes through it (read in order, once)."""
 
     def __init__(self, raw: IO[bytes]) -> None:
         self._raw = raw
         self._sha = hashlib.sha256()
+        self._ahead = b""
+
+    def peek(self, size: int) -> bytes:
+        """The next `size` bytes, still to be read."""
+        self._ahead += self._raw.read(size - len(self._ahead))
+        return self._ahead[:size]
 
     def read(self, size: int = -1) -> bytes:
-        data = self._raw.read(size)
+        ahead, self._ahead = self._ahead, b""
+        if size >= 0 and len(ahead) >= size:
+            ahead, self._ahead = ahead[:size], ahead[size:]
+            data = ahead
+        else:
+            data = ahead + self._raw.read(-1 if size < 0 else size - len(ahead))
         self._sha.update(data)
         return data
 

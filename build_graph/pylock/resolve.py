@@ -74,7 +74,6 @@ def resolve(request: Request, previous: PythonLock | None, upgrade: bool | list[
             "--quiet",
             "--output-file",
             out.name,
-            *_index_args(),
         ]
         if upgrade is True:
             args.append("--upgrade")
@@ -108,8 +107,19 @@ def _pin(request: Request, package: dict[str, Any]) -> Pin:
     wheels = package.get("wheels")
     if not isinstance(wheels, list) or not wheels:
         raise BuildFailed(f"{request.key}: uv named no wheel of {name} for {request.platform}")
+    hashes = [
+        (w.get("hashes") or {}).get("sha256") if isinstance(w, dict) else None for w in wheels
+    ]
+    if not all(isinstance(h, str) and h for h in hashes):
+        raise BuildFailed(
+            f"{request.key}: the index gave no sha256 for a wheel of {name}: a lock needs "
+            "each file's hash (builds install with --require-hashes); use an index that "
+            "publishes them (PEP 503 #sha256= links or PEP 691 JSON)"
+        )
     return Pin(
-        name, str(package["version"]), tuple((_file(w), str(w["hashes"]["sha256"])) for w in wheels)
+        name,
+        str(package["version"]),
+        tuple((_file(w), str(h)) for w, h in zip(wheels, hashes, strict=True)),
     )
 
 
@@ -135,19 +145,18 @@ def _preferences(previous: PythonLock) -> str:
     return f'lock-version = "1.0"\ncreated-by = "uv"\n\n{body}'
 
 
-def _index_args() -> list[str]:
-    pip = settings.pip_settings()
-    args = ["--index-url", settings.index_url(settings.DEFAULT_INDEX)]
-    for url in pip.get("PIP_EXTRA_INDEX_URL", "").split():
-        args += ["--extra-index-url", url]
-    for host in pip.get("PIP_TRUSTED_HOST", "").split():
-        args += ["--allow-insecure-host", host]
-    return args
-
-
 def _env() -> dict[str, str]:
+    """uv's environment: the user's UV_* settings left out (the builds' index decides), the
+    index URLs as variables, not arguments (a credential in a URL would otherwise be in
+    every local user's `ps`), and the host's CA."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("UV_") or k == "UV_CACHE_DIR"}
     env["UV_NO_PROGRESS"] = "1"
+    pip = settings.pip_settings()
+    env["UV_INDEX_URL"] = settings.index_url(settings.DEFAULT_INDEX)
+    if extra := pip.get("PIP_EXTRA_INDEX_URL", "").split():
+        env["UV_EXTRA_INDEX_URL"] = " ".join(extra)
+    if hosts := pip.get("PIP_TRUSTED_HOST", "").split():
+        env["UV_INSECURE_HOST"] = " ".join(hosts)
     ca = settings.host_ca()
     if ca is not None:
         env["SSL_CERT_FILE"] = str(ca)

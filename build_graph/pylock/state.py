@@ -6,6 +6,9 @@ import platform as host
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
 from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.manifest.model import TierSpec, VariantSpec
 from build_graph.pylock import files
@@ -36,10 +39,39 @@ class LockState:
 
     @property
     def fresh(self) -> bool:
-        """No request, or a lock resolved from exactly this request."""
+        """No request, or a lock resolved from exactly this request whose pins answer it."""
         return self.request is None or (
-            self.lock is not None and list(self.lock.inputs) == self.request.inputs()
+            self.lock is not None
+            and list(self.lock.inputs) == self.request.inputs()
+            and not self.unmet
         )
+
+    @property
+    def unmet(self) -> list[str]:
+        """The tier's requirements its lock's pins do not satisfy, read offline: a lock
+        edited by hand or merged from two branches can say the right inputs and hold other
+        versions. Requirements with environment markers are left to the resolver."""
+        if self.request is None or self.lock is None:
+            return []
+        pins = self.lock.versions()
+        given = {
+            canonicalize_name(n) for n, _ in (*self.request.provided, *self.request.constraints)
+        }
+        found = []
+        for text in self.request.requirements:
+            try:
+                wanted = Requirement(text)
+            except InvalidRequirement:
+                continue  # images.toml's own validation names it
+            name = canonicalize_name(wanted.name)
+            if wanted.marker is not None or name in given:
+                continue
+            pinned = pins.get(name)
+            if pinned is None:
+                found.append(f"nothing locked for {text}")
+            elif not wanted.specifier.contains(pinned, prereleases=True):
+                found.append(f"{name} {pinned} does not satisfy {text}")
+        return found
 
     @property
     def lines(self) -> list[str]:

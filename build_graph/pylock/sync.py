@@ -111,6 +111,11 @@ def disagreements(stack: Stack, planned: list[PlannedTier]) -> list[ConfigIssue]
                 "`python -m build_graph lock` resolves it)"
             )
             continue
+        elif tier.python.unmet and list(tier.python.lock.inputs) == request.inputs():
+            said = (
+                f"{where} holds versions its requirements exclude "
+                f"({'; '.join(tier.python.unmet)[:600]}: edited by hand, or merged?)"
+            )
         else:
             now, then = request.inputs(), list(tier.python.lock.inputs)
             changed = [f"now {i}" for i in now if i not in then]

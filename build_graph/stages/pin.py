@@ -137,7 +137,9 @@ def update(stack: Stack, names: list[str]) -> list[str]:
     if unknown:
         raise BuildFailed(
             f"not a `from` image or git source of {stack.manifest}: "
-            f"{', '.join(unknown)} (they are: {', '.join(images + sources)})"
+            f"{', '.join(unknown)} (they are: {', '.join(images + sources)}); a tier's "
+            "Python packages move with `lock --update TIER [PACKAGE...]` (tiers: "
+            f"{', '.join(sorted({t.name for v in stack.variants for t in v.tiers}))})"
         )
     new = Lock(
         {r: p for r, p in old.images.items() if r in images},

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from build_graph.docker import buildkit, daemon
-from build_graph.errors import BuildFailed, EnvironmentProblem, RegistryError
+from build_graph.errors import BuildFailed, EnvironmentProblem, RegistryError, UntrustedAnswer
 from build_graph.log import log
 from build_graph.manifest.model import Stack
 from build_graph.oci import archive, image_diff
@@ -49,8 +49,9 @@ class Outcome:
 
 
 def reproduce(stack: Stack, tier: PlannedTier, scratch: Path | None = None) -> Outcome:
-    """Rebuild `tier` into an archive (in `scratch`, default a temporary folder) and compare
-    it with the registry's. RegistryError/BuildFailed when there is nothing to compare."""
+    """Rebuild `tier` into an archive (in `scratch`, default the tier's build folder: two
+    whole images, on the project's disk) and compare it with the registry's.
+    RegistryError/BuildFailed when there is nothing to compare."""
     started = time.monotonic()
     command = buildkit.cli()
     if not buildkit.reproducible_here(command):
@@ -62,6 +63,8 @@ def reproduce(stack: Stack, tier: PlannedTier, scratch: Path | None = None) -> O
     assert command is not None  # reproducible_here
     theirs = _registry_image(tier)
     config = json.loads(api.get_blob(theirs.ref, _config_of(theirs)))
+    if not isinstance(config, dict):
+        raise UntrustedAnswer(f"{tier.image}: its image config is not a JSON object")
     if tier.spec.compile is not None and not any(tier.folder.wheels.glob("*.whl")):
         raise BuildFailed(
             f"{tier.key}: no wheels in {tier.folder.wheels} to rebuild the image from; run "
@@ -71,7 +74,14 @@ def reproduce(stack: Stack, tier: PlannedTier, scratch: Path | None = None) -> O
     stated = (config.get("config") or {}).get("Labels") or {}
     labels |= {k: str(stated[k]) for k in BUILD_LABELS if k in stated}
     buildargs, secrets = build.build_settings(command)
-    with tempfile.TemporaryDirectory(prefix="build-graph-reproduce-", dir=scratch) as tmp:
+    scratch = scratch or tier.folder.root
+    try:
+        scratch.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EnvironmentProblem(
+            f"reproduce: cannot use {scratch} for the archives: {exc}"
+        ) from None
+    with tempfile.TemporaryDirectory(prefix=".reproduce-", dir=scratch) as tmp:
         ours = Path(tmp) / "rebuild.oci.tar"
         with build.sent_context(stack, tier, labels, classic=False) as context:
             rebuilt = buildkit.build(

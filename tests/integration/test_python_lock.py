@@ -119,6 +119,10 @@ def test_a_bump_moves_that_package_and_nothing_else(tmp_path: Path) -> None:
         assert "a 1.1 ->" not in newer.stdout  # images.toml holds a at 1.1
         assert (tmp_path / "images.pylock" / "base.linux-amd64.toml").read_bytes() == before
 
+        # A package the tier does not hold is refused by name (uv would ignore it)
+        typo = lock(tmp_path, index, "lock", "--update", "base", "cc")
+        assert typo.returncode == 2
+        assert "cc is not in base's Python lock (it holds: a, b, c)" in typo.stderr
         # One package moved on request; the rest stays
         done = lock(tmp_path, index, "lock", "--update", "base", "c")
         assert done.returncode == 0, done.stderr

@@ -22,18 +22,26 @@ from build_graph.oci.image_diff import archive_reader, differences
 Files = dict[str, tuple[bytes, int]]  # path -> (content, mtime)
 
 
-def layer(files: Files) -> bytes:
+def layer(files: Files, zstd: bool = False) -> bytes:
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w") as tar:
         for name, (data, mtime) in sorted(files.items()):
             info = tarfile.TarInfo(name)
             info.size, info.mtime, info.mode = len(data), mtime, 0o644
             tar.addfile(info, io.BytesIO(data))
+    if zstd:
+        import zstandard
+
+        return zstandard.ZstdCompressor().compress(raw.getvalue())
     return gzip.compress(raw.getvalue(), mtime=0)
 
 
 def archive(
-    path: Path, layers: list[Files], labels: dict[str, str], nested: bool = False
+    path: Path,
+    layers: list[Files],
+    labels: dict[str, str],
+    nested: bool = False,
+    zstd: bool = False,
 ) -> Digest:
     """Write an OCI archive of one image; returns its manifest's digest."""
     blobs: dict[Digest, bytes] = {}
@@ -42,7 +50,7 @@ def archive(
         blobs[Digest.of(data)] = data
         return {"digest": str(Digest.of(data)), "size": len(data)}
 
-    layer_blobs = [layer(f) for f in layers]
+    layer_blobs = [layer(f, zstd) for f in layers]
     config = {
         "architecture": "amd64",
         "os": "linux",
@@ -145,3 +153,38 @@ def test_an_archive_of_no_single_image_says_so(tmp_path: Path) -> None:
         tar.addfile(info, io.BytesIO(data))
     with pytest.raises(BadArchive, match="expected one image in the archive, found 0"):
         read_image(empty)
+
+
+def test_zstd_layers_and_dot_files_are_read_as_they_are(tmp_path: Path) -> None:
+    dotted = {**APP, ".hidden": (b"a", 0), "hidden": (b"b", 0), ".wh.opt": (b"", 0)}
+    archive(tmp_path / "a.tar", [BASE, dotted], {}, zstd=True)
+    image = read_image(tmp_path / "a.tar")
+    files = layer_files(tmp_path / "a.tar", image.layers[1])
+    assert {"/.hidden", "/hidden", "/.wh.opt"} <= set(files)
+    assert files["/.wh.opt"].kind == "whiteout" and files["/hidden"].kind == "file"
+    changed = {**dotted, ".hidden": (b"c", 0)}
+    archive(tmp_path / "b.tar", [BASE, changed], {}, zstd=True)
+    other = read_image(tmp_path / "b.tar")
+    read = archive_reader(tmp_path / "a.tar", image, tmp_path / "b.tar", other)
+    assert differences(image, other, read) == [
+        "layer 2 of 2: /.hidden: content differs (1 vs 1 bytes)"
+    ]
+
+
+def test_a_layer_that_is_not_a_tar_is_one_error(tmp_path: Path) -> None:
+    path = tmp_path / "a.tar"
+    archive(path, [BASE], {})
+    image = read_image(path)
+    broken = tmp_path / "broken.tar"
+    with tarfile.open(path) as src, tarfile.open(broken, "w") as out:
+        for member in src.getmembers():
+            data = src.extractfile(member)
+            assert data is not None
+            body = data.read()
+            if member.name.endswith(image.layers[0].hex):
+                body = gzip.compress(b"not a tar at all" * 100, mtime=0)
+                member.name = f"blobs/sha256/{Digest.of(body).hex}"
+            member.size = len(body)
+            out.addfile(member, io.BytesIO(body))
+    with pytest.raises(BadArchive, match="not a tar we can read"):
+        layer_files(broken, Digest.of(gzip.compress(b"not a tar at all" * 100, mtime=0)))

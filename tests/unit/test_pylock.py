@@ -57,6 +57,20 @@ def test_check_names_the_tier_and_what_changed(tmp_path: Path) -> None:
     assert "missing or stale" in tier.dockerfile  # never built from a lock that disagrees
 
 
+def test_a_lock_whose_pins_break_its_requirements_is_stale(tmp_path: Path) -> None:
+    """Hand-edited or merged: the right inputs recorded, a version they exclude pinned."""
+    locked(tmp_path, "2.0.0")  # numpy<2 asked
+    stack = load_text(tmp_path, MINIMAL + PACKAGES)
+    [tier] = plan(stack)
+    assert not tier.python.fresh and tier.python.unmet == ["numpy 2.0.0 does not satisfy numpy<2"]
+    [issue] = disagreements(stack, [tier])
+    assert (
+        "holds versions its requirements exclude (numpy 2.0.0 does not satisfy numpy<2"
+        in issue.message
+    )
+    assert "missing or stale" in tier.dockerfile  # never built from it
+
+
 @pytest.mark.parametrize(
     ("damage", "key"),
     [
@@ -108,6 +122,35 @@ def test_verify_holds_the_image_to_its_lock(tmp_path: Path) -> None:
     assert gone.status == "fail" and "numpy not installed (locked 1.26.4)" in gone.actual
     unlisted = cast(ProbeOutput, {"distributions": ok})  # no baseline: never a pass
     assert check_python_lock(expect, unlisted)[0].status == "not checked"
+    # a package of the `from` image upgraded in a template, unlocked: named
+    [upgraded] = check_python_lock(expect, probe({**ok, "wheel": "0.46"}, {"wheel": "0.45"}))
+    assert upgraded.status == "fail"
+    assert "changed from the `from` image, unlocked: wheel 0.45 -> 0.46" in upgraded.actual
+
+
+def test_what_a_package_installed_outside_the_lock_requires_is_its_own(tmp_path: Path) -> None:
+    """torch-wheels' torch line installs torch and its CUDA wheels from PyTorch's index: they
+    are torch's (verify.packages names torch), said in the result; anything else still fails."""
+    expect = want(tmp_path)  # verify.packages: fastext (provided), numpy locked
+    installed = {"numpy": "1.26.4", "fastext": "1.0", "triton": "3.2", "nvidia-cublas": "12.4"}
+    requires = {"fastext": ["triton", "numpy"], "triton": ["nvidia-cublas"], "numpy": []}
+    found = cast(ProbeOutput, {"distributions": installed, "baseline": {}, "requires": requires})
+    [result] = check_python_lock(expect, found)
+    assert result.status == "pass", result.actual
+    assert (
+        "outside the lock: fastext and 2 distributions they require (nvidia-cublas, triton)"
+        in result.actual
+    )
+    sneaky = cast(
+        ProbeOutput,
+        {
+            "distributions": {**installed, "requests": "2.32.3"},
+            "baseline": {},
+            "requires": requires,
+        },
+    )
+    [caught] = check_python_lock(expect, sneaky)
+    assert caught.status == "fail" and "behind the lock's back: requests 2.32.3" in caught.actual
 
 
 def test_the_plan_cache_sees_a_lock_recorded_after_it(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ image's Python sees (importlib.metadata: name, version, license, where installed
 
 from __future__ import annotations
 
+import re
 from importlib import metadata
 
 DPKG_STATUS = "/var/lib/dpkg/status"
@@ -109,3 +110,23 @@ def pip_distributions() -> dict[str, str]:
         for d in metadata.distributions()
         if not str(d.locate_file("")).startswith(APT_PYTHON)
     }
+
+
+def pip_requirements() -> dict[str, list[str]]:
+    """Name -> the names of the distributions it requires (Requires-Dist, extras' left
+    out, other markers not evaluated: a superset), for every distribution not installed by
+    apt. What a package installed outside the lock (torch from PyTorch's index) pulled in."""
+    found: dict[str, list[str]] = {}
+    for d in metadata.distributions():
+        if str(d.locate_file("")).startswith(APT_PYTHON):
+            continue
+        names = []
+        for line in d.requires or []:
+            requirement, _, marker = line.partition(";")
+            if "extra" in marker:
+                continue
+            name = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+            if name:
+                names.append(name[1])
+        found[d.metadata["Name"] or ""] = names
+    return found
