@@ -26,7 +26,7 @@ from functools import cache
 from pathlib import Path
 from typing import IO
 
-from build_graph.docker import connection, daemon
+from build_graph.docker import connection, daemon, oci_layout
 from build_graph.docker.connection import check_context, endpoint
 from build_graph.errors import BuildFailed, DaemonUnreachable, EnvironmentProblem, NameTaken
 from build_graph.log import last_output, log
@@ -126,7 +126,8 @@ def build(
     platform: str | None = None,
     reproducible: bool = False,
     archive: Path | None = None,
-    scratch: Path | None = None,
+    layout: Path | None = None,
+    parent_layout: Path | None = None,
 ) -> str:
     """Build from a tar context (Dockerfile at its root) with BuildKit; returns the image id
     (with `archive`: the image manifest's digest).
@@ -137,34 +138,33 @@ def build(
 
     `reproducible` (see reproducible_here): BuildKit's OCI exporter clamps every file's time
     in the new layers to SOURCE_DATE_EPOCH (`rewrite-timestamp`, which the docker driver's
-    own image exporter refuses: "conflicts with unpack"), and the archive is `docker load`ed,
-    which on the containerd store keeps its manifest, so the digest pushed is the one built
-    (the archive, the whole image with its parents' layers, is written in `scratch`: the
-    build folder, on the project's disk, not a /tmp that may be memory).
-    No provenance attestation: it records when the build ran. `archive`: the OCI archive is
-    written there, uncached and not loaded (`reproduce`).
+    own image exporter refuses: "conflicts with unpack") into the tier's OCI `layout`
+    (seeded from `parent_layout`: oci_layout.py), and the image is `docker load`ed from it,
+    which on the containerd store keeps its manifest, so the digest pushed is the one built.
+    No provenance attestation: it records when the build ran. `archive`: an OCI archive is
+    written there instead, uncached and not loaded (`reproduce`).
     """
     started = time.monotonic()
     shown = f" --platform={platform}" if platform else ""
     log(f"+ docker build (BuildKit) --network=host{shown} -t {tag} (tier {name})")
-    with (
-        tempfile.TemporaryDirectory(prefix="build-graph-") as tmp,
-        tempfile.TemporaryDirectory(prefix=".image-", dir=scratch) as scratch_dir,
-    ):
+    exported = archive or (layout if reproducible else None)
+    with tempfile.TemporaryDirectory(prefix="build-graph-") as tmp:
         folder = Path(tmp)
         args = [f"--build-arg={k}={v}" for k, v in sorted(buildargs.items())]
         args += [f"--platform={platform}"] if platform else []
-        oci = archive or Path(scratch_dir) / "image.oci.tar"
-        if reproducible or archive is not None:
+        if exported is not None:
             command = tuple(part for part in command if part != "--load")
             # buildx reads --output as CSV: a field with a comma or quote is quoted
-            dest = f'"dest={str(oci).replace(chr(34), chr(34) * 2)}"'
+            dest = f'"dest={str(exported).replace(chr(34), chr(34) * 2)}"'
+            form = "" if archive is not None else ",tar=false"
             args += [
-                f"--output=type=oci,{dest},name={tag},rewrite-timestamp=true",
+                f"--output=type=oci,{dest}{form},name={tag},rewrite-timestamp=true",
                 "--provenance=false",
                 "--sbom=false",
             ]
             args += ["--no-cache"] if archive is not None else []
+            if archive is None:
+                oci_layout.seed(exported, parent_layout)
         else:
             args += ["-t", tag]
         for secret, value in secrets.items():
@@ -184,6 +184,7 @@ def build(
             *args,
             "-",
         ]
+        since = time.time()
         try:
             tail = _stream(full, tar, name)
         except BuildFailed as exc:
@@ -192,8 +193,11 @@ def build(
             raise
         if archive is not None:
             return _manifest_digest(archive)
-        if reproducible:
-            _load(command[0], oci, name)
+        if exported is not None:
+            entry = oci_layout.built(exported)
+            oci_layout.load(command[0], cli_env(), exported, entry, since, name)
+            oci_layout.keep_only(exported, entry)
+            log(f"[{name}] built {tag} in {time.monotonic() - started:.1f}s (reproducible)")
             return str(connection.client().images.get(tag).id)
         if not iid.is_file():
             raise BuildFailed(
@@ -211,21 +215,6 @@ def reproducible_here(command: tuple[str, ...] | None) -> bool:
     its manifest; the classic store unpacks it and compresses its layers again on push).
     Elsewhere builds still work, with an image that differs build to build."""
     return command is not None and command[1:2] == ("buildx",) and daemon.containerd_store()
-
-
-def _load(exe: str, archive: Path, name: str) -> None:
-    log(f"+ docker load -i {archive.name} (tier {name})")
-    done = subprocess.run(
-        [exe, "load", "-i", str(archive)],
-        capture_output=True,
-        text=True,
-        env=cli_env(),
-        check=False,
-    )
-    if done.returncode != 0:
-        raise BuildFailed(
-            f"build of {name}: docker load failed; {last_output(done.stderr.splitlines())}"
-        )
 
 
 def _manifest_digest(archive: Path) -> str:

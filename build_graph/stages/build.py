@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import IO
 
 from build_graph import settings
-from build_graph.docker import buildkit, daemon
+from build_graph.docker import buildkit, daemon, oci_layout
 from build_graph.docker.build_context import context_tar
 from build_graph.errors import BuildFailed, DaemonUnreachable, NameTaken
 from build_graph.log import log, progress
@@ -79,7 +79,6 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> None:
         )
     if command is None:
         _warn_classic(settings.named_ca())
-    tier.folder.root.mkdir(parents=True, exist_ok=True)  # the image archive's scratch
     with sent_context(stack, tier, labels(stack, tier), classic=command is None) as context:
         if command is None:
             daemon.build(
@@ -96,7 +95,8 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> None:
                     secrets=secrets,
                     platform=tier.platform,
                     reproducible=reproducible,
-                    scratch=tier.folder.root,
+                    layout=tier.folder.root / oci_layout.LAYOUT,
+                    parent_layout=parent_layout(stack, tier),
                 )
             except NameTaken:
                 # Two runners of one hash on one daemon: the same inputs, so the image the
@@ -105,6 +105,14 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> None:
                     raise
                 log(f"[{tier.key}] another build on this daemon named {tier.image} first: using it")
     holdings.built(tier.image)
+
+
+def parent_layout(stack: Stack, tier: PlannedTier) -> Path | None:
+    """The parent tier's OCI layout on this machine (its blobs seed this tier's export)."""
+    if tier.spec.parent is None:
+        return None
+    parent = stack.build_folder.tier(tier.spec.variant, tier.spec.parent, tier.platform)
+    return parent.root / oci_layout.LAYOUT
 
 
 def build_settings(command: tuple[str, ...] | None) -> tuple[dict[str, str], dict[str, str]]:
