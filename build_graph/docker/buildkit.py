@@ -13,12 +13,10 @@ that path (tests, hosts with a broken BuildKit).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
 import subprocess
-import tarfile
 import tempfile
 import time
 from collections.abc import Mapping
@@ -30,6 +28,7 @@ from build_graph.docker import connection, daemon, oci_layout
 from build_graph.docker.connection import check_context, endpoint
 from build_graph.errors import BuildFailed, DaemonUnreachable, EnvironmentProblem, NameTaken
 from build_graph.log import last_output, log
+from build_graph.oci import archive as oci_archive
 from build_graph.oci.platforms import emulation_hint
 
 _CANDIDATES = ("docker", "/usr/bin/docker")
@@ -192,7 +191,7 @@ def build(
                 raise NameTaken(f"{tag}: another build on this daemon named it first") from None
             raise
         if archive is not None:
-            return _manifest_digest(archive)
+            return str(oci_archive.read_image(archive, platform).digest)
         if exported is not None:
             entry = oci_layout.built(exported)
             oci_layout.load(command[0], cli_env(), exported, entry, since, name)
@@ -215,19 +214,6 @@ def reproducible_here(command: tuple[str, ...] | None) -> bool:
     its manifest; the classic store unpacks it and compresses its layers again on push).
     Elsewhere builds still work, with an image that differs build to build."""
     return command is not None and command[1:2] == ("buildx",) and daemon.containerd_store()
-
-
-def _manifest_digest(archive: Path) -> str:
-    """The digest of the one image manifest an OCI archive's index.json names."""
-    with tarfile.open(archive) as tar:
-        member = tar.extractfile("index.json")
-        index = json.load(member) if member is not None else {}
-    manifests = index.get("manifests") or []
-    if len(manifests) != 1:
-        raise BuildFailed(
-            f"{archive}: expected one image in the OCI archive, found {len(manifests)}"
-        )
-    return str(manifests[0]["digest"])
 
 
 def _stream(command: list[str], tar: Path, name: str) -> list[str]:

@@ -25,7 +25,7 @@ from build_graph.errors import BuildFailed, EnvironmentProblem, RegistryError, U
 from build_graph.log import log
 from build_graph.manifest.model import Stack
 from build_graph.oci import archive, image_diff
-from build_graph.oci.digest import Digest
+from build_graph.oci.digest import Digest, parse_digest
 from build_graph.oci.refs import Presence, parse_ref
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry import api
@@ -94,13 +94,11 @@ def reproduce(stack: Stack, tier: PlannedTier, scratch: Path | None = None) -> O
                 platform=tier.platform,
                 archive=ours,
             )
-        registry = Digest(theirs.ref.reference.removeprefix("sha256:"))
+        registry, mine = parse_digest(theirs.ref.reference), parse_digest(rebuilt)
         lines: list[str] = []
-        if Digest(rebuilt.removeprefix("sha256:")) != registry:
+        if mine != registry:
             lines = _differences(tier, registry, ours, Path(tmp) / "registry.oci.tar")
-    return Outcome(
-        registry, Digest(rebuilt.removeprefix("sha256:")), tuple(lines), time.monotonic() - started
-    )
+    return Outcome(registry, mine, tuple(lines), time.monotonic() - started)
 
 
 def _registry_image(tier: PlannedTier) -> api.PlatformImage:
