@@ -96,6 +96,17 @@ class UntrustedAnswer(BuildFailed):
 # Raised by one module each, reported here like the rest (one reporter, `report`).
 
 
+class SigningProblem(BuildGraphError):
+    """A signing key or public key cannot be used (missing, unreadable, another kind of
+    key), or signatures are required and this runner has no key to sign with."""
+
+    exit_code = EXIT_CONFIG
+
+
+class KmsUnreachable(EnvironmentProblem):
+    """The key management service did not answer, or refused the request."""
+
+
 class CredentialInSetting(BuildGraphError):
     """A site setting (an index URL, a pip option) carries a credential where it would
     be written into an image or a log."""

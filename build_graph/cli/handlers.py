@@ -260,6 +260,23 @@ def run_sbom(args: argparse.Namespace) -> int:
     return _emit(text, args.output)
 
 
+def run_gate(args: argparse.Namespace) -> int:
+    from build_graph.cli.gate import gate
+
+    verdict = gate(pipeline.load_stack(args.manifest), args.image, args.key, args.current)
+    print(verdict.line)
+    return 0 if verdict.passed else 1
+
+
+def run_keygen(args: argparse.Namespace) -> int:
+    from build_graph.signing.keys import generate
+
+    key, pub = generate(args.folder, args.name)
+    print(f"wrote {key} (the private key: keep it out of the repository; a CI secret)")
+    print(f"wrote {pub} (name it in images.toml's signing.public_keys)")
+    return 0
+
+
 def _emit(text: str, output: Path | None) -> int:
     """A generated document: to stdout, or written to `output` (only when it changed)."""
     if output is None:

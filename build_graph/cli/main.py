@@ -1,4 +1,4 @@
-"""`python -m build_graph check|plan|doctor|lock|ci|init|prune|outdated|sbom|reproduce`:
+"""`python -m build_graph check|plan|doctor|lock|ci|init|prune|outdated|sbom|reproduce|gate|keygen`:
 commands outside doit."""
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from build_graph.cli.handlers import (
     run_check,
     run_ci,
     run_doctor,
+    run_gate,
     run_init,
+    run_keygen,
     run_lock,
     run_outdated,
     run_plan,
@@ -224,7 +226,37 @@ def parser() -> argparse.ArgumentParser:
         "tier's build folder; a multi-GB tier needs room for both)",
     )
     again.set_defaults(run=run_reproduce)
-    for command in (check, show, doc, lock, ci, prune, newer, bom, again):
+    gated = sub.add_parser(
+        "gate",
+        help="the step before a deploy: exit 0 only when the digest IMAGE names has a "
+        "passing verify report, validly signed, for its tier's current promises",
+    )
+    gated.add_argument("image", help="an image reference: REGISTRY/REPO:TAG or REPO@sha256:...")
+    gated.add_argument(
+        "--key",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a PEM public key whose signatures count (repeatable; default: images.toml's "
+        "signing.public_keys)",
+    )
+    gated.add_argument(
+        "--current",
+        action="store_true",
+        help="also require the image to be what the tier's inputs and locks make now (its "
+        "hash tag names it)",
+    )
+    gated.set_defaults(run=run_gate)
+    keys = sub.add_parser(
+        "keygen",
+        help="make a key pair for signed verify reports (ECDSA P-256, as cosign's): "
+        "FOLDER/NAME.key and FOLDER/NAME.pub",
+    )
+    keys.add_argument("folder", type=Path, help="where to write them")
+    keys.add_argument("--name", default="verify", help="file name stem (default: verify)")
+    keys.set_defaults(run=run_keygen)
+    for command in (check, show, doc, lock, ci, prune, newer, bom, again, gated):
         command.add_argument(
             "--manifest",
             type=Path,

@@ -10,6 +10,7 @@ from typing import Literal
 
 from build_graph.gpu.archs import torch_cuda_arch_list
 from build_graph.layout import BuildFolder
+from build_graph.signing.spec import NO_SIGNING, SigningSpec
 
 DEFAULT_VARIANT = "default"
 
@@ -160,6 +161,7 @@ class Stack:
     template_dirs: tuple[Path, ...]
     has_variants: bool
     notes: tuple[str, ...] = field(default=())
+    signing: SigningSpec = NO_SIGNING
 
     @property
     def root(self) -> Path:

@@ -30,6 +30,7 @@ from build_graph.manifest.sections import (
     check_tags,
     fill,
     resolve_cache,
+    resolve_signing,
     resolve_verify,
 )
 from build_graph.manifest.values import IMAGE_RE, TAG_RE, conforms, parse_source
@@ -78,6 +79,7 @@ def resolve_stack(path: Path, manifest: schema.Manifest, lookup: Lookup = shippe
     order = _check_graph(manifest, report)
     check_files(manifest, root, template_dirs, report)
     cache = resolve_cache(manifest.cache, path, report)
+    signing = resolve_signing(manifest.signing, path, report)
     names = list(manifest.variants) or [DEFAULT_VARIANT]
     for taken in sorted(TOOL_NAMES.intersection(manifest.variants)):
         report.error(
@@ -105,6 +107,7 @@ def resolve_stack(path: Path, manifest: schema.Manifest, lookup: Lookup = shippe
         template_dirs=template_dirs,
         has_variants=bool(manifest.variants),
         notes=tuple(report.notes),
+        signing=signing,
     )
 
 

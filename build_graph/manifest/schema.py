@@ -135,6 +135,20 @@ class Cache(Strict):
     """the compiler cache's size limit (ccache trims itself to it)"""
 
 
+class Signing(Strict):
+    """Signed verify reports, which cosign and deploy gates check ([signing](signing.md))."""
+
+    key: Text | None = None
+    """the signing key: a PEM file (relative to this file; keep it out of git) or a
+    `gcpkms://` key version; `BUILD_GRAPH_SIGNING_KEY` overrides it; neither: unsigned"""
+    public_keys: list[Text] = Field(default_factory=list)
+    """PEM files or `gcpkms://` key versions whose signatures count; a signed report none
+    of them verifies is no report"""
+    required: bool = False
+    """only a report signed by one of `public_keys` counts (promote needs one); a runner
+    with no signing key fails verify before probing"""
+
+
 class Compile(Strict):
     """A compile before the build, outside `docker build`: the script runs in a container of
     the builder tier with sources at `/src/<name>`, the compiler cache at `/ccache` and
@@ -274,6 +288,7 @@ class Manifest(Strict):
     versions: Versions
     gpu: Gpu = Field(default_factory=Gpu)
     cache: Cache = Field(default_factory=Cache)
+    signing: Signing = Field(default_factory=Signing)
     tiers: dict[Name, Tier]
     variants: dict[Name, Variant] = Field(default_factory=dict)
 

@@ -12,6 +12,8 @@ from build_graph.manifest import schema
 from build_graph.manifest.model import CacheSpec, VariantSpec, VerifySpec
 from build_graph.manifest.rules import Report
 from build_graph.manifest.values import conforms, fill_fields
+from build_graph.signing.keys import KMS_SCHEME
+from build_graph.signing.spec import SigningSpec
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 _GCS_RE = re.compile(r"gs://([a-z0-9][a-z0-9._-]{1,220}[a-z0-9])(/[^\s]*)?")
@@ -59,6 +61,33 @@ def resolve_cache(cache: schema.Cache, manifest: Path, report: Report) -> CacheS
     if size is None:
         report.error("cache.max_size", f"{cache.max_size!r} is not a size; write e.g. '20G'")
     return CacheSpec(url=url, max_size_bytes=size or 0)
+
+
+def resolve_signing(signing: schema.Signing, manifest: Path, report: Report) -> SigningSpec:
+    """Key references made absolute; every public key must exist (a runner may lack the
+    private key: it is read when verify signs)."""
+    root = manifest.parent
+
+    def where(ref: str) -> str:
+        return ref if ref.startswith(KMS_SCHEME) else str((root / ref).resolve())
+
+    for i, ref in enumerate(signing.public_keys):
+        if not ref.startswith(KMS_SCHEME) and not (root / ref).is_file():
+            report.error(
+                f"signing.public_keys[{i}]",
+                f"no file {ref!r} beside {manifest.name}; name a PEM public key "
+                "(`python -m build_graph keygen DIR` makes a pair) or a gcpkms:// key version",
+            )
+    if signing.required and not signing.public_keys:
+        report.error(
+            "signing.required",
+            "signatures are required but signing.public_keys names no key to check them with",
+        )
+    return SigningSpec(
+        key=where(signing.key) if signing.key else None,
+        public_keys=tuple(where(ref) for ref in signing.public_keys),
+        required=signing.required,
+    )
 
 
 def resolve_verify(

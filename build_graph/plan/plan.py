@@ -22,6 +22,7 @@ from build_graph.plan.hashing import content_hash, file_digest
 from build_graph.plan.lock import LOCAL, Lock, lock_path, pinned_image, read_lock
 from build_graph.plan.render import environment, render, tier_context
 from build_graph.pylock.state import NO_LOCK, LockState, lock_state
+from build_graph.signing.spec import NO_SIGNING, SigningSpec
 
 if TYPE_CHECKING:
     import jinja2
@@ -58,6 +59,7 @@ class PlannedTier:
     group_key: str = ""  # the key without the platform: what promote and `doit <tier>` use
     python: LockState = NO_LOCK  # its Python lock (pylock/state.py)
     root_image: str = ""  # what the root ancestor's FROM names: verify's baseline
+    signing: SigningSpec = NO_SIGNING  # which verify reports count, and how they are signed
 
     @property
     def image(self) -> str:
@@ -259,6 +261,7 @@ def _plan_tier(
             machine=parse_platform(platform).machine if platform else None,
         ),
         inputs=inputs,
+        signing=stack.signing,
     )
 
 

@@ -165,6 +165,12 @@ def read_image(ref: Ref) -> PlatformImage:
 def put_manifest(ref: Ref, body: bytes, media_type: str) -> Digest:
     """Store `body` under `ref` (a tag); returns its digest, computed here. The digest the
     registry answers, if any, must be the same, else UntrustedAnswer."""
+    return put_referrer(ref, body, media_type)[0]
+
+
+def put_referrer(ref: Ref, body: bytes, media_type: str) -> tuple[Digest, bool]:
+    """put_manifest, and whether the registry said it processed the manifest's `subject`
+    (an `OCI-Subject` header: it lists referrers itself, distribution spec 1.1)."""
     response = client(ref.api_host).request(
         "PUT",
         ref.repository,
@@ -182,7 +188,7 @@ def put_manifest(ref: Ref, body: bytes, media_type: str) -> Digest:
             f"the registry {ref.host} stored {_where(ref)} as {stored}, "
             f"but the bytes sent hash to {ours}; check the registry"
         )
-    return ours
+    return ours, "oci-subject" in response.headers
 
 
 def put_blob(ref: Ref, data: bytes) -> Digest:

@@ -1,9 +1,11 @@
 """Small OCI artifacts about an image (verify reports, in-toto Statements), bound to its digest.
 
-Each artifact is an OCI image manifest whose `subject` is the image: a registry with the
-OCI 1.1 referrers API lists it among the image's referrers by itself. It is found again by
-a tag built from the image's digest (cosign's scheme, `sha256-<hex>.<suffix>`), which every
-registry serves, CNCF distribution 2.8 included; so lookups never depend on referrers.
+Each artifact is an OCI image manifest whose `subject` is the image, published as an OCI 1.1
+referrer: a registry with the referrers API lists it by itself (it answers `OCI-Subject`),
+and for one without, the artifact is added to the image's referrers tag
+(registry/referrers.py), so `oras discover` and cosign find it on either. We find it again
+by a tag built from the image's digest (cosign's scheme, `sha256-<hex>.<suffix>`), which
+every registry serves; so our own lookups never depend on referrers.
 
 Reading one is checked at every step: its manifest is read by the digest the registry named
 for the tag and hashed (registry/api.py), the layer's digest is parsed from the manifest, and
@@ -16,8 +18,9 @@ import json
 
 from build_graph.errors import RegistryError, UntrustedAnswer
 from build_graph.oci.digest import Digest, parse_digest
+from build_graph.oci.referrers import Referrer
 from build_graph.oci.refs import Answer, Ref, artifact_tag
-from build_graph.registry import api
+from build_graph.registry import api, referrers
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 # The OCI 1.1 empty descriptor, the config of an artifact that has none.
@@ -57,7 +60,12 @@ def publish(
     }
     body = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
     tag = artifact_tag(subject.digest, suffix)
-    return tag, api.put_manifest(image.at(tag), body, OCI_MANIFEST)
+    digest, listed_by_registry = api.put_referrer(image.at(tag), body, OCI_MANIFEST)
+    if not listed_by_registry:
+        referrers.attach(
+            image, subject.digest, Referrer(digest, len(body), artifact_type, annotations)
+        )
+    return tag, digest
 
 
 def read(image: Ref, manifest_digest: Digest, artifact_types: tuple[str, ...]) -> bytes:

@@ -2,16 +2,18 @@
 
 A report is an in-toto Statement (oci/attestation.py) stored as an OCI artifact about the
 image's manifest (registry/artifacts.py), tagged
-`sha256-<image digest>.verify-<verifier fingerprint>`. The store takes plain values: the
-repository, the fingerprints the caller trusts (stages/trust.py decides which) and the tier
-folder where this machine keeps copies of reports by artifact digest (a cache the
-registry's answer validates on every run) and the latest one as verify.json.
+`sha256-<image digest>.verify-<verifier fingerprint>`: a Sigstore bundle of it, signed, where
+the runner has a key (signing/policy.py), the Statement itself where it has none. The store
+takes plain values: the repository, the fingerprints the caller trusts (stages/trust.py
+decides which), the signing rules, and the tier folder where this machine keeps the payloads
+it read by artifact digest (a cache the registry's answer validates on every run: a
+signature is checked again on every read, so a key dropped from signing.public_keys stops
+counting at once) and the latest report as verify.json.
 """
 
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import socket
 from collections.abc import Sequence
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from build_graph.errors import RegistryError
-from build_graph.fs import read_record, write_record
+from build_graph.fs import write_bytes_if_changed, write_record
 from build_graph.layout import TierFolder
 from build_graph.log import log, shown
 from build_graph.oci import attestation
@@ -29,6 +31,8 @@ from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Answer, Presence, artifact_tag, parse_ref
 from build_graph.registry import api, artifacts
 from build_graph.registry.availability import Availability
+from build_graph.signing import dsse, policy
+from build_graph.signing.spec import NO_SIGNING, SigningSpec
 
 # Reports were bare JSON of this type until issue 22; they are now in-toto Statements
 # (oci/attestation.py). The reader takes both: the tag and the verifier fingerprint did not
@@ -37,6 +41,7 @@ from build_graph.registry.availability import Availability
 # reports go when prune deletes their images.
 OLD_ARTIFACT_TYPE = "application/vnd.build-graph.verify-report.v1+json"
 ARTIFACT_TYPE = attestation.MEDIA_TYPE
+REPORT_TYPES = (dsse.BUNDLE_TYPE, ARTIFACT_TYPE, OLD_ARTIFACT_TYPE)
 SBOM_TYPE = "application/vnd.cyclonedx+json"
 SBOM_SUFFIX = "sbom"  # one SBOM per digest: what is installed does not depend on the verifier
 RUN_ID = os.urandom(6).hex()  # tells reports of different runs (and runners) apart
@@ -55,9 +60,12 @@ class StoredReport:
     made_on: str  # the host that ran it
     made_at: str  # when (ISO 8601, UTC)
     record: Report
+    signed_by: str | None = None  # the trusted public key that verified its signature
 
     @classmethod
-    def of(cls, record: Report, digest: Digest, fingerprint: str) -> StoredReport | None:
+    def of(
+        cls, record: Report, digest: Digest, fingerprint: str, signed_by: str | None = None
+    ) -> StoredReport | None:
         """The report if it passed, for `digest` and `fingerprint`; None otherwise."""
         if not (
             record.get("passed") is True
@@ -75,6 +83,7 @@ class StoredReport:
             shown(by.get("host", "?")),
             shown(by.get("at", "?")),
             record,
+            signed_by,
         )
 
 
@@ -83,6 +92,7 @@ class ReportStore:
     repository: str  # <registry>/<tier>
     folder: TierFolder  # where copies are kept (reports/, verify.json)
     name: str  # the tier's key, for log lines
+    signing: SigningSpec = NO_SIGNING
 
     def ref(self, digest: Digest, fingerprint: str) -> str:
         """The tag of the report about `digest` made by the verifier `fingerprint`."""
@@ -96,19 +106,45 @@ class ReportStore:
         fresh: bool = False,
     ) -> StoredReport | None:
         """A passing report for `digest` under one of `fingerprints`, or None when the
-        registry definitely holds none. `fresh` asks the registry again (before acting on
-        the answer). Raises RegistryError when the registry could not say (an error is
-        never 'no report'), UntrustedAnswer when what it served fails its hash."""
+        registry definitely holds none that counts. `fresh` asks the registry again (before
+        acting on the answer). Raises RegistryError when the registry could not say (an
+        error is never 'no report'), UntrustedAnswer when what it served fails its hash."""
+        return self.look(digest, fingerprints, holdings, fresh)[0]
+
+    def look(
+        self,
+        digest: Digest,
+        fingerprints: Sequence[str],
+        holdings: Availability,
+        fresh: bool = False,
+    ) -> tuple[StoredReport | None, list[str]]:
+        """find(), and why each report that was there did not count."""
+        refused: list[str] = []
         for fp in fingerprints:
             ref = self.ref(digest, fp)
             probe = holdings.require(ref) if fresh else holdings.answer(ref)
             if probe.presence is Presence.ABSENT or probe.digest is None:
                 continue
-            record = read_record(self._copy(probe.digest)) or self._fetch(probe.digest)
-            found = StoredReport.of(record, digest, fp) if record else None
+            payload = self._payload(probe.digest)
+            opened = policy.open_payload(self.signing, payload)
+            why = policy.counts(self.signing, opened)
+            report = _report_of(opened.document)
+            if why is None and report is None:
+                why = "it is not a verify report"
+            if why is not None:
+                log(f"[{self.name}] the report {ref} does not count: {why}")
+                refused.append(why)
+                continue
+            assert report is not None
+            found = StoredReport.of(report, digest, fp, opened.signed_by)
             if found is not None:
-                return found
-        return None
+                return found, refused
+            refused.append(
+                f"it did not pass ({shown(str(report.get('summary', '')))})"
+                if report.get("passed") is not True
+                else "it is about another digest or verifier than its tag says"
+            )
+        return None, refused
 
     def publish(self, image: Answer, report: Report, holdings: Availability) -> None:
         """Store `report` in the registry, bound to the image's digest, and keep it here."""
@@ -128,24 +164,25 @@ class ReportStore:
         document = attestation.statement(
             self.repository, image_digest, attestation.VERIFY_PREDICATE, report
         )
-        payload = json.dumps(document, indent=1, sort_keys=True).encode()
         annotations = {
             CREATED: report["made_by"]["at"],
             "dev.build-graph.passed": str(bool(report.get("passed"))).lower(),
             "dev.build-graph.summary": str(report.get("summary", "")),
         }
+        sealed = policy.seal(self.signing, document, annotations)
         write_record(self.folder.verify_record, report)  # kept even if the registry refuses
         tag, artifact = artifacts.publish(
             parse_ref(self.repository),
             image,
             f"verify-{report['fingerprint']}",
-            ARTIFACT_TYPE,
-            payload,
-            annotations,
+            sealed.media_type,
+            sealed.payload,
+            sealed.annotations,
         )
         holdings.forget(f"{self.repository}:{tag}")
-        self._keep(artifact, report)
-        log(f"[{self.name}] report stored in the registry as {self.repository}:{tag}")
+        write_bytes_if_changed(self._copy(artifact), sealed.payload)
+        signed = f", signed with {sealed.signed_by}" if sealed.signed_by else ", unsigned"
+        log(f"[{self.name}] report stored in the registry as {self.repository}:{tag}{signed}")
 
     def sbom_ref(self, digest: Digest) -> str:
         """The tag of the SBOM of `digest`."""
@@ -171,36 +208,39 @@ class ReportStore:
         return artifacts.read(ref, answer.digest, (SBOM_TYPE,))
 
     def _copy(self, artifact: Digest) -> Path:
-        """This machine's copy of the report `artifact`: the name comes from a parsed
+        """This machine's copy of the payload `artifact`: the name comes from a parsed
         digest, so it stays inside reports/."""
-        return self.folder.reports / f"{artifact.dashed}.json"
+        return self.folder.reports / f"{artifact.dashed}.payload"
 
-    def _fetch(self, artifact: Digest) -> Report | None:
-        """Read a report another run (or runner) published, by its artifact digest (hashed
-        on the way in), and keep it here. A payload that is not a JSON object is no report."""
-        payload = artifacts.read(
-            parse_ref(self.repository), artifact, (ARTIFACT_TYPE, OLD_ARTIFACT_TYPE)
-        )
+    def _payload(self, artifact: Digest) -> bytes:
+        """The payload of the report artifact `artifact`: this machine's copy (written once
+        its bytes were hashed), else the registry's, hashed on the way in and kept."""
+        copy = self._copy(artifact)
         try:
-            document = json.loads(payload)
-        except ValueError:
-            return None
-        report = (
-            attestation.predicate_of(document, attestation.VERIFY_PREDICATE)
-            if isinstance(document, dict) and "_type" in document
-            else document
-        )
-        if not isinstance(report, dict):
-            return None
+            return copy.read_bytes()
+        except OSError:
+            pass
+        payload = artifacts.read(parse_ref(self.repository), artifact, REPORT_TYPES)
+        write_bytes_if_changed(copy, payload)
+        opened = policy.open_payload(self.signing, payload)
+        report = _report_of(opened.document) or {}
         by = report.get("made_by")
         by = by if isinstance(by, dict) else {}
         log(
             f"[{self.name}] verify report from {shown(by.get('host', '?'))} "
             f"(run {shown(by.get('run', '?'))}), {shown(report.get('summary', ''))}"
         )
-        self._keep(artifact, report)
-        return report
+        if report:
+            write_record(self.folder.verify_record, report)
+        return payload
 
-    def _keep(self, artifact: Digest, report: Report) -> None:
-        write_record(self._copy(artifact), report)
-        write_record(self.folder.verify_record, report)
+
+def _report_of(document: object) -> Report | None:
+    """The report in a Statement (or a report from before Statements); None for anything
+    else."""
+    report = (
+        attestation.predicate_of(document, attestation.VERIFY_PREDICATE)
+        if isinstance(document, dict) and "_type" in document
+        else document
+    )
+    return report if isinstance(report, dict) else None

@@ -19,7 +19,7 @@ from build_graph.verify.request import trusted_fingerprints
 
 
 def store(tier: PlannedTier) -> ReportStore:
-    return ReportStore(tier.repository, tier.folder, tier.key)
+    return ReportStore(tier.repository, tier.folder, tier.key, tier.signing)
 
 
 def fingerprints(tier: PlannedTier) -> list[str]:

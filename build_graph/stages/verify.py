@@ -23,6 +23,7 @@ from build_graph.oci.refs import Answer, Presence, parse_ref
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry import api
 from build_graph.registry.availability import Availability
+from build_graph.signing import policy
 from build_graph.stages import sbom, trust
 from build_graph.stages.work import Facts
 from build_graph.verify import probe_output
@@ -76,6 +77,7 @@ def verify(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
             "verify": "passed (a report another runner stored)",
             "gpu": stored.gpu or "?",
         }
+    policy.ready(tier.signing)  # no key where one is required: said before any probe runs
     # What runs is the platform image the digest names, by its own digest: the very image
     # promote publishes, never one the daemon picks from an index by platform.
     ref = f"{tier.repository}@{one_image(tier, digest)}"

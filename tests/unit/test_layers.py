@@ -23,6 +23,7 @@ LAYERS: dict[str, int] = {
     "untar": 0,
     "gpu": 1,
     "oci": 1,
+    "signing": 1,
     "manifest": 2,
     "plan": 3,
     "pylock": 3,

@@ -47,6 +47,7 @@ def test_every_table_is_listed() -> None:
         "versions",
         "gpu",
         "cache",
+        "signing",
         "tiers.<name>",
         "tiers.<name>.compile",
         "tiers.<name>.verify",

@@ -1,0 +1,101 @@
+"""The OCI 1.1 referrers index of a subject: its entries, read and amended. Pure.
+
+An artifact about an image (a verify report, an SBOM, a signature) names the image as its
+`subject`. A registry with the referrers API lists such artifacts itself; on one without
+(CNCF distribution 2.8), the client that pushes one keeps the list in an image index tagged
+`sha256-<hex of the subject>` (distribution spec 1.1, "Referrers Tag Schema"), which `oras
+discover` and cosign read. Other tools write entries there too: entries are kept as written
+and only ours are added or removed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from build_graph.oci.contents import OCI_INDEX, OCI_MANIFEST
+from build_graph.oci.digest import Digest, parse_digest
+
+
+def fallback_tag(subject: Digest) -> str:
+    """The referrers tag of `subject`: 'sha256-<hex>'."""
+    return subject.dashed
+
+
+@dataclass(frozen=True)
+class Referrer:
+    """One entry of a referrers index: an artifact manifest about the subject."""
+
+    digest: Digest
+    size: int
+    artifact_type: str
+    annotations: dict[str, str]
+
+    def entry(self) -> dict[str, Any]:
+        document: dict[str, Any] = {
+            "mediaType": OCI_MANIFEST,
+            "digest": str(self.digest),
+            "size": self.size,
+            "artifactType": self.artifact_type,
+        }
+        if self.annotations:
+            document["annotations"] = dict(self.annotations)
+        return document
+
+
+def entries(body: bytes) -> list[dict[str, Any]]:
+    """The entries of a referrers index as stored (bytes hashed at the door); ValueError, in
+    words, for anything that is not an image index of descriptors with digests."""
+    try:
+        document = json.loads(body)
+    except ValueError:
+        raise ValueError("the referrers index is not JSON") from None
+    if not isinstance(document, dict) or document.get("mediaType", OCI_INDEX) != OCI_INDEX:
+        raise ValueError("the referrers tag names something that is not an OCI image index")
+    manifests = document.get("manifests", [])
+    if not isinstance(manifests, list):
+        raise ValueError("the referrers index's manifests is not a list")
+    for entry in manifests:
+        if not isinstance(entry, dict):
+            raise ValueError("a referrers index entry is not an object")
+        parse_digest(str(entry.get("digest", "")))
+    return manifests
+
+
+def referrers(listed: list[dict[str, Any]]) -> list[Referrer]:
+    """The entries as typed values (an entry without a size or type reads as 0 or '')."""
+    found = []
+    for entry in listed:
+        annotations = entry.get("annotations")
+        size = entry.get("size")
+        found.append(
+            Referrer(
+                parse_digest(str(entry["digest"])),
+                size if isinstance(size, int) else 0,
+                str(entry.get("artifactType", "")),
+                {str(k): str(v) for k, v in annotations.items()}
+                if isinstance(annotations, dict)
+                else {},
+            )
+        )
+    return found
+
+
+def index(listed: list[dict[str, Any]]) -> bytes:
+    """A referrers index holding `listed`."""
+    document = {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": listed}
+    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+
+
+def with_entry(listed: list[dict[str, Any]], referrer: Referrer) -> list[dict[str, Any]] | None:
+    """`listed` plus `referrer`; None when it is listed already (nothing to write)."""
+    if any(entry.get("digest") == str(referrer.digest) for entry in listed):
+        return None
+    return [*listed, referrer.entry()]
+
+
+def without(listed: list[dict[str, Any]], gone: set[Digest]) -> list[dict[str, Any]]:
+    """`listed` less the entries of `gone`."""
+    names = {str(d) for d in gone}
+    return [entry for entry in listed if entry.get("digest") not in names]

@@ -1,0 +1,114 @@
+"""A subject's referrers in a registry: listed through the referrers API where the registry
+has one, else through the referrers tag that this module keeps (oci/referrers.py).
+
+Contracts: listing is tri-state like every registry read (RegistryError is never 'none');
+adding an entry re-reads the tag after writing it and writes again when another writer's
+update replaced ours (a read-modify-write has no lock on a registry: the spec leaves it to
+clients), up to ATTEMPTS times, then RegistryError; the index an update replaced is
+deleted (it is only garbage now), silently where the registry refuses deletes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from build_graph.errors import RegistryError, UntrustedAnswer
+from build_graph.oci import problems
+from build_graph.oci.contents import OCI_INDEX
+from build_graph.oci.digest import Digest
+from build_graph.oci.referrers import (
+    Referrer,
+    entries,
+    fallback_tag,
+    index,
+    referrers,
+    with_entry,
+    without,
+)
+from build_graph.oci.refs import Ref
+from build_graph.registry import api
+from build_graph.registry.transport import client
+
+ATTEMPTS = 5
+_ACCEPT = {"Accept": OCI_INDEX}
+
+
+def listed(image: Ref, subject: Digest) -> list[Referrer]:
+    """The artifacts about `subject` in `image`'s repository: the referrers API's answer,
+    or the referrers tag's entries where the registry has no API (an absent tag: none)."""
+    response = client(image.api_host).request(
+        "GET", image.repository, f"referrers/{subject}", headers=_ACCEPT, limit=api.MANIFEST_LIMIT
+    )
+    if response.status == 200:
+        return referrers(_entries(image, response.body, "its referrers API"))
+    if response.status != 404:
+        raise problems.refused(
+            image.host, f"listing the referrers of {image.repository}@{subject}", response.status
+        )
+    found, _ = _read_tag(image, subject)
+    return referrers(found)
+
+
+def attach(image: Ref, subject: Digest, referrer: Referrer) -> None:
+    """List `referrer` in `subject`'s referrers tag (for a registry that did not take the
+    artifact's subject itself)."""
+    for _ in range(ATTEMPTS):
+        listed_now, old = _read_tag(image, subject)
+        amended = with_entry(listed_now, referrer)
+        if amended is None:
+            return
+        _write_tag(image, subject, amended, old)
+        after, _ = _read_tag(image, subject)
+        if any(entry.get("digest") == str(referrer.digest) for entry in after):
+            return
+    raise RegistryError(
+        f"{image.host}/{image.repository}:{fallback_tag(subject)}: another writer replaced "
+        f"the referrers index {ATTEMPTS} times while {referrer.digest} was added; run again"
+    )
+
+
+def detach(image: Ref, subject: Digest, gone: set[Digest]) -> None:
+    """Remove `gone` from `subject`'s referrers tag; the tag goes when nothing is left."""
+    listed_now, old = _read_tag(image, subject)
+    if old is None:
+        return
+    kept = without(listed_now, gone)
+    if len(kept) == len(listed_now):
+        return
+    if kept:
+        _write_tag(image, subject, kept, old)
+    else:
+        api.delete_manifest(image, old)
+
+
+def _read_tag(image: Ref, subject: Digest) -> tuple[list[dict[str, Any]], Digest | None]:
+    """The referrers tag's entries and its index's digest; ([], None) when there is none."""
+    ref = image.at(fallback_tag(subject))
+    answer = api.head_manifest(ref)
+    if answer.error is not None:
+        raise RegistryError(answer.error)
+    if answer.digest is None:
+        return [], None
+    manifest = api.get_manifest(ref)
+    return _entries(image, manifest.body, f"its tag {fallback_tag(subject)}"), manifest.digest
+
+
+def _write_tag(
+    image: Ref, subject: Digest, listed_now: list[dict[str, Any]], old: Digest | None
+) -> None:
+    new = api.put_manifest(image.at(fallback_tag(subject)), index(listed_now), OCI_INDEX)
+    if old is not None and old != new:
+        # garbage now, which a registry refusing deletes keeps; nothing names it
+        with contextlib.suppress(RegistryError):
+            api.delete_manifest(image, old)
+
+
+def _entries(image: Ref, body: bytes, where: str) -> list[dict[str, Any]]:
+    try:
+        return entries(body)
+    except ValueError as exc:
+        raise UntrustedAnswer(
+            f"the registry {image.host} answered the referrers of {image.repository} through "
+            f"{where} with something unreadable: {exc}"
+        ) from None
