@@ -6,6 +6,8 @@
 #   - a CNCF distribution registry on 127.0.0.1:${REGISTRY_PORT:-5000}
 #   - fake-gcs-server (a GCS emulator) on 127.0.0.1:${GCS_PORT:-4443}
 #   - debian:bookworm-slim, seeded with debootstrap only when it cannot be pulled
+#   - cosign, oras and crane from Debian's archive in .services/tools (the tests' independent
+#     readers of signed reports and referrers); `up` prints the PATH that finds them
 #   - with SERVICES_ARM64=1 (or `arm64`): arm64 emulation (qemu-user-static, binfmt_misc) and a
 #     two-platform seed 127.0.0.1:${REGISTRY_PORT:-5000}/seed/debian:bookworm-slim (an OCI index
 #     of the amd64 debian:bookworm-slim above and an arm64 one made with debootstrap)
@@ -108,6 +110,39 @@ seed_debian() {
   rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/archives/*.deb
   tar -C "$root" -c . | docker import - debian:bookworm-slim >/dev/null
   rm -rf "$root"
+}
+
+# --- the independent OCI clients the tests read our records with ----------------------------
+# cosign, oras and crane as Debian packages them (sid: cosign 3.x, oras 1.3, crane 0.20), Go
+# binaries that run on bookworm. Downloaded with apt into $state/tools (a private package
+# list, nothing installed system-wide) and unpacked there; `up` prints the PATH that finds them.
+tools="$state/tools"
+oci_tools=(cosign oras crane)
+
+oci_tools_ok() {
+  local tool
+  for tool in "${oci_tools[@]}"; do "$tools/bin/$tool" version >/dev/null 2>&1 || return 1; done
+}
+
+oci_tools_up() {
+  oci_tools_ok && { echo "export PATH=\"$tools/bin:\$PATH\""; return 0; }
+  local apt_dir="$tools/apt" mirror=${ENGINE_MIRROR:-http://deb.debian.org/debian}
+  mkdir -p "$apt_dir/parts" "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$tools/debs" "$tools/bin"
+  printf 'Types: deb\nURIs: %s\nSuites: sid\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    "$mirror" >"$apt_dir/parts/sid.sources"
+  local opts=(-o "Dir::Etc::SourceList=/dev/null" -o "Dir::Etc::SourceParts=$apt_dir/parts"
+    -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache=$apt_dir/cache" -o "Dir::State::status=/dev/null"
+    -o "Acquire::Check-Valid-Until=false" -o "APT::Sandbox::User=root")
+  log "downloading ${oci_tools[*]} from Debian sid (the independent readers of our records)"
+  apt-get "${opts[@]}" update -q >"$tools/apt.log" 2>&1 &&
+    (cd "$tools/debs" && apt-get "${opts[@]}" download "${oci_tools[@]}" >>"$tools/apt.log" 2>&1) || {
+    log "could not download ${oci_tools[*]}; see $tools/apt.log"; return 1; }
+  local deb tool
+  for deb in "$tools/debs"/*.deb; do dpkg-deb -x "$deb" "$tools/root"; done
+  for tool in "${oci_tools[@]}"; do ln -sf "$tools/root/usr/bin/$tool" "$tools/bin/$tool"; done
+  rm -rf "$tools/debs" "$apt_dir/cache"
+  oci_tools_ok || { log "${oci_tools[*]} do not run here; see $tools/apt.log"; return 1; }
+  echo "export PATH=\"$tools/bin:\$PATH\""
 }
 
 # --- arm64 under emulation (SERVICES_ARM64=1 or `services.sh arm64`) -------------------------
@@ -297,7 +332,7 @@ stop_pid() {
 
 case "${1:-up}" in
   up)
-    docker_up; registry_up; gcs_up; seed_debian
+    docker_up; registry_up; gcs_up; seed_debian; oci_tools_up
     if [ "${SERVICES_ARM64:-0}" = 1 ]; then arm64_up; fi
     log "up" ;;
   arm64) docker_up; registry_up; gcs_up; seed_debian; arm64_up ;;

@@ -3,9 +3,11 @@ nothing needs (the rules: oci/retention.py). Dry run unless asked to delete.
 
 Contract: every repository of the plan is read whole before anything is decided; a
 registry that cannot be read raises RegistryError (exit 3) having deleted nothing. Per
-image, its artifacts (verify reports, SBOMs: tags 'sha256-<its hex>.*') are deleted first,
-then the image's manifest by digest, so an interrupted prune leaves images without
-reports (rebuilt or re-verified if ever needed), never reports about nothing.
+image, its artifacts are deleted first (its referrers index 'sha256-<its hex>' first of
+all, then verify reports, SBOMs and whatever else its referrers list, other tools'
+signatures included), then the image's manifest by digest, so an interrupted prune leaves
+images without reports (rebuilt or re-verified if ever needed), never reports about
+nothing, and no referrers index naming what is gone.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 
 from build_graph.errors import RegistryError
 from build_graph.oci.digest import Digest
+from build_graph.oci.referrers import fallback_tag
 from build_graph.oci.refs import Presence, Ref, parse_ref
 from build_graph.oci.retention import (
     Decision,
@@ -26,7 +29,7 @@ from build_graph.oci.retention import (
     tag_kind,
 )
 from build_graph.plan.plan import PlannedTier
-from build_graph.registry import api
+from build_graph.registry import api, referrers
 from build_graph.registry.catalog import read_repository
 from build_graph.registry.tags import list_tags
 from build_graph.stages import build
@@ -94,8 +97,7 @@ def delete(pruning: Pruning, say: Callable[[str], None]) -> int:
                 f"kept: {tagged!r} came to name it while prune ran"
             )
             continue
-        for _tag, artifact in d.artifacts:
-            api.delete_manifest(ref, artifact)
+        _delete_artifacts(ref, d)
         api.delete_manifest(ref, d.digest)
         inner.setdefault(d.repository, set()).update(d.inner)
         deleted += 1
@@ -107,6 +109,16 @@ def delete(pruning: Pruning, say: Callable[[str], None]) -> int:
     for repository, digests in inner.items():
         _delete_untagged(repository, digests)
     return deleted
+
+
+def _delete_artifacts(ref: Ref, d: Decision) -> None:
+    """Everything about the image `d` deletes: its referrers index first (no tool then
+    lists an artifact that is gone), then every artifact it or the referrers API lists (other
+    tools' too: cosign's signatures, untagged) and every artifact tag of ours."""
+    listed = {r.digest for r in referrers.listed(ref, d.digest)}
+    first = sorted(d.artifacts, key=lambda pair: pair[0] != fallback_tag(d.digest))
+    for artifact in dict.fromkeys([*(a for _, a in first), *sorted(listed, key=str)]):
+        api.delete_manifest(ref, artifact)
 
 
 def _delete_untagged(repository: str, digests: set[Digest]) -> None:

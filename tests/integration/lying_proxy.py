@@ -12,12 +12,17 @@ lie is switched on:
   HTTP `fail` and no forwarding, the first `fail_times` of them (all, if None);
 - `head_length`: a HEAD whose path matches `head_paths` is answered with this
   Content-Length (and `head_type`, if set, as its Content-Type) instead of the registry's.
+- `referrers_api`: not a lie but a feature distribution 2.8 lacks: the proxy answers as a
+  registry with the OCI 1.1 referrers API does (a manifest PUT with a `subject` is answered
+  with `OCI-Subject`, and `GET /v2/<repo>/referrers/<digest>` lists what was so PUT and not
+  deleted since), so clients must use the API and write no referrers tag.
 Standard library only; runs in a thread; `requests` lists (method, path) of what it saw.
 """
 
 from __future__ import annotations
 
 import http.client
+import json
 import re
 import threading
 from collections.abc import Iterator
@@ -27,6 +32,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 REPORT_TAGS = re.compile(r"/manifests/sha256-[0-9a-f]{64}\.verify-")
 BY_DIGEST = re.compile(r"/manifests/sha256:([0-9a-f]{64})$")
+MANIFEST = re.compile(r"^/v2/(?P<repo>.+)/manifests/(?P<ref>[^/]+)$")
+REFERRERS = re.compile(r"^/v2/(?P<repo>.+)/referrers/(?P<digest>sha256:[0-9a-f]{64})$")
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
 _HOP = {
     "connection",
     "keep-alive",
@@ -51,6 +59,9 @@ class Lies:
     head_length: str | None = None
     head_type: str | None = None
     head_paths: re.Pattern[str] = REPORT_TAGS
+    referrers_api: bool = False
+    # (repository, subject digest) -> {artifact digest: its descriptor}, what the API lists
+    referrers: dict[tuple[str, str], dict[str, dict[str, object]]] = field(default_factory=dict)
     requests: list[tuple[str, str]] = field(default_factory=list)
 
     def reset(self) -> None:
@@ -109,6 +120,12 @@ class _Handler(BaseHTTPRequestHandler):
                 lies.fail_times -= 1
             self._answer(lies.fail, [("Content-Type", "text/plain")], b"injected failure")
             return
+        listing = REFERRERS.match(path)
+        if lies.referrers_api and listing and self.command == "GET":
+            listed = lies.referrers.get((listing["repo"], listing["digest"]), {})
+            index = {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [*listed.values()]}
+            self._answer(200, [("Content-Type", OCI_INDEX)], json.dumps(index).encode())
+            return
         conn = http.client.HTTPConnection(self.upstream, timeout=60)
         try:
             conn.request(
@@ -137,10 +154,42 @@ class _Handler(BaseHTTPRequestHandler):
                 ("Content-Length", lies.head_length),
                 ("Content-Type", lies.head_type or raw.getheader("Content-Type") or ""),
             ]
+        if lies.referrers_api and status in (201, 202):
+            headers += self._referrers(path, body, headers)
         if lies.digest_header is not None and lies.header_paths.search(path):
             headers = [(k, v) for k, v in headers if k.lower() != "docker-content-digest"]
             headers.append(("Docker-Content-Digest", lies.digest_header))
         self._answer(status, headers, data)
+
+    def _referrers(
+        self, path: str, body: bytes, headers: list[tuple[str, str]]
+    ) -> list[tuple[str, str]]:
+        """The API's bookkeeping after a manifest PUT or DELETE the registry took; the
+        OCI-Subject header a PUT with a subject is answered with."""
+        named = MANIFEST.match(path)
+        if named is None:
+            return []
+        repo, lies = named["repo"], self.lies
+        if self.command == "DELETE":
+            for listed in lies.referrers.values():
+                listed.pop(named["ref"], None)
+            return []
+        if self.command != "PUT":
+            return []
+        manifest = json.loads(body)
+        subject = (manifest.get("subject") or {}).get("digest")
+        digest = next((v for k, v in headers if k.lower() == "docker-content-digest"), None)
+        if not subject or not digest:
+            return []
+        config = manifest.get("config") or {}
+        lies.referrers.setdefault((repo, subject), {})[digest] = {
+            "mediaType": manifest.get("mediaType"),
+            "digest": digest,
+            "size": len(body),
+            "artifactType": manifest.get("artifactType") or config.get("mediaType"),
+            "annotations": manifest.get("annotations") or {},
+        }
+        return [("OCI-Subject", subject)]
 
     do_GET = do_HEAD = do_PUT = do_POST = do_PATCH = do_DELETE = _forward
 
