@@ -14,6 +14,7 @@ the payload is hashed against it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 from build_graph.errors import RegistryError, UntrustedAnswer
@@ -60,12 +61,26 @@ def publish(
     }
     body = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
     tag = artifact_tag(subject.digest, suffix)
+    previous = api.head_manifest(image.at(tag)).digest
     digest, listed_by_registry = api.put_referrer(image.at(tag), body, OCI_MANIFEST)
     if not listed_by_registry:
         referrers.attach(
             image, subject.digest, Referrer(digest, len(body), artifact_type, annotations)
         )
+    if previous is not None and previous != digest:
+        _supersede(image, subject.digest, previous, listed_by_registry)
     return tag, digest
+
+
+def _supersede(image: Ref, subject: Digest, previous: Digest, listed_by_registry: bool) -> None:
+    """The artifact our tag named before (a report made again, an SBOM of a later verify):
+    out of the referrers tag, and deleted, so no tool lists it (with the referrers API the
+    registry lists every manifest about the subject until it is deleted). Best effort: a
+    registry that refuses deletes keeps it, untagged."""
+    with contextlib.suppress(RegistryError):
+        if not listed_by_registry:
+            referrers.detach(image, subject, {previous})
+        api.delete_manifest(image, previous)
 
 
 def read(image: Ref, manifest_digest: Digest, artifact_types: tuple[str, ...]) -> bytes:

@@ -1,0 +1,133 @@
+"""A registry with the OCI 1.1 referrers API, and reports signed by a Cloud KMS key.
+
+The registry is distribution 2.8 behind a loopback proxy that answers as a registry with the
+referrers API does (lying_proxy.py's `referrers_api`): our artifacts must then be listed by
+the registry alone (no referrers tag written), and `oras discover` and cosign find them
+through the API. The signing key is a KMS key version served by a stand-in for Cloud KMS
+(fake_kms.py) through the real KMS client library; cosign verifies with its public key, and
+a KMS that answers damaged signatures fails verify in one line, storing nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from build_graph.signing.kms import ENDPOINT_ENV
+from build_graph.signing.policy import SIGNING_KEY_ENV
+from tests.helpers import REPO
+from tests.integration.conftest import Registry, Workspace
+from tests.integration.fake_kms import KEY_VERSION, Kms, fake_kms
+from tests.integration.lying_proxy import Lies, lying_proxy
+from tests.integration.test_signed_reports import cosign_verify, discovered, gate
+
+pytestmark = pytest.mark.integration
+
+KEY = f"gcpkms://{KEY_VERSION}"
+STACK = f"""\
+[stack]
+name = "api"
+registry = "{{registry}}/api"
+
+[versions]
+python = "3.11"
+
+[signing]
+public_keys = ["{KEY}"]
+required = true
+
+[tiers.app]
+from = "debian:bookworm-slim"
+template = "python-runtime.Dockerfile.j2"
+description = "one tier, its report signed in KMS and listed by the referrers API"
+"""
+
+
+@pytest.fixture(scope="module")
+def kms() -> Iterator[tuple[str, Kms]]:
+    with fake_kms() as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def proxied(registry: Registry) -> Iterator[tuple[str, Lies]]:
+    with lying_proxy(registry.address) as (address, lies):
+        lies.referrers_api = True
+        yield address, lies
+
+
+@pytest.fixture(scope="module")
+def ws(
+    tmp_path_factory: pytest.TempPathFactory,
+    registry: Registry,
+    proxied: tuple[str, Lies],
+    kms: tuple[str, Kms],
+) -> Workspace:
+    root = tmp_path_factory.mktemp("api") / "stack"
+    root.mkdir()
+    (root / "images.toml").write_text(STACK.format(registry=proxied[0]))
+    (root / "images.lock").write_bytes((REPO / "examples/quickstart/images.lock").read_bytes())
+    return Workspace(root, registry)
+
+
+def env(kms: tuple[str, Kms]) -> dict[str, str]:
+    return {SIGNING_KEY_ENV: KEY, ENDPOINT_ENV: kms[0]}
+
+
+def test_a_kms_that_answers_damaged_signatures_stores_no_report(
+    ws: Workspace, kms: tuple[str, Kms], registry: Registry
+) -> None:
+    kms[1].faults = {"sig-crc"}
+    try:
+        result = ws.doit("verify:app", env=env(kms))
+    finally:
+        kms[1].faults = set()
+    said = result.stdout + result.stderr
+    assert result.returncode != 0 and "arrived damaged" in said, said[-2000:]
+    assert not [t for t in registry.tags("api/app") if ".verify-" in t]
+
+
+def test_the_registry_lists_our_artifacts_itself(
+    ws: Workspace, kms: tuple[str, Kms], proxied: tuple[str, Lies], registry: Registry
+) -> None:
+    result = ws.doit(env=env(kms))
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert kms[1].signed >= 1
+    digest = registry.digest("api/app", "latest")
+    assert digest
+    listed = proxied[1].referrers[("api/app", digest)]
+    types = sorted(str(entry["artifactType"]) for entry in listed.values())
+    assert types == [
+        "application/vnd.cyclonedx+json",
+        "application/vnd.dev.sigstore.bundle.v0.3+json",
+    ]
+    # The API took the subject: no referrers tag is kept beside it.
+    assert f"sha256-{digest.removeprefix('sha256:')}" not in registry.tags("api/app")
+    ref = f"{proxied[0]}/api/app@{digest}"
+    before = len(proxied[1].requests)
+    assert sorted(discovered(ref)) == types
+    assert ("GET", f"/v2/api/app/referrers/{digest}") in proxied[1].requests[before:]
+
+
+def test_cosign_verifies_the_kms_signature(
+    ws: Workspace, kms: tuple[str, Kms], proxied: tuple[str, Lies], tmp_path: Path
+) -> None:
+    public = tmp_path / "kms.pub"
+    public.write_text(kms[1].public_pem(KEY_VERSION))
+    digest = ws.registry.digest("api/app", "latest")
+    result = cosign_verify(f"{proxied[0]}/api/app@{digest}", public)
+    assert result.returncode == 0, result.stderr
+    [line] = [x for x in result.stdout.splitlines() if x.startswith("{")]
+    assert json.loads(line)["payloadType"] == "application/vnd.in-toto+json"
+
+
+def test_the_gate_reads_the_kms_key_named_in_images_toml(
+    ws: Workspace, kms: tuple[str, Kms], proxied: tuple[str, Lies], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(ENDPOINT_ENV, kms[0])
+    passed = gate(ws, f"{proxied[0]}/api/app:latest")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert f"signed with {KEY}" in passed.stdout
