@@ -1,5 +1,5 @@
-"""`python -m build_graph ci --github|--cloudbuild`: the engine's options checked, its
-document made. An option of the other engine is refused, not silently dropped."""
+"""`python -m build_graph ci --github|--cloudbuild|--kyverno`: the engine's options checked,
+its document made. An option of another engine is refused, not silently dropped."""
 
 from __future__ import annotations
 
@@ -41,6 +41,10 @@ def document(args: argparse.Namespace) -> str:
     """The workflow or the Cloud Build config for `args.manifest`."""
     _refuse_the_other_engines(args)
     stack = pipeline.load_stack(args.manifest)
+    if args.kyverno:
+        from build_graph.cli.kyverno import cluster_policy
+
+        return cluster_policy(stack)
     planned = plan(stack)
     _refuse_twin_ids(stack, planned)
     if args.cloudbuild:
@@ -76,10 +80,16 @@ def document(args: argparse.Namespace) -> str:
 
 
 def _refuse_the_other_engines(args: argparse.Namespace) -> None:
-    other = _CLOUD_BUILD if args.github else _GITHUB
+    other = _CLOUD_BUILD if args.github else _GITHUB if args.cloudbuild else _CLOUD_BUILD | _GITHUB
     wrong = [flag for flag, dest in other.items() if getattr(args, dest) is not None]
     if wrong:
-        engine, them = ("--github", "Cloud Build") if args.github else ("--cloudbuild", "GitHub")
+        engine, them = (
+            ("--github", "Cloud Build")
+            if args.github
+            else ("--cloudbuild", "GitHub")
+            if args.cloudbuild
+            else ("--kyverno", "a CI engine")
+        )
         raise OptionError(
             f"{', '.join(wrong)}: an option for {them}, not {engine}; "
             "drop it or write the other engine's config"

@@ -76,6 +76,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="Google Cloud Build (Artifact Registry, gs:// compiler cache)",
     )
+    engine.add_argument(
+        "--kyverno",
+        action="store_true",
+        help="a Kyverno ClusterPolicy (GKE): Pods run this stack's images only with a "
+        "passing verify report signed by signing.public_keys",
+    )
     ci.add_argument(
         "--output",
         type=Path,

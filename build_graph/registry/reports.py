@@ -29,7 +29,7 @@ from build_graph.oci import attestation
 from build_graph.oci.contents import CREATED
 from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Answer, Presence, artifact_tag, parse_ref
-from build_graph.registry import api, artifacts
+from build_graph.registry import api, artifacts, cosign_legacy
 from build_graph.registry.availability import Availability
 from build_graph.signing import dsse, policy
 from build_graph.signing.spec import NO_SIGNING, SigningSpec
@@ -171,6 +171,14 @@ class ReportStore:
         }
         sealed = policy.seal(self.signing, document, annotations)
         write_record(self.folder.verify_record, report)  # kept even if the registry refuses
+        if sealed.envelope is not None:  # first: the report's tag is what marks verify done
+            cosign_legacy.attach(
+                parse_ref(self.repository),
+                image_digest,
+                sealed.envelope,
+                attestation.VERIFY_PREDICATE,
+                str(report["fingerprint"]),
+            )
         tag, artifact = artifacts.publish(
             parse_ref(self.repository),
             image,

@@ -53,6 +53,16 @@ def bundle(statement: bytes, signature: bytes, hint: str) -> bytes:
     return json.dumps(document, indent=1, sort_keys=True).encode()
 
 
+def envelope(statement: bytes, signature: bytes) -> bytes:
+    """The bare DSSE envelope (what cosign's older `.att` layout stores as a layer)."""
+    document = {
+        "payloadType": PAYLOAD_TYPE,
+        "payload": base64.b64encode(statement).decode(),
+        "signatures": [{"keyid": "", "sig": base64.b64encode(signature).decode()}],
+    }
+    return json.dumps(document, sort_keys=True).encode()
+
+
 def open_bundle(data: bytes) -> Envelope:
     """The envelope of a bundle as stored; ValueError, in words, for anything else (not a
     bundle, not an in-toto DSSE envelope, no signature, bad base64)."""

@@ -51,6 +51,7 @@ class Sealed:
     media_type: str
     annotations: dict[str, str]
     signed_by: str | None
+    envelope: bytes | None = None  # the bare DSSE envelope, for cosign's `.att` layout
 
 
 def signer_reference(spec: SigningSpec) -> str | None:
@@ -114,7 +115,7 @@ def seal(spec: SigningSpec, statement: dict[str, Any], annotations: dict[str, st
         "dev.sigstore.bundle.content": "dsse-envelope",
         "dev.sigstore.bundle.predicateType": str(statement.get("predicateType", "")),
     }
-    return Sealed(bundle, dsse.BUNDLE_TYPE, labels, found.name)
+    return Sealed(bundle, dsse.BUNDLE_TYPE, labels, found.name, dsse.envelope(body, signature))
 
 
 def open_payload(spec: SigningSpec, payload: bytes) -> Opened:

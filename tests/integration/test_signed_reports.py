@@ -131,6 +131,25 @@ def test_oras_lists_the_report_and_the_sbom_on_a_registry_without_the_api(
         assert f"sha256-{digest.split(':')[1]}" in signed.registry.tags(f"quickstart/{tier}")
 
 
+def test_cosign_s_older_layout_alone_verifies_too(signed: Workspace) -> None:
+    """What Kyverno's ClusterPolicy reads: the `.att` image, copied by crane with the image
+    into a repository that holds nothing else (no referrers, no bundle)."""
+    source = image(signed, "runner")
+    digest = source.split("@")[1]
+    copy = f"{signed.registry.address}/copies/runner"
+    att = f"sha256-{digest.removeprefix('sha256:')}.att"
+    for ref, to in (
+        (source, f"{copy}@{digest}"),
+        (f"{source.split('@')[0]}:{att}", f"{copy}:{att}"),
+    ):
+        assert run(tool("crane"), "copy", "--insecure", ref, to).returncode == 0
+    assert signed.registry.tags("copies/runner") == [att]
+    result = cosign_verify(f"{copy}@{digest}", signed.root / "keys" / "verify.pub")
+    assert result.returncode == 0, result.stderr
+    [stated] = statements(result)
+    assert stated["predicateType"] == VERIFY_PREDICATE
+
+
 def test_another_key_verifies_nothing(signed: Workspace, tmp_path: Path) -> None:
     _, other = keys.generate(tmp_path / "other")
     ref = image(signed, "runner")
