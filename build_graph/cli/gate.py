@@ -29,6 +29,7 @@ from build_graph.verify.request import trusted_fingerprints
 class Verdict:
     passed: bool
     line: str
+    pinned: str = ""  # REGISTRY/REPO@DIGEST: what was checked, for the deploy to pull
 
 
 def gate(stack: Stack, reference: str, keys: list[Path], current: bool) -> Verdict:
@@ -64,6 +65,7 @@ def gate(stack: Stack, reference: str, keys: list[Path], current: bool) -> Verdi
             True,
             f"ok: {where}: {tier.key} verified ({found.summary}; GPU {found.gpu}), "
             f"signed with {found.signed_by}",
+            f"{ref.host}/{ref.repository}@{digest}",
         )
     why = "; ".join(dict.fromkeys(reasons)) or (
         f"no verify report for this digest by the current verifier of "

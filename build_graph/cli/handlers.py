@@ -264,7 +264,11 @@ def run_gate(args: argparse.Namespace) -> int:
     from build_graph.cli.gate import gate
 
     verdict = gate(pipeline.load_stack(args.manifest), args.image, args.key, args.current)
-    print(verdict.line)
+    if verdict.passed and args.print_ref:
+        print(verdict.line, file=sys.stderr)
+        print(verdict.pinned)
+    else:
+        print(verdict.line)
     return 0 if verdict.passed else 1
 
 

@@ -253,6 +253,12 @@ def parser() -> argparse.ArgumentParser:
         help="also require the image to be what the tier's inputs and locks make now (its "
         "hash tag names it)",
     )
+    gated.add_argument(
+        "--print-ref",
+        action="store_true",
+        help="on success print only REGISTRY/REPO@DIGEST, the reference checked, for the "
+        "deploy to use (the verdict goes to stderr)",
+    )
     gated.set_defaults(run=run_gate)
     keys = sub.add_parser(
         "keygen",

@@ -165,6 +165,9 @@ def test_the_gate_passes_latest(signed: Workspace) -> None:
         passed = gate(signed, ref, *extra)
         assert passed.returncode == 0, passed.stdout + passed.stderr
         assert passed.stdout.startswith("ok: ") and "signed with" in passed.stdout
+    pinned = gate(signed, ref, "--print-ref")
+    assert pinned.returncode == 0 and pinned.stderr.startswith("ok: ")
+    assert pinned.stdout.strip() == image(signed, "runner")
 
 
 def hash_tags(ws: Workspace) -> list[str]:
