@@ -93,6 +93,11 @@ class UntrustedAnswer(BuildFailed):
     check: bytes that do not hash to the digest asked for, a malformed digest. Never used."""
 
 
+class NotAnArtifact(UntrustedAnswer):
+    """A tag where an artifact of ours belongs names something else (pushed by anyone with
+    push rights): no report, not a failure of the run."""
+
+
 # Raised by one module each, reported here like the rest (one reporter, `report`).
 
 

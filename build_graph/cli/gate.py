@@ -21,6 +21,7 @@ from build_graph.plan.plan import PlannedTier, plan
 from build_graph.registry import api
 from build_graph.registry.availability import Availability
 from build_graph.registry.reports import ReportStore, StoredReport
+from build_graph.signing.keys import KMS_SCHEME
 from build_graph.signing.spec import SigningSpec
 from build_graph.verify.request import trusted_fingerprints
 
@@ -32,7 +33,7 @@ class Verdict:
     pinned: str = ""  # REGISTRY/REPO@DIGEST: what was checked, for the deploy to pull
 
 
-def gate(stack: Stack, reference: str, keys: list[Path], current: bool) -> Verdict:
+def gate(stack: Stack, reference: str, keys: list[str], current: bool) -> Verdict:
     """The verdict on `reference` (its rules: the module's docstring). RegistryError when the
     registry could not answer; OptionError for a reference or keys that cannot be used."""
     try:
@@ -50,29 +51,33 @@ def gate(stack: Stack, reference: str, keys: list[Path], current: bool) -> Verdi
     where = f"{reference} ({digest})"
     holdings = Availability()
     subjects = _subjects(ref, digest)
+    current_images = _current_images(tiers, holdings)
     reasons: list[str] = []
-    for tier in tiers:
-        found = _all_pass(tier, spec, subjects, holdings, reasons)
+    found: tuple[PlannedTier, StoredReport] | None = None
+    for subject in subjects:
+        found = _passes(tiers, spec, subject, current_images, holdings, reasons)
         if found is None:
-            continue
-        if current and not _is_current(tier, digest, subjects, holdings):
-            reasons.append(
-                f"it is not what {tier.key}'s inputs make now ({tier.image}): built from "
-                "other inputs or another lock"
-            )
-            continue
-        return Verdict(
-            True,
-            f"ok: {where}: {tier.key} verified ({found.summary}; GPU {found.gpu}), "
-            f"signed with {found.signed_by}",
-            f"{ref.host}/{ref.repository}@{digest}",
+            break
+    if found is None:
+        why = "; ".join(dict.fromkeys(reasons)) or (
+            f"no verify report for this digest by the current verifier of "
+            f"{' or '.join(t.key for t in tiers)} (never verified, or verified against other "
+            "promises: run doit)"
         )
-    why = "; ".join(dict.fromkeys(reasons)) or (
-        f"no verify report for this digest by the current verifier of "
-        f"{' or '.join(t.key for t in tiers)} (never verified, or verified against other "
-        "promises: run doit)"
+        return Verdict(False, f"refused: {where}: {why}")
+    tier, report = found
+    if current and not (digest in current_images or set(subjects) <= set(current_images)):
+        return Verdict(
+            False,
+            f"refused: {where}: it is not what {tier.group_key}'s inputs make now "
+            f"({tier.image}): built from other inputs or another lock",
+        )
+    return Verdict(
+        True,
+        f"ok: {where}: {tier.group_key} verified ({report.summary}; GPU {report.gpu}), "
+        f"signed with {report.signed_by}",
+        f"{ref.host}/{ref.repository}@{digest}",
     )
-    return Verdict(False, f"refused: {where}: {why}")
 
 
 def _tiers_of(stack: Stack, ref: Ref) -> list[PlannedTier]:
@@ -90,9 +95,12 @@ def _tiers_of(stack: Stack, ref: Ref) -> list[PlannedTier]:
     return found
 
 
-def _spec(stack: Stack, keys: list[Path]) -> SigningSpec:
+def _spec(stack: Stack, keys: list[str]) -> SigningSpec:
     """The stack's signing rules with signatures required, and --key's keys when named."""
-    named = tuple(str(k.resolve()) for k in keys) or stack.signing.public_keys
+    named = (
+        tuple(k if k.startswith(KMS_SCHEME) else str(Path(k).resolve()) for k in keys)
+        or stack.signing.public_keys
+    )
     if not named:
         raise OptionError(
             "gate: no public key to check signatures with; name one with --key FILE "
@@ -113,28 +121,44 @@ def _subjects(ref: Ref, digest: Digest) -> list[Digest]:
     return [digest]
 
 
-def _all_pass(
-    tier: PlannedTier,
+def _current_images(tiers: list[PlannedTier], holdings: Availability) -> dict[Digest, Digest]:
+    """What the current plan's hash tags name, each mapped to the digest its report is
+    about: the hash tag's own digest, and for an index of one image (the containerd store
+    pushes each image so) the image inside it too, which is what promote puts in a
+    platforms' index."""
+    named: dict[Digest, Digest] = {}
+    for tier in tiers:
+        answer = holdings.require(tier.image)
+        if answer.digest is None:
+            continue
+        named[answer.digest] = answer.digest
+        try:
+            inner = api.read_contents(parse_ref(tier.image).at(str(answer.digest)))
+            one = inner.single_image()
+        except (UntrustedAnswer, ValueError):
+            continue
+        if one is not None:
+            named[one.digest] = answer.digest
+    return named
+
+
+def _passes(
+    tiers: list[PlannedTier],
     spec: SigningSpec,
-    subjects: list[Digest],
+    subject: Digest,
+    current_images: dict[Digest, Digest],
     holdings: Availability,
     reasons: list[str],
-) -> StoredReport | None:
-    store = ReportStore(tier.repository, tier.folder, tier.key, spec)
-    fingerprints = trusted_fingerprints(tier.expect, False)
-    found = None
-    for subject in subjects:
-        found, refused = store.look(subject, fingerprints, holdings, fresh=True)
-        reasons.extend(f"its report for {tier.key} does not count: {why}" for why in refused)
-        if found is None:
-            return None
-    return found
-
-
-def _is_current(
-    tier: PlannedTier, digest: Digest, subjects: list[Digest], holdings: Availability
-) -> bool:
-    """Whether the tier's hash tag (its inputs and lock as they are now) names `digest`, or
-    one of the platform images the index `digest` holds."""
-    named = holdings.require(tier.image).digest
-    return named is not None and (named == digest or named in subjects)
+) -> tuple[PlannedTier, StoredReport] | None:
+    """A tier of the repository whose current verifier passed `subject` (or the hash tag's
+    index that holds it), in a report signed as `spec` asks."""
+    about = list(dict.fromkeys([subject, current_images.get(subject, subject)]))
+    for tier in tiers:
+        store = ReportStore(tier.repository, tier.folder, tier.key, spec)
+        fingerprints = trusted_fingerprints(tier.expect, False)
+        for digest in about:
+            found, refused = store.look(digest, fingerprints, holdings, fresh=True)
+            reasons.extend(f"its report for {tier.key} does not count: {why}" for why in refused)
+            if found is not None:
+                return tier, found
+    return None

@@ -264,11 +264,11 @@ def run_gate(args: argparse.Namespace) -> int:
     from build_graph.cli.gate import gate
 
     verdict = gate(pipeline.load_stack(args.manifest), args.image, args.key, args.current)
+    # With --print-ref stdout carries only the reference to deploy (nothing when refused),
+    # so `image=$(... --print-ref) || exit 1` can never hand a deploy a sentence.
+    print(verdict.line, file=sys.stderr if args.print_ref else sys.stdout)
     if verdict.passed and args.print_ref:
-        print(verdict.line, file=sys.stderr)
         print(verdict.pinned)
-    else:
-        print(verdict.line)
     return 0 if verdict.passed else 1
 
 

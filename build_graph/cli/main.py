@@ -240,12 +240,11 @@ def parser() -> argparse.ArgumentParser:
     gated.add_argument("image", help="an image reference: REGISTRY/REPO:TAG or REPO@sha256:...")
     gated.add_argument(
         "--key",
-        type=Path,
         action="append",
         default=[],
-        metavar="FILE",
-        help="a PEM public key whose signatures count (repeatable; default: images.toml's "
-        "signing.public_keys)",
+        metavar="FILE|gcpkms://...",
+        help="a PEM public key file or a Cloud KMS key version whose signatures count "
+        "(repeatable; default: images.toml's signing.public_keys)",
     )
     gated.add_argument(
         "--current",

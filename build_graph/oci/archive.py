@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from build_graph.errors import BuildFailed
+from build_graph.oci import json_door
 from build_graph.oci.contents import INDEX_TYPES, UNKNOWN_PLATFORM
 from build_graph.oci.digest import Digest, parse_digest
 from build_graph.oci.platforms import stated_platform
@@ -67,7 +68,7 @@ def _read_image(archive: Path, platform: str | None) -> ArchivedImage:
     with tarfile.open(archive) as tar:
         index = _json(tar, "index.json")
         digest, manifest = _image_manifest(tar, index, platform)
-        config = json.loads(_blob(tar, parse_digest(manifest["config"]["digest"])))
+        config = json_door.loads(_blob(tar, parse_digest(manifest["config"]["digest"])))
         layers = tuple(parse_digest(layer["digest"]) for layer in manifest.get("layers") or [])
     if not isinstance(config, dict):
         raise BadArchive(f"{archive}: the image config is not a JSON object")
@@ -155,7 +156,7 @@ def _image_manifest(
     if len(entries) != 1:
         raise BadArchive(f"expected one image in the archive, found {len(entries)}")
     digest = parse_digest(entries[0].get("digest"))
-    body = json.loads(_blob(tar, digest))
+    body = json_door.loads(_blob(tar, digest))
     if body.get("mediaType") in INDEX_TYPES or "manifests" in body:
         return _image_manifest(tar, body, platform)
     return digest, body

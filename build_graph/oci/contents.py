@@ -16,10 +16,10 @@ Anything that is none of these raises ValueError, in words.
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from typing import Any
 
+from build_graph.oci import json_door
 from build_graph.oci.digest import Digest, parse_digest
 from build_graph.oci.platforms import stated_platform
 
@@ -112,7 +112,7 @@ class Contents:
 def parse(body: bytes, media_type: str, digest: Digest) -> Contents:
     """The contents of a manifest (its bytes as served, their digest computed at the door)."""
     try:
-        document = json.loads(body)
+        document = json_door.loads(body)
     except ValueError as exc:
         raise ValueError(f"{digest} is not JSON: {exc}") from None
     if not isinstance(document, dict):

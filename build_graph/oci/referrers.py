@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from build_graph.oci import json_door
 from build_graph.oci.contents import OCI_INDEX, OCI_MANIFEST
 from build_graph.oci.digest import Digest, parse_digest
 
@@ -48,7 +49,7 @@ def entries(body: bytes) -> list[dict[str, Any]]:
     """The entries of a referrers index as stored (bytes hashed at the door); ValueError, in
     words, for anything that is not an image index of descriptors with digests."""
     try:
-        document = json.loads(body)
+        document = json_door.loads(body)
     except ValueError:
         raise ValueError("the referrers index is not JSON") from None
     if not isinstance(document, dict) or document.get("mediaType", OCI_INDEX) != OCI_INDEX:
@@ -61,6 +62,58 @@ def entries(body: bytes) -> list[dict[str, Any]]:
             raise ValueError("a referrers index entry is not an object")
         parse_digest(str(entry.get("digest", "")))
     return manifests
+
+
+def is_referrers_index(listed: list[dict[str, Any]]) -> bool:
+    """Whether entries read from a referrers tag are a referrers list: every entry an
+    artifact (it states an artifact type) and none a platform image. An image's own index
+    (the containerd store pushes one per image) is not, and must never be merged into or
+    deleted as one, whatever tag names it."""
+    return all(
+        isinstance(entry.get("artifactType"), str) and "platform" not in entry for entry in listed
+    )
+
+
+def subject_of(body: bytes) -> Digest | None:
+    """The digest a manifest names as its `subject`; None when it names none (or is not a
+    manifest at all)."""
+    try:
+        document = json_door.loads(body)
+        return parse_digest(str(document["subject"]["digest"]))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+# What cosign stores under its `.sig` and `.att` tags: images whose layers are signatures
+# (simple signing) or DSSE envelopes (cosign's specs/SIGNATURE_SPEC.md, ATTESTATION_SPEC.md).
+_SIGNATURE_LAYERS = (
+    "application/vnd.dsse.envelope.v1+json",
+    "application/vnd.dev.cosign.simplesigning.v1+json",
+)
+
+
+def artifact_about(body: bytes, subject: Digest, tag: str) -> bool:
+    """Whether the manifest `body`, found under `tag`, is an artifact about `subject` that
+    may be deleted with it: one whose `subject` names it; its referrers index (under its
+    referrers tag); cosign's signature or attestation image (under `.sig`/`.att`), whose
+    layers are all signatures. Anything else (an image, planted under such a tag) is not."""
+    if subject_of(body) == subject:
+        return True
+    if tag == fallback_tag(subject):
+        try:
+            return is_referrers_index(entries(body))
+        except ValueError:
+            return False
+    if tag in (f"{fallback_tag(subject)}.att", f"{fallback_tag(subject)}.sig"):
+        try:
+            layers = json_door.loads(body).get("layers")
+            return bool(layers) and all(
+                isinstance(layer, dict) and layer.get("mediaType") in _SIGNATURE_LAYERS
+                for layer in layers
+            )
+        except (ValueError, AttributeError, TypeError):
+            return False
+    return False
 
 
 def referrers(listed: list[dict[str, Any]]) -> list[Referrer]:

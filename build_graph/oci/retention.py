@@ -37,9 +37,8 @@ from dataclasses import dataclass
 
 from build_graph.oci.digest import Digest
 
-# What plan/hashing.py makes (TAG_LENGTH hex digits), what artifact_tag makes, and the OCI
-# referrers tag of a digest ('sha256-<hex>', oci/referrers.py: an index of artifacts about
-# it); any other tag was set by a person or by promote, and is a human tag.
+# What plan/hashing.py makes (TAG_LENGTH hex digits), what artifact_tag makes and a referrers
+# tag ('sha256-<hex>', oci/referrers.py); any other tag was set by a person or by promote.
 _HASH_TAG = re.compile(r"[0-9a-f]{20}")
 _ARTIFACT_TAG = re.compile(r"sha256-([0-9a-f]{64})(?:\.[A-Za-z0-9_.-]+)?")
 
@@ -52,8 +51,7 @@ def tag_kind(tag: str) -> str:
 
 
 def artifact_subject(tag: str) -> Digest | None:
-    """The image digest an artifact tag ('sha256-<hex>.<suffix>', or the referrers tag
-    'sha256-<hex>') is about."""
+    """The digest an artifact tag ('sha256-<hex>.<suffix>', 'sha256-<hex>') is about."""
     match = _ARTIFACT_TAG.fullmatch(tag)
     return Digest(match[1]) if match else None
 

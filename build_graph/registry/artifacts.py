@@ -17,9 +17,10 @@ from __future__ import annotations
 import contextlib
 import json
 
-from build_graph.errors import RegistryError, UntrustedAnswer
+from build_graph.errors import BuildGraphError, NotAnArtifact, RegistryError
+from build_graph.oci import json_door
 from build_graph.oci.digest import Digest, parse_digest
-from build_graph.oci.referrers import Referrer
+from build_graph.oci.referrers import Referrer, subject_of
 from build_graph.oci.refs import Answer, Ref, artifact_tag
 from build_graph.registry import api, referrers
 
@@ -75,9 +76,13 @@ def publish(
 def _supersede(image: Ref, subject: Digest, previous: Digest, listed_by_registry: bool) -> None:
     """The artifact our tag named before (a report made again, an SBOM of a later verify):
     out of the referrers tag, and deleted, so no tool lists it (with the referrers API the
-    registry lists every manifest about the subject until it is deleted). Best effort: a
-    registry that refuses deletes keeps it, untagged."""
-    with contextlib.suppress(RegistryError):
+    registry lists every manifest about the subject until it is deleted). Only a manifest
+    whose `subject` is the same image goes: a tag pointed at anything else (an image) by
+    someone with push rights deletes nothing. Best effort: a registry that refuses deletes
+    keeps it, untagged."""
+    with contextlib.suppress(BuildGraphError):
+        if subject_of(api.get_manifest(image.at(str(previous))).body) != subject:
+            return
         if not listed_by_registry:
             referrers.detach(image, subject, {previous})
         api.delete_manifest(image, previous)
@@ -90,11 +95,11 @@ def read(image: Ref, manifest_digest: Digest, artifact_types: tuple[str, ...]) -
     where = f"{image.host}/{image.repository}@{manifest_digest}"
     manifest = api.get_manifest(image.at(str(manifest_digest)))
     try:
-        data = json.loads(manifest.body)
+        data = json_door.loads(manifest.body)
         [layer] = [entry for entry in data["layers"] if entry["mediaType"] in artifact_types]
         blob = parse_digest(layer["digest"])
     except (ValueError, KeyError, TypeError):
-        raise UntrustedAnswer(
+        raise NotAnArtifact(
             f"{where} is not an artifact of type {' or '.join(artifact_types)}"
         ) from None
     return api.get_blob(image, blob)

@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from build_graph.errors import RegistryError, UntrustedAnswer
-from build_graph.oci import contents
+from build_graph.oci import contents, json_door
 from build_graph.oci.contents import CREATED, OCI_INDEX, OCI_MANIFEST
 from build_graph.oci.digest import Digest
 from build_graph.oci.platforms import stated_platform
@@ -58,7 +58,7 @@ def _with_entries(ref: Ref) -> Image:
     if head.digest is None:
         return head
     try:
-        body: Any = json.loads(api.get_manifest(ref.at(str(head.digest))).body)
+        body: Any = json_door.loads(api.get_manifest(ref.at(str(head.digest))).body)
     except (UntrustedAnswer, ValueError) as exc:
         return Image(head.digest, problem=f"its manifest could not be read ({exc})")
     return human_tag_image(head.digest, body)
@@ -91,7 +91,7 @@ def _artifact(ref: Ref) -> Image:
     if head.digest is None:
         return head
     try:
-        body: Any = json.loads(api.get_manifest(ref.at(str(head.digest))).body)
+        body: Any = json_door.loads(api.get_manifest(ref.at(str(head.digest))).body)
         stated = (body.get("annotations") or {}).get(CREATED)
         return Image(head.digest, created=_timestamp(stated) if isinstance(stated, str) else None)
     except (UntrustedAnswer, ValueError, AttributeError):
@@ -134,7 +134,7 @@ def _from_config(
     if data is None:
         return Image(digest, layers=layers, problem=f"its config blob {config} is gone")
     try:
-        config_data = json.loads(data)
+        config_data = json_door.loads(data)
         created = _timestamp(config_data["created"])
     except (ValueError, KeyError, TypeError):
         return Image(

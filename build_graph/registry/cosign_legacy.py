@@ -4,9 +4,13 @@ else (Kyverno's ClusterPolicy `verifyImages.attestations`, cosign 2.x).
 The tag `sha256-<hex of the image>.att` names an image manifest whose layers are DSSE
 envelopes (`application/vnd.dsse.envelope.v1+json`, annotated with cosign's signature
 marker and the predicate type), one per attestation (cosign's specs/ATTESTATION_SPEC.md).
-Other tools' layers are kept; ours is replaced per verifier fingerprint (a layer
-annotation), so a CPU runner's and a GPU runner's reports both stay. cosign 3.1.1 verifies
-this layout with `verify-attestation --key` as it does the bundle (tried here).
+Other tools' layers are kept; ours is the latest report alone (a digest is verified again
+only by a runner that does not trust the report there: a GPU runner after a CPU runner, or
+after the promises changed), so a report made under older promises does not linger for a
+policy to accept. Two runners writing at once can lose one layer (no lock on a registry):
+the report that stays is one of theirs. cosign 3.1.1 verifies this layout with
+`verify-attestation --key` as it does the bundle (tried here). What is there is read at the
+door: an unreadable or oversized manifest, or one that is no image of layers, is replaced.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from build_graph.errors import RegistryError
+from build_graph.errors import RegistryError, UntrustedAnswer
+from build_graph.oci import json_door
 from build_graph.oci.contents import OCI_MANIFEST
 from build_graph.oci.digest import Digest, parse_digest
 from build_graph.oci.refs import Ref, artifact_tag
@@ -29,10 +34,12 @@ _ZERO = "0001-01-01T00:00:00Z"  # what cosign states as `created`: nothing dates
 
 
 def attach(image: Ref, subject: Digest, envelope: bytes, predicate_type: str, key: str) -> None:
-    """Put `envelope` (a signed DSSE envelope about `subject`) in its `.att` image, in place
-    of our earlier layer for the same `key` (the verifier fingerprint)."""
+    """Put `envelope` (a signed DSSE envelope about `subject`, made by the verifier `key`)
+    in its `.att` image, in place of every earlier one of `predicate_type`."""
     ref = image.at(artifact_tag(subject, SUFFIX))
-    layers = [layer for layer in _layers(ref) if _annotation(layer, FINGERPRINT) != key]
+    layers = [
+        layer for layer in _layers(ref) if _annotation(layer, "predicateType") != predicate_type
+    ]
     blob = api.put_blob(image, envelope)
     layers.append(
         {
@@ -75,12 +82,12 @@ def _layers(ref: Ref) -> list[dict[str, Any]]:
             raise RegistryError(answer.error)
         return []
     try:
-        layers = json.loads(api.get_manifest(ref).body).get("layers")
+        layers = json_door.loads(api.get_manifest(ref).body).get("layers")
         kept = [layer for layer in layers if isinstance(layer, dict)]
         for layer in kept:
             parse_digest(str(layer.get("digest")))
         return kept
-    except (ValueError, AttributeError, TypeError):
+    except (UntrustedAnswer, ValueError, AttributeError, TypeError):
         return []
 
 

@@ -2,18 +2,24 @@
 has one, else through the referrers tag that this module keeps (oci/referrers.py).
 
 Contracts: listing is tri-state like every registry read (RegistryError is never 'none');
-adding an entry re-reads the tag after writing it and writes again when another writer's
-update replaced ours (a read-modify-write has no lock on a registry: the spec leaves it to
-clients), up to ATTEMPTS times, then RegistryError; the index an update replaced is
-deleted (it is only garbage now), silently where the registry refuses deletes.
+adding an entry writes the amended index, then reads it back SETTLE times, a moment
+apart, and writes again whenever another writer's update replaced ours (a read-modify-write
+has no lock on a registry: the spec leaves it to clients), up to ATTEMPTS writes, then
+RegistryError; what remains possible is a writer whose read and write straddle all of our
+reads, which one settling round makes unlikely rather than impossible. The index an update
+replaced is deleted (it is only garbage now) when it was read as a referrers list, silently
+where the registry refuses deletes; a tag naming anything else is replaced, never deleted.
 """
 
 from __future__ import annotations
 
 import contextlib
+import random
+import time
 from typing import Any
 
 from build_graph.errors import RegistryError, UntrustedAnswer
+from build_graph.log import log
 from build_graph.oci import problems
 from build_graph.oci.contents import OCI_INDEX
 from build_graph.oci.digest import Digest
@@ -22,6 +28,7 @@ from build_graph.oci.referrers import (
     entries,
     fallback_tag,
     index,
+    is_referrers_index,
     referrers,
     with_entry,
     without,
@@ -30,13 +37,16 @@ from build_graph.oci.refs import Ref
 from build_graph.registry import api
 from build_graph.registry.transport import client
 
-ATTEMPTS = 5
+ATTEMPTS = 8
+SETTLE = 3  # reads in a row that must list an added entry
+SETTLE_GAP = 0.05  # seconds between them (jittered)
 _ACCEPT = {"Accept": OCI_INDEX}
 
 
 def listed(image: Ref, subject: Digest) -> list[Referrer]:
     """The artifacts about `subject` in `image`'s repository: the referrers API's answer,
-    or the referrers tag's entries where the registry has no API (an absent tag: none)."""
+    or the referrers tag's entries where the registry has no API (an absent tag, or one that
+    names no referrers list: none)."""
     response = client(image.api_host).request(
         "GET", image.repository, f"referrers/{subject}", headers=_ACCEPT, limit=api.MANIFEST_LIMIT
     )
@@ -52,20 +62,26 @@ def listed(image: Ref, subject: Digest) -> list[Referrer]:
 
 def attach(image: Ref, subject: Digest, referrer: Referrer) -> None:
     """List `referrer` in `subject`'s referrers tag (for a registry that did not take the
-    artifact's subject itself)."""
-    for _ in range(ATTEMPTS):
+    artifact's subject itself), and see it stay listed (the module's contract)."""
+    writes, settled = 0, 0
+    while settled < SETTLE:
         listed_now, old = _read_tag(image, subject)
         amended = with_entry(listed_now, referrer)
-        if amended is None:
-            return
+        if amended is None:  # listed: read again a moment later, unless settled
+            settled += 1
+            if settled < SETTLE:
+                time.sleep(SETTLE_GAP * random.uniform(0.5, 1.5))
+            continue
+        if writes == ATTEMPTS:
+            raise RegistryError(
+                f"{image.host}/{image.repository}:{fallback_tag(subject)}: other writers "
+                f"replaced the referrers index {ATTEMPTS} times while {referrer.digest} was "
+                "added; run again"
+            )
+        if writes:  # another writer won the last round: let the writers fall out of step
+            time.sleep(random.uniform(0, SETTLE_GAP * writes))
         _write_tag(image, subject, amended, old)
-        after, _ = _read_tag(image, subject)
-        if any(entry.get("digest") == str(referrer.digest) for entry in after):
-            return
-    raise RegistryError(
-        f"{image.host}/{image.repository}:{fallback_tag(subject)}: another writer replaced "
-        f"the referrers index {ATTEMPTS} times while {referrer.digest} was added; run again"
-    )
+        writes, settled = writes + 1, 0
 
 
 def detach(image: Ref, subject: Digest, gone: set[Digest]) -> None:
@@ -83,7 +99,9 @@ def detach(image: Ref, subject: Digest, gone: set[Digest]) -> None:
 
 
 def _read_tag(image: Ref, subject: Digest) -> tuple[list[dict[str, Any]], Digest | None]:
-    """The referrers tag's entries and its index's digest; ([], None) when there is none."""
+    """The referrers tag's entries and its index's digest; ([], None) when there is none,
+    and when the tag names something that is no referrers list (an image's index planted
+    there): it is replaced, never merged, and never deleted."""
     ref = image.at(fallback_tag(subject))
     answer = api.head_manifest(ref)
     if answer.error is not None:
@@ -91,7 +109,19 @@ def _read_tag(image: Ref, subject: Digest) -> tuple[list[dict[str, Any]], Digest
     if answer.digest is None:
         return [], None
     manifest = api.get_manifest(ref)
-    return _entries(image, manifest.body, f"its tag {fallback_tag(subject)}"), manifest.digest
+    try:
+        found = entries(manifest.body)
+    except ValueError as exc:
+        where = f"{image.host}/{image.repository}:{fallback_tag(subject)}"
+        log(f"  {where} is unreadable ({exc}): replaced")
+        return [], None
+    if not is_referrers_index(found):
+        log(
+            f"  {image.host}/{image.repository}:{fallback_tag(subject)} names no referrers list "
+            "(an entry without an artifact type, or a platform image): replaced"
+        )
+        return [], None
+    return found, manifest.digest
 
 
 def _write_tag(

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from build_graph.errors import RegistryError
+from build_graph.errors import NotAnArtifact, RegistryError
 from build_graph.fs import write_bytes_if_changed, write_record
 from build_graph.layout import TierFolder
 from build_graph.log import log, shown
@@ -125,7 +125,12 @@ class ReportStore:
             probe = holdings.require(ref) if fresh else holdings.answer(ref)
             if probe.presence is Presence.ABSENT or probe.digest is None:
                 continue
-            payload = self._payload(probe.digest)
+            try:
+                payload = self._payload(probe.digest)
+            except NotAnArtifact as exc:
+                log(f"[{self.name}] {ref} does not count: {exc}")
+                refused.append("it is not a verify report")
+                continue
             opened = policy.open_payload(self.signing, payload)
             why = policy.counts(self.signing, opened)
             report = _report_of(opened.document)
@@ -138,6 +143,7 @@ class ReportStore:
             assert report is not None
             found = StoredReport.of(report, digest, fp, opened.signed_by)
             if found is not None:
+                write_record(self.folder.verify_record, report)
                 return found, refused
             refused.append(
                 f"it did not pass ({shown(str(report.get('summary', '')))})"
@@ -238,8 +244,6 @@ class ReportStore:
             f"[{self.name}] verify report from {shown(by.get('host', '?'))} "
             f"(run {shown(by.get('run', '?'))}), {shown(report.get('summary', ''))}"
         )
-        if report:
-            write_record(self.folder.verify_record, report)
         return payload
 
 

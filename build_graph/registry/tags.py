@@ -9,14 +9,13 @@ in pages and in bytes per page, and a malformed tag is left out and counted.
 
 from __future__ import annotations
 
-import json
 import re
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from build_graph.errors import UntrustedAnswer
-from build_graph.oci import problems
+from build_graph.oci import json_door, problems
 from build_graph.oci.refs import Ref
 from build_graph.oci.tags import TAG
 from build_graph.registry.transport import client
@@ -93,7 +92,7 @@ def _not_a_list(ref: Ref) -> UntrustedAnswer:
 
 def _tag_page(ref: Ref, body: bytes) -> list[object]:
     try:
-        listed = json.loads(body).get("tags") or []
+        listed = json_door.loads(body).get("tags") or []
     except (ValueError, AttributeError):
         raise _not_a_list(ref) from None
     if not isinstance(listed, list):

@@ -15,6 +15,8 @@ import binascii
 import json
 from dataclasses import dataclass
 
+from build_graph.oci import json_door
+
 BUNDLE_TYPE = "application/vnd.dev.sigstore.bundle.v0.3+json"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 
@@ -67,7 +69,7 @@ def open_bundle(data: bytes) -> Envelope:
     """The envelope of a bundle as stored; ValueError, in words, for anything else (not a
     bundle, not an in-toto DSSE envelope, no signature, bad base64)."""
     try:
-        document = json.loads(data)
+        document = json_door.loads(data)
     except ValueError:
         raise ValueError("not JSON") from None
     if not isinstance(document, dict) or document.get("mediaType") != BUNDLE_TYPE:

@@ -107,7 +107,7 @@ class FileSigner:
 def load_signer_file(path: Path) -> FileSigner:
     """The private key in `path`; SigningProblem naming the file and the fix otherwise."""
     data = _read(path, "signing key")
-    if b"SIGSTORE PRIVATE KEY" in data:
+    if b"SIGSTORE PRIVATE KEY" in data or b"COSIGN PRIVATE KEY" in data:
         raise SigningProblem(
             f"{path}: a cosign key file (its own encrypted format); build-graph reads PEM "
             f"keys: make one with `{KEYGEN_HINT}` (cosign verifies with its .pub), or sign "
@@ -120,7 +120,9 @@ def load_signer_file(path: Path) -> FileSigner:
         )
     except TypeError:
         raise SigningProblem(
-            f"{path}: the key is encrypted; set {PASSWORD_ENV} to its password"
+            f"{path}: the key is not encrypted; unset {PASSWORD_ENV}"
+            if password
+            else f"{path}: the key is encrypted; set {PASSWORD_ENV} to its password"
         ) from None
     except ValueError:
         raise SigningProblem(

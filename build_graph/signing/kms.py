@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from build_graph.errors import KmsUnreachable, SigningProblem
+from build_graph.log import shown
 from build_graph.oci import hosts
 from build_graph.signing.keys import KMS_SCHEME, PublicKey, algorithm
 
@@ -66,7 +67,7 @@ def _call(what: str, name: str, request: Any) -> Any:
     except SigningProblem:
         raise
     except Exception as exc:  # the library's errors (google.api_core, auth) are many kinds
-        first = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        first = shown(str(exc).splitlines()[0][:300]) if str(exc) else type(exc).__name__
         raise KmsUnreachable(f"Cloud KMS {what} with {name}: {first}") from None
 
 
@@ -107,8 +108,8 @@ class KmsSigner:
         signature = bytes(answer.signature)
         if not answer.verified_digest_crc32c or answer.name != self.version:
             raise KmsUnreachable(
-                f"Cloud KMS answered for {answer.name or '?'} without confirming the digest "
-                f"sent for {self.version}; nothing signed"
+                f"Cloud KMS answered for {shown(str(answer.name or '?'))} without confirming "
+                f"the digest sent for {self.version}; nothing signed"
             )
         if _crc(signature) != int(answer.signature_crc32c or 0):
             raise KmsUnreachable(f"Cloud KMS: the signature from {self.name} arrived damaged")
@@ -128,6 +129,10 @@ def public_key(reference: str) -> PublicKey:
         lambda: _client().get_public_key(request={"name": version}),
     )
     data = str(answer.pem).encode()
+    if answer.name != version:
+        raise KmsUnreachable(
+            f"Cloud KMS answered the public key of {shown(str(answer.name))} for {reference}"
+        )
     if _crc(data) != int(answer.pem_crc32c or 0):
         raise KmsUnreachable(f"Cloud KMS: the public key of {reference} arrived damaged")
     try:

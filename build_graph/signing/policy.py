@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from build_graph.errors import SigningProblem
+from build_graph.oci import json_door
 from build_graph.signing import dsse, kms
 from build_graph.signing.keys import (
     KMS_SCHEME,
@@ -121,14 +122,14 @@ def seal(spec: SigningSpec, statement: dict[str, Any], annotations: dict[str, st
 def open_payload(spec: SigningSpec, payload: bytes) -> Opened:
     """The document in a stored payload and who signed it (the module's rules)."""
     try:
-        document = json.loads(payload)
+        document = json_door.loads(payload)
     except ValueError:
         return Opened(problem="the stored report is not JSON")
     if not (isinstance(document, dict) and document.get("mediaType") == dsse.BUNDLE_TYPE):
         return Opened(document)
     try:
         envelope = dsse.open_bundle(payload)
-        statement = json.loads(envelope.payload)
+        statement = json_door.loads(envelope.payload)
     except ValueError as exc:
         return Opened(problem=f"the stored bundle is unreadable: {exc}")
     keys = trusted(spec)
@@ -144,9 +145,13 @@ def open_payload(spec: SigningSpec, payload: bytes) -> Opened:
 
 
 def counts(spec: SigningSpec, opened: Opened) -> str | None:
-    """Why an opened report does not count here; None when it does."""
+    """Why an opened report does not count here; None when it does. A runner that signs,
+    where public keys are named, also wants signed reports: an unsigned one (forged, or
+    made before signing began) is verified again and signed, never adopted as it is."""
     if opened.problem is not None:
         return opened.problem
-    if spec.required and opened.signed_by is None:
+    if opened.signed_by is None and spec.required:
         return "it is unsigned, and signing.required is set"
+    if opened.signed_by is None and spec.public_keys and signer_reference(spec):
+        return "it is unsigned, and this runner signs its reports"
     return None

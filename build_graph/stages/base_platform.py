@@ -12,11 +12,11 @@ may hold other credentials, answers for itself (one line says so).
 
 from __future__ import annotations
 
-import json
 from functools import cache
 
 from build_graph.errors import BuildFailed, BuildGraphError
 from build_graph.log import progress
+from build_graph.oci import json_door
 from build_graph.oci.platforms import stated_platform
 from build_graph.oci.refs import parse_ref
 from build_graph.plan.plan import PlannedTier
@@ -54,7 +54,7 @@ def platforms_of(reference: str) -> frozenset[str]:
     ref = parse_ref(reference)
     named = api.read_contents(ref)
     if named.config is not None:
-        stated = [stated_platform(json.loads(api.get_blob(ref, named.config)))]
+        stated = [stated_platform(json_door.loads(api.get_blob(ref, named.config)))]
     else:
         stated = [d.platform for d in named.images]
     if None in stated:

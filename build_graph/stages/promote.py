@@ -12,12 +12,12 @@ No layer moves: manifests are read by digest, hashed at the door, and written un
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from build_graph.errors import BuildFailed, UntrustedAnswer
 from build_graph.log import log, progress
+from build_graph.oci import json_door
 from build_graph.oci.contents import Descriptor
 from build_graph.oci.digest import Digest
 from build_graph.oci.index import Entry, Index, build_index
@@ -185,7 +185,10 @@ def entry_of(image: PlannedTier, digest: Digest) -> tuple[Entry, tuple[Descripto
     found = api.read_image(parse_ref(image.image).at(str(digest)))
     named, attestations = found.image, found.named.attestations_of(found.image.digest)
     assert named.config is not None  # read_image: an image manifest
-    said = stated_platform(json.loads(api.get_blob(found.ref, named.config))) or "unstated-platform"
+    said = (
+        stated_platform(json_door.loads(api.get_blob(found.ref, named.config)))
+        or "unstated-platform"
+    )
     if said != platform.text:
         raise UntrustedAnswer(
             f"{image.repository}@{named.digest} ({image.key}) is a {said} "

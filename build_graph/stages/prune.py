@@ -13,12 +13,12 @@ nothing, and no referrers index naming what is gone.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
-from build_graph.errors import RegistryError
+from build_graph.errors import BuildGraphError, RegistryError
 from build_graph.oci.digest import Digest
-from build_graph.oci.referrers import fallback_tag
+from build_graph.oci.referrers import artifact_about, fallback_tag
 from build_graph.oci.refs import Presence, Ref, parse_ref
 from build_graph.oci.retention import (
     Decision,
@@ -39,6 +39,9 @@ from build_graph.stages import build
 class Pruning:
     decisions: list[Decision]
     freed: int  # layer bytes the deletes free (once the registry collects its garbage)
+    # per repository: what its hash and human tags name that stays; never deleted as an
+    # artifact, whatever an artifact tag or a referrers list says
+    protected: dict[str, set[Digest]] = field(default_factory=dict)
 
 
 def judge(planned: list[PlannedTier], policy: Policy) -> Pruning:
@@ -49,7 +52,23 @@ def judge(planned: list[PlannedTier], policy: Policy) -> Pruning:
         wanted.setdefault(tier.repository, set()).add(tier.content_hash)
     repos: list[Repository] = [read_repository(name) for name in wanted]
     decisions = [d for repo in repos for d in decide(repo, wanted[repo.name], policy)]
-    return Pruning(decisions, bytes_freed(decisions, repos))
+    return Pruning(decisions, bytes_freed(decisions, repos), protected(repos, decisions))
+
+
+def protected(repos: Iterable[Repository], decisions: Iterable[Decision]) -> dict[str, set[Digest]]:
+    """Per repository, what its hash and human tags name (and the manifests inside those
+    indexes) less the images being deleted: what no artifact deletion may touch."""
+    doomed = {(d.repository, x) for d in decisions if d.delete for x in (d.digest, *d.inner)}
+    return {
+        repo.name: {
+            x
+            for tag, image in repo.tags.items()
+            if tag_kind(tag) != "artifact"
+            for x in (image.digest, *image.contains, *image.refers_to)
+            if x is not None and (repo.name, x) not in doomed
+        }
+        for repo in repos
+    }
 
 
 def lines(pruning: Pruning, deleting: bool) -> list[str]:
@@ -97,7 +116,7 @@ def delete(pruning: Pruning, say: Callable[[str], None]) -> int:
                 f"kept: {tagged!r} came to name it while prune ran"
             )
             continue
-        _delete_artifacts(ref, d)
+        _delete_artifacts(ref, d, pruning.protected.get(d.repository, set()))
         api.delete_manifest(ref, d.digest)
         inner.setdefault(d.repository, set()).update(d.inner)
         deleted += 1
@@ -111,14 +130,27 @@ def delete(pruning: Pruning, say: Callable[[str], None]) -> int:
     return deleted
 
 
-def _delete_artifacts(ref: Ref, d: Decision) -> None:
-    """Everything about the image `d` deletes: its referrers index first (no tool then
-    lists an artifact that is gone), then every artifact it or the referrers API lists (other
-    tools' too: cosign's signatures, untagged) and every artifact tag of ours."""
-    listed = {r.digest for r in referrers.listed(ref, d.digest)}
-    first = sorted(d.artifacts, key=lambda pair: pair[0] != fallback_tag(d.digest))
-    for artifact in dict.fromkeys([*(a for _, a in first), *sorted(listed, key=str)]):
-        api.delete_manifest(ref, artifact)
+def _delete_artifacts(ref: Ref, d: Decision, protected: set[Digest]) -> None:
+    """Everything about the image `d` deletes, each read first: what its referrers list
+    (other tools' too: cosign's signatures, untagged) and its artifact tags name. Its
+    referrers index goes first (no tool then lists an artifact that is gone), listed before
+    it goes. Only what is about the image goes (oci/referrers.artifact_about) and never what
+    a hash or human tag names (`protected`): a list or an artifact tag planted to name a
+    kept image deletes nothing."""
+    listed = [(None, r.digest) for r in referrers.listed(ref, d.digest)]
+    index_tag = fallback_tag(d.digest)
+    ordered = sorted(d.artifacts, key=lambda pair: pair[0] != index_tag)
+    done: set[Digest] = set()
+    for tag, artifact in [*ordered, *listed]:
+        if artifact in done or artifact in protected:
+            continue
+        done.add(artifact)
+        try:
+            body = api.get_manifest(ref.at(str(artifact))).body
+        except BuildGraphError:
+            continue  # gone already, or unreadable: nothing known to delete
+        if artifact_about(body, d.digest, tag or ""):
+            api.delete_manifest(ref, artifact)
 
 
 def _delete_untagged(repository: str, digests: set[Digest]) -> None:

@@ -14,7 +14,6 @@ compares what its inputs make.
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from build_graph.docker import buildkit, daemon
 from build_graph.errors import BuildFailed, EnvironmentProblem, RegistryError, UntrustedAnswer
 from build_graph.log import log
 from build_graph.manifest.model import Stack
-from build_graph.oci import archive, image_diff
+from build_graph.oci import archive, image_diff, json_door
 from build_graph.oci.digest import Digest, parse_digest
 from build_graph.oci.refs import Presence, parse_ref
 from build_graph.plan.plan import PlannedTier
@@ -62,7 +61,7 @@ def reproduce(stack: Stack, tier: PlannedTier, scratch: Path | None = None) -> O
         )
     assert command is not None  # reproducible_here
     theirs = _registry_image(tier)
-    config = json.loads(api.get_blob(theirs.ref, _config_of(theirs)))
+    config = json_door.loads(api.get_blob(theirs.ref, _config_of(theirs)))
     if not isinstance(config, dict):
         raise UntrustedAnswer(f"{tier.image}: its image config is not a JSON object")
     if tier.spec.compile is not None and not any(tier.folder.wheels.glob("*.whl")):

@@ -9,6 +9,7 @@ import json
 import re
 import shutil
 import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from build_graph.oci.index import INDEX_TYPES, OCI_MANIFEST
 from build_graph.oci.refs import parse_ref
 from build_graph.plan.plan import PlannedTier, plan
 from build_graph.registry import api
+from build_graph.signing.keys import generate
+from build_graph.signing.policy import SIGNING_KEY_ENV
 from tests.helpers import REPO
 from tests.integration.conftest import (
     Registry,
@@ -52,7 +55,9 @@ def ws(tmp_path_factory: pytest.TempPathFactory, registry: Registry) -> Workspac
     ws.manifest.write_text(
         ws.manifest.read_text()
         + ('\n[tiers.runner.verify]\nsmoke = ["python3 /opt/runner/launch.py 1"]\n')
+        + '\n[signing]\npublic_keys = ["keys/verify.pub"]\n'
     )
+    generate(ws.root / "keys")
     return ws
 
 
@@ -81,7 +86,7 @@ def report(tier: PlannedTier) -> dict[str, Any]:
 
 
 def test_latest_is_an_index_of_every_platforms_verified_image(ws: Workspace) -> None:
-    result = ws.doit(timeout=3600)
+    result = ws.doit(timeout=3600, env={SIGNING_KEY_ENV: str(ws.root / "keys" / "verify.key")})
     assert result.returncode == 0, result.stdout[-3000:]
     tiers = planned(ws)
     for name in TIERS:
@@ -110,6 +115,28 @@ def test_latest_is_an_index_of_every_platforms_verified_image(ws: Workspace) -> 
             )
         # Each attestation kept in `latest` is about one of its entries.
         assert {a.about for a in named.attestations} <= {e.digest for e in named.images}
+    # The deploy gate passes `latest`, an index of both platforms' images: each platform's
+    # image has its own signed report (about its hash tag's index of one image).
+    for extra in ((), ("--current",)):
+        gated = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "build_graph",
+                "gate",
+                "--manifest",
+                str(ws.manifest),
+                f"{ws.registry.address}/quickstart/runner:latest",
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
+        assert gated.returncode == 0 and gated.stdout.startswith("ok: "), (
+            gated.stdout + gated.stderr
+        )
     # docker itself picks each platform's image from the index that `latest` names. One
     # daemon holds one image per digest reference: the first pull's references go before
     # the second pull (docker 20.10: "Cannot overwrite digest").

@@ -169,10 +169,11 @@ def test_prune_deletes_exactly_the_unneeded_build_and_its_report(history: Histor
 
 
 def reports_of_before(tags: list[str], digest: str) -> list[str]:
-    prefix = digest.replace(":", "-", 1) + "."
-    found = [t for t in tags if t.startswith(prefix)]
-    assert found
-    return found
+    """Every artifact tag about `digest`: its report, its SBOM and its referrers index."""
+    index = digest.replace(":", "-", 1)
+    found = [t for t in tags if t.startswith(f"{index}.")]
+    assert found and index in tags
+    return [*found, index]
 
 
 def test_prune_with_the_registry_down_deletes_nothing(history: History) -> None:

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
+from build_graph.oci.digest import Digest
+from build_graph.oci.refs import parse_ref
+from build_graph.registry import api, artifacts, referrers
 from build_graph.signing.kms import ENDPOINT_ENV
 from build_graph.signing.policy import SIGNING_KEY_ENV
 from tests.helpers import REPO
@@ -131,3 +135,37 @@ def test_the_gate_reads_the_kms_key_named_in_images_toml(
     passed = gate(ws, f"{proxied[0]}/api/app:latest")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert f"signed with {KEY}" in passed.stdout
+
+
+def test_writers_racing_on_one_referrers_tag_lose_no_entry(registry: Registry) -> None:
+    """Runners publishing about one digest at once, on a registry without the API: every
+    artifact ends up listed (each writer reads its update back and writes again if another
+    writer's replaced it)."""
+    image = parse_ref(f"{registry.address}/race/app:v1")
+    config = api.put_blob(image, b"{}")
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {
+            "mediaType": "application/vnd.oci.image.config.v1+json",
+            "digest": str(config),
+            "size": 2,
+        },
+        "layers": [],
+    }
+    api.put_manifest(
+        image, json.dumps(manifest).encode(), "application/vnd.oci.image.manifest.v1+json"
+    )
+    subject = api.head_manifest(image)
+    assert subject.digest is not None
+
+    def publish(n: int) -> Digest:
+        payload = json.dumps({"writer": n}).encode()
+        return artifacts.publish(image, subject, f"w{n}", "application/vnd.test+json", payload, {})[
+            1
+        ]
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        written = set(pool.map(publish, range(6)))
+    listed = {r.digest for r in referrers.listed(image, subject.digest)}
+    assert written == listed, (written, listed)

@@ -152,7 +152,7 @@ def test_promote_refuses_other_bytes_under_the_verified_digest(
     verified = hash_digest(reg)
     # The other bytes: a real manifest whose blobs the registry holds (the report artifact),
     # so a registry would accept it under `latest` if promote copied it.
-    report_tag = next(t for t in reg.tags("lies/app") if t.startswith("sha256-"))
+    report_tag = next(t for t in reg.tags("lies/app") if ".verify-" in t)
     other, media_type = manifest_of(reg, report_tag)
     lies.swap = (other, media_type)
     with LatestWatch(reg) as watch:

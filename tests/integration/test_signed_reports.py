@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 
 from build_graph.oci.attestation import VERIFY_PREDICATE
+from build_graph.oci.contents import OCI_INDEX
+from build_graph.oci.referrers import entries, index
 from build_graph.oci.refs import parse_ref
 from build_graph.registry import api, artifacts
 from build_graph.signing import dsse, keys
@@ -226,10 +228,17 @@ def test_a_forged_report_neither_skips_verify_nor_moves_latest(
         assert run_.returncode != 0, name
         assert "this runner has no key to sign verify reports with" in run_.stdout + run_.stderr
         assert image(ws, "runner") == before, f"{name}: latest moved to an unverified digest"
+    # Planted: the SBOM tag the coming verify replaces names the image latest names now. What
+    # a tag of ours named before is deleted only when it is about the same image: not this.
+    runner = parse_ref(before)
+    held = api.get_manifest(runner)
+    sbom_tag = f"sha256-{unverified.removeprefix('sha256:')}.sbom"
+    api.put_manifest(runner.at(sbom_tag), held.body, held.media_type)
     # With the key, verify runs for real and replaces the forgery; latest moves.
     result = ws.doit(env={SIGNING_KEY_ENV: str(ws.root / "keys" / "verify.key")})
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     assert image(ws, "runner") == ref
+    assert api.head_manifest(runner).digest == held.digest, "the planted tag deleted an image"
     assert cosign_verify(ref, public).returncode == 0
     assert gate(ws, f"{ws.registry.address}/quickstart/runner:latest", "--current").returncode == 0
     # The digest latest left: the gate still passes it, but not as the tier's current image.
@@ -242,6 +251,19 @@ def test_prune_takes_the_referrers_index_with_the_image(signed: Workspace) -> No
     tags = ws.registry.tags("quickstart/runner")
     old = [t for t in tags if t.startswith("sha256-") and "." not in t]
     assert len(old) >= 2, tags  # the promoted digest's and the one latest left
+    # Planted: the doomed digest's referrers list also names the image latest names. Prune
+    # deletes only what is about the doomed image: latest must survive.
+    kept = image(ws, "runner").split("@")[1]
+    doomed = next(t for t in old if t != f"sha256-{kept.removeprefix('sha256:')}")
+    target = parse_ref(f"{ws.registry.address}/quickstart/runner:{doomed}")
+    listed = entries(api.get_manifest(target).body)
+    planted = {
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "digest": kept,
+        "size": 1,
+        "artifactType": "application/vnd.in-toto+json",  # looks like any referrer
+    }
+    api.put_manifest(target, index([*listed, planted]), OCI_INDEX)
     result = run(
         sys.executable,
         "-m",
@@ -262,6 +284,8 @@ def test_prune_takes_the_referrers_index_with_the_image(signed: Workspace) -> No
     assert gone, f"prune deleted no image's referrers index: {left}"
     for index_tag in gone:
         assert not [t for t in left if t.startswith(f"{index_tag}.")], left
+    assert image(ws, "runner").split("@")[1] == kept
+    assert cosign_verify(image(ws, "runner"), ws.root / "keys" / "verify.pub").returncode == 0
     for index_tag in (t for t in old if t in left):
         digest = f"sha256:{index_tag.removeprefix('sha256-')}"
         assert discovered(f"{ws.registry.address}/quickstart/runner@{digest}")

@@ -9,8 +9,11 @@ import pytest
 import yaml
 
 from build_graph.cli import main as cli
+from build_graph.manifest.load import load
 from build_graph.oci.attestation import VERIFY_PREDICATE
+from build_graph.plan.plan import plan
 from build_graph.signing.keys import generate
+from build_graph.verify.request import trusted_fingerprints
 from tests.helpers import MINIMAL, config_errors, load_text, write_manifest
 
 KMS = "gcpkms://projects/p/locations/global/keyRings/r/cryptoKeys/k/cryptoKeyVersions/1"
@@ -34,7 +37,7 @@ def test_the_policy_admits_only_signed_passing_reports(
     assert document["kind"] == "ClusterPolicy" and document["apiVersion"] == "kyverno.io/v1"
     [rule] = document["spec"]["rules"]  # type: ignore[index]
     [verify] = rule["verifyImages"]
-    assert verify["imageReferences"] == ["127.0.0.1:5000/demo/base*"]
+    assert verify["imageReferences"] == ["127.0.0.1:5000/demo/base:*", "127.0.0.1:5000/demo/base@*"]
     assert verify["mutateDigest"] is True and verify["required"] is True
     [attestation] = verify["attestations"]
     assert attestation["type"] == VERIFY_PREDICATE
@@ -45,8 +48,18 @@ def test_the_policy_admits_only_signed_passing_reports(
     assert kms["keys"]["kms"] == KMS
     for entry in (files, kms):
         assert entry["keys"]["rekor"] == {"ignoreTlog": True}
+    [tier] = plan(load(tmp_path / "images.toml"))
     assert attestation["conditions"] == [
-        {"all": [{"key": "{{ passed }}", "operator": "Equals", "value": True}]}
+        {
+            "all": [
+                {"key": "{{ passed }}", "operator": "Equals", "value": True},
+                {
+                    "key": "{{ fingerprint }}",
+                    "operator": "AnyIn",
+                    "value": trusted_fingerprints(tier.expect, False),
+                },
+            ]
+        }
     ]
 
 

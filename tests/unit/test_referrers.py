@@ -8,7 +8,17 @@ import json
 import pytest
 
 from build_graph.oci.digest import Digest
-from build_graph.oci.referrers import Referrer, entries, fallback_tag, index, with_entry, without
+from build_graph.oci.json_door import loads
+from build_graph.oci.referrers import (
+    Referrer,
+    artifact_about,
+    entries,
+    fallback_tag,
+    index,
+    is_referrers_index,
+    with_entry,
+    without,
+)
 from build_graph.oci.retention import artifact_subject, tag_kind
 
 SUBJECT = Digest.of(b"image")
@@ -58,3 +68,47 @@ def test_an_entry_is_added_once_and_others_are_kept() -> None:
 def test_an_unreadable_index_is_refused(body: bytes, said: str) -> None:
     with pytest.raises(ValueError, match=said):
         entries(body)
+
+
+PLATFORM_ENTRY = {
+    "mediaType": "application/vnd.oci.image.manifest.v1+json",
+    "digest": str(Digest.of(b"amd64 image")),
+    "size": 500,
+    "platform": {"os": "linux", "architecture": "amd64"},
+}
+
+
+def manifest(**fields: object) -> bytes:
+    return json.dumps({"schemaVersion": 2, **fields}).encode()
+
+
+def test_only_what_is_about_the_image_may_go_with_it() -> None:
+    tag = fallback_tag(SUBJECT)
+    about = manifest(subject={"digest": str(SUBJECT)}, layers=[])
+    assert artifact_about(about, SUBJECT, "anything")
+    elsewhere = manifest(subject={"digest": str(Digest.of(b"another"))}, layers=[])
+    assert not artifact_about(elsewhere, SUBJECT, f"{tag}.sbom")
+    # its referrers list, under its referrers tag; never an image's own index planted there
+    assert artifact_about(index([COSIGNS]), SUBJECT, tag)
+    assert not artifact_about(index([PLATFORM_ENTRY]), SUBJECT, tag)
+    assert not artifact_about(index([COSIGNS]), SUBJECT, f"{tag}.sbom")
+    # cosign's .att image: layers that are all signed envelopes; an image planted there is not
+    envelopes = manifest(layers=[{"mediaType": "application/vnd.dsse.envelope.v1+json"}])
+    assert artifact_about(envelopes, SUBJECT, f"{tag}.att")
+    image = manifest(layers=[{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip"}])
+    assert not artifact_about(image, SUBJECT, f"{tag}.att")
+    assert not artifact_about(b"[" * 100_000, SUBJECT, tag)
+
+
+def test_a_list_is_a_referrers_list_only_when_every_entry_is_an_artifact() -> None:
+    assert is_referrers_index([COSIGNS, OURS.entry()])
+    assert not is_referrers_index([COSIGNS, PLATFORM_ENTRY])
+    assert not is_referrers_index([{"digest": str(SUBJECT), "size": 1}])
+
+
+def test_json_nested_too_deep_is_not_json_never_a_crash() -> None:
+    deep = b"[" * 200_000 + b"]" * 200_000
+    with pytest.raises(ValueError, match="too deeply"):
+        loads(deep)
+    with pytest.raises(ValueError):
+        entries(deep)

@@ -199,3 +199,31 @@ def test_an_encrypted_key_opens_with_its_password(
     signer = keys.load_signer_file(path)
     public = keys.PublicKey("p", signer.public_key())
     assert public.verifies(signer.sign(b"data"), b"data")
+
+
+def test_a_runner_that_signs_wants_signed_reports(
+    pair: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key, pub = pair
+    plain = policy.open_payload(spec(pub), json.dumps(STATEMENT).encode())
+    monkeypatch.setenv(policy.SIGNING_KEY_ENV, str(key))
+    assert policy.counts(spec(pub), plain) == "it is unsigned, and this runner signs its reports"
+    monkeypatch.delenv(policy.SIGNING_KEY_ENV)
+    assert policy.counts(spec(pub), plain) is None  # a runner without a key adopts it
+
+
+def test_a_payload_nested_too_deep_is_no_report(pair: tuple[Path, Path]) -> None:
+    _, pub = pair
+    deep = b"[" * 200_000 + b"]" * 200_000
+    assert policy.open_payload(spec(pub), deep).problem == "the stored report is not JSON"
+    with pytest.raises(ValueError):
+        dsse.open_bundle(deep)
+
+
+def test_a_password_for_a_key_without_one_is_said(
+    pair: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key, _ = pair
+    monkeypatch.setenv(keys.PASSWORD_ENV, "unneeded")
+    with pytest.raises(SigningProblem, match="not encrypted; unset"):
+        keys.load_signer_file(key)
