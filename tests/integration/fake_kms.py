@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import google_crc32c
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
+
+from tests.loopback_http import serving
 
 KEY_VERSION = "projects/p/locations/global/keyRings/r/cryptoKeys/verify/cryptoKeyVersions/1"
 
@@ -107,13 +108,5 @@ class _Handler(BaseHTTPRequestHandler):
 def fake_kms() -> Iterator[tuple[str, Kms]]:
     """(its endpoint, http://127.0.0.1:PORT; its state) for the block."""
     kms = Kms()
-    handler = type("Handler", (_Handler,), {"kms": kms})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", kms
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serving(type("Handler", (_Handler,), {"kms": kms})) as address:
+        yield f"http://{address}", kms

@@ -24,11 +24,12 @@ from __future__ import annotations
 import http.client
 import json
 import re
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.loopback_http import serving
 
 REPORT_TAGS = re.compile(r"/manifests/sha256-[0-9a-f]{64}\.verify-")
 BY_DIGEST = re.compile(r"/manifests/sha256:([0-9a-f]{64})$")
@@ -199,12 +200,5 @@ def lying_proxy(upstream: str) -> Iterator[tuple[str, Lies]]:
     """(the proxy's host:port on 127.0.0.1, its switchboard of lies), for the block."""
     lies = Lies()
     handler = type("Handler", (_Handler,), {"upstream": upstream, "lies": lies})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.server_address[1]}", lies
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with serving(handler) as address:
+        yield address, lies
