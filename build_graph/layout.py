@@ -96,6 +96,11 @@ class TierFolder:
         return self.root / "ccache-stats.json"
 
     @property
+    def uploads(self) -> Path:
+        """Blob uploads under way (registry/upload.py): a session per blob, to resume."""
+        return self.root / "uploads"
+
+    @property
     def reports(self) -> Path:
         """Copies of verify reports read or written, one file per artifact digest."""
         return self.root / "reports"

@@ -7,6 +7,7 @@ import json
 
 from build_graph.errors import BuildFailed, ConfigError, ConfigIssue, RegistryError, did_you_mean
 from build_graph.manifest.model import Stack
+from build_graph.oci import json_door
 from build_graph.oci.refs import Presence
 from build_graph.plan.plan import PlannedTier, plan
 from build_graph.registry.availability import head
@@ -63,7 +64,7 @@ def sbom(stack: Stack, name: str) -> str:
     # The registry's bytes (hash-checked) are re-serialised as ASCII JSON: whatever strings
     # someone with push rights put in it reach a terminal escaped, never as control codes.
     try:
-        document = json.loads(stored)
+        document = json_door.loads(stored)
     except ValueError:
         raise BuildFailed(
             f"{trust.store(tier).sbom_ref(image.digest)}: the stored SBOM is "

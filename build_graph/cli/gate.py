@@ -121,24 +121,24 @@ def _subjects(ref: Ref, digest: Digest) -> list[Digest]:
     return [digest]
 
 
-def _current_images(tiers: list[PlannedTier], holdings: Availability) -> dict[Digest, Digest]:
+def _current_images(tiers: list[PlannedTier], holdings: Availability) -> dict[Digest, list[Digest]]:
     """What the current plan's hash tags name, each mapped to the digest its report is
     about: the hash tag's own digest, and for an index of one image (the containerd store
     pushes each image so) the image inside it too, which is what promote puts in a
     platforms' index."""
-    named: dict[Digest, Digest] = {}
+    named: dict[Digest, list[Digest]] = {}
     for tier in tiers:
         answer = holdings.require(tier.image)
         if answer.digest is None:
             continue
-        named[answer.digest] = answer.digest
+        named.setdefault(answer.digest, []).append(answer.digest)
         try:
             inner = api.read_contents(parse_ref(tier.image).at(str(answer.digest)))
             one = inner.single_image()
         except (UntrustedAnswer, ValueError):
             continue
         if one is not None:
-            named[one.digest] = answer.digest
+            named.setdefault(one.digest, []).append(answer.digest)
     return named
 
 
@@ -146,13 +146,13 @@ def _passes(
     tiers: list[PlannedTier],
     spec: SigningSpec,
     subject: Digest,
-    current_images: dict[Digest, Digest],
+    current_images: dict[Digest, list[Digest]],
     holdings: Availability,
     reasons: list[str],
 ) -> tuple[PlannedTier, StoredReport] | None:
     """A tier of the repository whose current verifier passed `subject` (or the hash tag's
     index that holds it), in a report signed as `spec` asks."""
-    about = list(dict.fromkeys([subject, current_images.get(subject, subject)]))
+    about = list(dict.fromkeys([subject, *current_images.get(subject, [])]))
     for tier in tiers:
         store = ReportStore(tier.repository, tier.folder, tier.key, spec)
         fingerprints = trusted_fingerprints(tier.expect, False)

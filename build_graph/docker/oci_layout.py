@@ -20,13 +20,17 @@ import json
 import os
 import subprocess
 import tarfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from build_graph.errors import BuildFailed
 from build_graph.log import last_output, log
+from build_graph.oci.digest import Digest, parse_digest
 
 LAYOUT = "oci"
+NAME_ANNOTATION = "io.containerd.image.name"  # what BuildKit's OCI exporter names it by
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 
 
 def blobs(layout: Path) -> Path:
@@ -75,6 +79,41 @@ def load(
         said = _load(exe, env, layout, entry, wanted)
     if said is not None:
         raise BuildFailed(f"build of {name}: docker load failed; {said}")
+
+
+@dataclass(frozen=True)
+class LayoutImage:
+    """The image a layout holds under a name: its manifest's bytes as built, their media
+    type, and every blob it needs (config and layers) as files on disk."""
+
+    manifest: bytes
+    media_type: str
+    blobs: tuple[tuple[Digest, Path], ...]
+
+
+def image_named(layout: Path, name: str) -> LayoutImage | None:
+    """The image the layout's index names `name` (the tag it was built as), if the layout
+    holds it whole; None otherwise (built elsewhere, or by an older release). Our own disk,
+    written by BuildKit: the manifest is hashed against its name here; each blob's digest
+    is checked by the registry that receives it (a PUT names it)."""
+    try:
+        index = json.loads((layout / "index.json").read_text())
+        [entry] = [
+            e
+            for e in index["manifests"]
+            if (e.get("annotations") or {}).get(NAME_ANNOTATION) == name
+        ]
+        manifest_digest = parse_digest(str(entry["digest"]))
+        manifest = (blobs(layout) / manifest_digest.hex).read_bytes()
+        document = json.loads(manifest)
+        parts = [document["config"], *document["layers"]]
+        digests = [parse_digest(str(part["digest"])) for part in parts]
+        found = tuple((d, blobs(layout) / d.hex) for d in digests)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if Digest.of(manifest) != manifest_digest or not all(p.is_file() for _, p in found):
+        return None
+    return LayoutImage(manifest, str(entry.get("mediaType", OCI_MANIFEST)), found)
 
 
 def keep_only(layout: Path, entry: dict[str, Any]) -> None:

@@ -10,6 +10,8 @@ and only ours are added or removed.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -84,36 +86,33 @@ def subject_of(body: bytes) -> Digest | None:
         return None
 
 
-# What cosign stores under its `.sig` and `.att` tags: images whose layers are signatures
-# (simple signing) or DSSE envelopes (cosign's specs/SIGNATURE_SPEC.md, ATTESTATION_SPEC.md).
-_SIGNATURE_LAYERS = (
-    "application/vnd.dsse.envelope.v1+json",
-    "application/vnd.dev.cosign.simplesigning.v1+json",
-)
+DSSE_ENVELOPE = "application/vnd.dsse.envelope.v1+json"
 
 
-def artifact_about(body: bytes, subject: Digest, tag: str) -> bool:
-    """Whether the manifest `body`, found under `tag`, is an artifact about `subject` that
-    may be deleted with it: one whose `subject` names it; its referrers index (under its
-    referrers tag); cosign's signature or attestation image (under `.sig`/`.att`), whose
-    layers are all signatures. Anything else (an image, planted under such a tag) is not."""
-    if subject_of(body) == subject:
-        return True
-    if tag == fallback_tag(subject):
-        try:
-            return is_referrers_index(entries(body))
-        except ValueError:
-            return False
-    if tag in (f"{fallback_tag(subject)}.att", f"{fallback_tag(subject)}.sig"):
-        try:
-            layers = json_door.loads(body).get("layers")
-            return bool(layers) and all(
-                isinstance(layer, dict) and layer.get("mediaType") in _SIGNATURE_LAYERS
-                for layer in layers
-            )
-        except (ValueError, AttributeError, TypeError):
-            return False
-    return False
+def envelope_layers(body: bytes) -> list[Digest] | None:
+    """The layers of cosign's `.att` image (an image whose every layer is a DSSE envelope);
+    None for anything else."""
+    try:
+        layers = json_door.loads(body).get("layers")
+        if not layers or not all(
+            isinstance(layer, dict) and layer.get("mediaType") == DSSE_ENVELOPE for layer in layers
+        ):
+            return None
+        return [parse_digest(str(layer["digest"])) for layer in layers]
+    except (ValueError, AttributeError, TypeError, KeyError):
+        return None
+
+
+def envelope_subject(blob: bytes) -> Digest | None:
+    """The one subject of the in-toto Statement a DSSE envelope carries; None when there is
+    not exactly one, or the envelope is unreadable."""
+    try:
+        envelope = json_door.loads(blob)
+        statement = json_door.loads(base64.b64decode(envelope["payload"], validate=True))
+        [subject] = statement["subject"]
+        return parse_digest(f"sha256:{subject['digest']['sha256']}")
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        return None
 
 
 def referrers(listed: list[dict[str, Any]]) -> list[Referrer]:

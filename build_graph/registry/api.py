@@ -229,17 +229,17 @@ def put_blob(ref: Ref, data: bytes) -> Digest:
     return digest
 
 
-def get_blob(ref: Ref, digest: Digest) -> bytes:
+def get_blob(ref: Ref, digest: Digest, limit: int = BLOB_LIMIT) -> bytes:
     """The blob `digest` of `ref`'s repository; its bytes must hash to `digest`."""
-    data = read_blob(ref, digest)
+    data = read_blob(ref, digest, limit)
     if data is None:
         raise problems.refused(ref.host, f"reading blob {digest} of {ref.repository}", 404)
     return data
 
 
-def read_blob(ref: Ref, digest: Digest) -> bytes | None:
+def read_blob(ref: Ref, digest: Digest, limit: int = BLOB_LIMIT) -> bytes | None:
     """get_blob, but None when the registry definitely lacks the blob (a 404)."""
-    response = blob_response(ref.api_host, ref.repository, digest, BLOB_LIMIT)
+    response = blob_response(ref.api_host, ref.repository, digest, limit)
     if response.status == 404:
         return None
     if response.status != 200:

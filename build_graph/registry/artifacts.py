@@ -28,6 +28,11 @@ OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 # The OCI 1.1 empty descriptor, the config of an artifact that has none.
 EMPTY_TYPE = "application/vnd.oci.empty.v1+json"
 EMPTY = b"{}"
+# Which artifact of ours a manifest is (its tag's suffix: 'sbom', 'verify-<fingerprint>'):
+# only ours, for the same image and tag, is ever replaced and deleted.
+MARKER = "dev.build-graph.artifact"
+# An artifact read whole: a report is kilobytes, an SBOM of a CUDA image a few megabytes.
+ARTIFACT_LIMIT = 16 << 20
 
 
 def publish(
@@ -58,7 +63,7 @@ def publish(
             "digest": str(subject.digest),
             "size": subject.size,
         },
-        "annotations": annotations,
+        "annotations": {**annotations, MARKER: suffix},
     }
     body = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
     tag = artifact_tag(subject.digest, suffix)
@@ -66,26 +71,40 @@ def publish(
     digest, listed_by_registry = api.put_referrer(image.at(tag), body, OCI_MANIFEST)
     if not listed_by_registry:
         referrers.attach(
-            image, subject.digest, Referrer(digest, len(body), artifact_type, annotations)
+            image,
+            subject.digest,
+            Referrer(digest, len(body), artifact_type, {**annotations, MARKER: suffix}),
         )
     if previous is not None and previous != digest:
-        _supersede(image, subject.digest, previous, listed_by_registry)
+        _supersede(image, subject.digest, previous, suffix, listed_by_registry)
     return tag, digest
 
 
-def _supersede(image: Ref, subject: Digest, previous: Digest, listed_by_registry: bool) -> None:
+def _supersede(
+    image: Ref, subject: Digest, previous: Digest, suffix: str, listed_by_registry: bool
+) -> None:
     """The artifact our tag named before (a report made again, an SBOM of a later verify):
     out of the referrers tag, and deleted, so no tool lists it (with the referrers API the
-    registry lists every manifest about the subject until it is deleted). Only a manifest
-    whose `subject` is the same image goes: a tag pointed at anything else (an image) by
-    someone with push rights deletes nothing. Best effort: a registry that refuses deletes
-    keeps it, untagged."""
+    registry lists every manifest about the subject until it is deleted). Only one of ours
+    for the same image and tag (its `subject` and MARKER say so) goes: a tag pointed at
+    anything else (an image, another tool's artifact, our SBOM) deletes nothing. Best
+    effort: a registry that refuses deletes keeps it, untagged."""
     with contextlib.suppress(BuildGraphError):
-        if subject_of(api.get_manifest(image.at(str(previous))).body) != subject:
+        body = api.get_manifest(image.at(str(previous))).body
+        if subject_of(body) != subject or marker_of(body) != suffix:
             return
         if not listed_by_registry:
             referrers.detach(image, subject, {previous})
         api.delete_manifest(image, previous)
+
+
+def marker_of(body: bytes) -> str | None:
+    """Which of our artifacts a manifest says it is (MARKER), None when it says nothing."""
+    try:
+        said = json_door.loads(body)["annotations"][MARKER]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return said if isinstance(said, str) else None
 
 
 def read(image: Ref, manifest_digest: Digest, artifact_types: tuple[str, ...]) -> bytes:
@@ -102,4 +121,4 @@ def read(image: Ref, manifest_digest: Digest, artifact_types: tuple[str, ...]) -
         raise NotAnArtifact(
             f"{where} is not an artifact of type {' or '.join(artifact_types)}"
         ) from None
-    return api.get_blob(image, blob)
+    return api.get_blob(image, blob, ARTIFACT_LIMIT)

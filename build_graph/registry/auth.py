@@ -29,6 +29,7 @@ from functools import cache
 from pathlib import Path
 
 from build_graph.errors import RegistryError
+from build_graph.oci import json_door
 from build_graph.oci.hosts import may_send_credentials, scheme
 
 # A token response without `expires_in` lasts 60 s (the distribution token spec); renewing
@@ -199,7 +200,7 @@ def _refusal(message: str) -> _Grant:
 
 def _grant(host: str, body: bytes) -> _Grant:
     try:
-        data = json.loads(body)
+        data = json_door.loads(body)
         token = data.get("token") or data["access_token"]
         lifetime = float(data.get("expires_in") or _DEFAULT_LIFETIME_S)
     except (ValueError, KeyError, TypeError, AttributeError):

@@ -7,13 +7,11 @@ apart, and writes again whenever another writer's update replaced ours (a read-m
 has no lock on a registry: the spec leaves it to clients), up to ATTEMPTS writes, then
 RegistryError; what remains possible is a writer whose read and write straddle all of our
 reads, which one settling round makes unlikely rather than impossible. The index an update
-replaced is deleted (it is only garbage now) when it was read as a referrers list, silently
-where the registry refuses deletes; a tag naming anything else is replaced, never deleted.
+replaces is never deleted here (a tag naming anything else is replaced, not merged).
 """
 
 from __future__ import annotations
 
-import contextlib
 import random
 import time
 from typing import Any
@@ -65,7 +63,7 @@ def attach(image: Ref, subject: Digest, referrer: Referrer) -> None:
     artifact's subject itself), and see it stay listed (the module's contract)."""
     writes, settled = 0, 0
     while settled < SETTLE:
-        listed_now, old = _read_tag(image, subject)
+        listed_now, _ = _read_tag(image, subject)
         amended = with_entry(listed_now, referrer)
         if amended is None:  # listed: read again a moment later, unless settled
             settled += 1
@@ -80,22 +78,18 @@ def attach(image: Ref, subject: Digest, referrer: Referrer) -> None:
             )
         if writes:  # another writer won the last round: let the writers fall out of step
             time.sleep(random.uniform(0, SETTLE_GAP * writes))
-        _write_tag(image, subject, amended, old)
+        _write_tag(image, subject, amended)
         writes, settled = writes + 1, 0
 
 
 def detach(image: Ref, subject: Digest, gone: set[Digest]) -> None:
-    """Remove `gone` from `subject`'s referrers tag; the tag goes when nothing is left."""
+    """Remove `gone` from `subject`'s referrers tag."""
     listed_now, old = _read_tag(image, subject)
     if old is None:
         return
     kept = without(listed_now, gone)
-    if len(kept) == len(listed_now):
-        return
-    if kept:
-        _write_tag(image, subject, kept, old)
-    else:
-        api.delete_manifest(image, old)
+    if len(kept) != len(listed_now):
+        _write_tag(image, subject, kept)
 
 
 def _read_tag(image: Ref, subject: Digest) -> tuple[list[dict[str, Any]], Digest | None]:
@@ -110,6 +104,8 @@ def _read_tag(image: Ref, subject: Digest) -> tuple[list[dict[str, Any]], Digest
         return [], None
     manifest = api.get_manifest(ref)
     try:
+        if manifest.media_type != OCI_INDEX:
+            raise ValueError(f"it is served as {manifest.media_type}, not an OCI image index")
         found = entries(manifest.body)
     except ValueError as exc:
         where = f"{image.host}/{image.repository}:{fallback_tag(subject)}"
@@ -124,14 +120,11 @@ def _read_tag(image: Ref, subject: Digest) -> tuple[list[dict[str, Any]], Digest
     return found, manifest.digest
 
 
-def _write_tag(
-    image: Ref, subject: Digest, listed_now: list[dict[str, Any]], old: Digest | None
-) -> None:
-    new = api.put_manifest(image.at(fallback_tag(subject)), index(listed_now), OCI_INDEX)
-    if old is not None and old != new:
-        # garbage now, which a registry refusing deletes keeps; nothing names it
-        with contextlib.suppress(RegistryError):
-            api.delete_manifest(image, old)
+def _write_tag(image: Ref, subject: Digest, listed_now: list[dict[str, Any]]) -> None:
+    """The amended list under the referrers tag. The index it replaces is left as it is
+    (untagged; `prune` takes it with the image): deleting it by digest would trust that no
+    one pointed this tag at something else to have it deleted."""
+    api.put_manifest(image.at(fallback_tag(subject)), index(listed_now), OCI_INDEX)
 
 
 def _entries(image: Ref, body: bytes, where: str) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from build_graph.oci import json_door
 
 BUNDLE_TYPE = "application/vnd.dev.sigstore.bundle.v0.3+json"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
+MAX_SIGNATURES = 8
 
 
 def pae(payload_type: str, payload: bytes) -> bytes:
@@ -80,6 +81,10 @@ def open_bundle(data: bytes) -> Envelope:
     signatures = envelope.get("signatures")
     if not isinstance(signatures, list) or not signatures:
         raise ValueError("the envelope carries no signature")
+    if len(signatures) > MAX_SIGNATURES:  # each is an ECDSA verification per key
+        raise ValueError(
+            f"the envelope carries {len(signatures)} signatures (at most {MAX_SIGNATURES})"
+        )
     material = document.get("verificationMaterial")
     key = material.get("publicKey") if isinstance(material, dict) else None
     hint = key.get("hint") if isinstance(key, dict) else None

@@ -167,6 +167,7 @@ STAGES: tuple[Stage, ...] = (
         done=lambda w: push.pushed(w.tier, w.holdings),
         says=lambda w: f"the registry holds {w.tier.image}",
         found=_pushed_digest,
+        columns=(Column("pushed", _fact("pushed")),),
     ),
     Stage(
         "verify",

@@ -7,7 +7,10 @@ image, its artifacts are deleted first (its referrers index 'sha256-<its hex>' f
 all, then verify reports, SBOMs and whatever else its referrers list, other tools'
 signatures included), then the image's manifest by digest, so an interrupted prune leaves
 images without reports (rebuilt or re-verified if ever needed), never reports about
-nothing, and no referrers index naming what is gone.
+nothing, and no referrers index naming what is gone. An artifact is deleted only when it is
+read as about the image (its `subject`, or every envelope of cosign's `.att` image), and
+never when any other tag names it: someone with push rights who points the doomed image's
+tags at a kept image's manifests (or lists them in its referrers index) deletes nothing.
 """
 
 from __future__ import annotations
@@ -18,12 +21,18 @@ from dataclasses import dataclass, field
 
 from build_graph.errors import BuildGraphError, RegistryError
 from build_graph.oci.digest import Digest
-from build_graph.oci.referrers import artifact_about, fallback_tag
+from build_graph.oci.referrers import (
+    envelope_layers,
+    envelope_subject,
+    fallback_tag,
+    subject_of,
+)
 from build_graph.oci.refs import Presence, Ref, parse_ref
 from build_graph.oci.retention import (
     Decision,
     Policy,
     Repository,
+    artifact_subject,
     bytes_freed,
     decide,
     tag_kind,
@@ -56,16 +65,20 @@ def judge(planned: list[PlannedTier], policy: Policy) -> Pruning:
 
 
 def protected(repos: Iterable[Repository], decisions: Iterable[Decision]) -> dict[str, set[Digest]]:
-    """Per repository, what its hash and human tags name (and the manifests inside those
-    indexes) less the images being deleted: what no artifact deletion may touch."""
-    doomed = {(d.repository, x) for d in decisions if d.delete for x in (d.digest, *d.inner)}
+    """Per repository, every manifest a tag names (and what those indexes hold), but the
+    images being deleted and what only their own artifact tags name: what no deletion of
+    an artifact may touch (an artifact of a kept image re-tagged under a doomed image's
+    tags stays, named by its own)."""
+    decided = list(decisions)
+    doomed = {(d.repository, d.digest) for d in decided if d.delete}
+    gone = doomed | {(d.repository, x) for d in decided if d.delete for x in d.inner}
     return {
         repo.name: {
             x
             for tag, image in repo.tags.items()
-            if tag_kind(tag) != "artifact"
+            if (repo.name, artifact_subject(tag)) not in doomed
             for x in (image.digest, *image.contains, *image.refers_to)
-            if x is not None and (repo.name, x) not in doomed
+            if x is not None and (repo.name, x) not in gone
         }
         for repo in repos
     }
@@ -131,26 +144,57 @@ def delete(pruning: Pruning, say: Callable[[str], None]) -> int:
 
 
 def _delete_artifacts(ref: Ref, d: Decision, protected: set[Digest]) -> None:
-    """Everything about the image `d` deletes, each read first: what its referrers list
-    (other tools' too: cosign's signatures, untagged) and its artifact tags name. Its
-    referrers index goes first (no tool then lists an artifact that is gone), listed before
-    it goes. Only what is about the image goes (oci/referrers.artifact_about) and never what
-    a hash or human tag names (`protected`): a list or an artifact tag planted to name a
-    kept image deletes nothing."""
-    listed = [(None, r.digest) for r in referrers.listed(ref, d.digest)]
+    """Everything about the image `d` deletes, each read first (module docstring): what
+    names the image as its `subject`; cosign's `.att` image when every envelope in it is
+    about the image; its referrers index (first, so no tool lists what is gone) when every
+    entry is one of those or gone already. Never what any other tag names (`protected`).
+    What cannot be tied to the image stays: garbage at worst, never another image's."""
     index_tag = fallback_tag(d.digest)
-    ordered = sorted(d.artifacts, key=lambda pair: pair[0] != index_tag)
-    done: set[Digest] = set()
-    for tag, artifact in [*ordered, *listed]:
-        if artifact in done or artifact in protected:
+    about: list[Digest] = []
+    index: Digest | None = None
+    listed = [r.digest for r in referrers.listed(ref, d.digest)]
+    for tag, artifact in [*d.artifacts, *((None, r) for r in listed)]:
+        if artifact in protected or artifact in about or artifact == index:
             continue
-        done.add(artifact)
+        body = _manifest(ref, artifact)
+        if body is None:
+            continue
+        if subject_of(body) == d.digest or (
+            (tag or "").endswith(".att") and _envelopes_about(ref, body, d.digest)
+        ):
+            about.append(artifact)
+        elif tag == index_tag:
+            index = artifact
+    if index is not None and set(listed) <= set(about) | _gone(ref, listed):
+        api.delete_manifest(ref, index)
+    for artifact in about:
+        api.delete_manifest(ref, artifact)
+
+
+def _manifest(ref: Ref, digest: Digest) -> bytes | None:
+    try:
+        return api.get_manifest(ref.at(str(digest))).body
+    except BuildGraphError:
+        return None  # gone already, or unreadable: nothing known to delete
+
+
+def _envelopes_about(ref: Ref, body: bytes, subject: Digest) -> bool:
+    """Whether cosign's `.att` image `body` holds only envelopes about `subject`."""
+    layers = envelope_layers(body)
+    if not layers:
+        return False
+    for layer in layers:
         try:
-            body = api.get_manifest(ref.at(str(artifact))).body
+            if envelope_subject(api.get_blob(ref, layer)) != subject:
+                return False
         except BuildGraphError:
-            continue  # gone already, or unreadable: nothing known to delete
-        if artifact_about(body, d.digest, tag or ""):
-            api.delete_manifest(ref, artifact)
+            return False
+    return True
+
+
+def _gone(ref: Ref, digests: list[Digest]) -> set[Digest]:
+    """Those of `digests` the registry definitely no longer holds."""
+    return {d for d in digests if api.head_manifest(ref.at(str(d))).presence is Presence.ABSENT}
 
 
 def _delete_untagged(repository: str, digests: set[Digest]) -> None:

@@ -31,7 +31,9 @@ KEY_VERSION = "projects/p/locations/global/keyRings/r/cryptoKeys/verify/cryptoKe
 @dataclass
 class Kms:
     keys: dict[str, ec.EllipticCurvePrivateKey] = field(default_factory=dict)
-    faults: set[str] = field(default_factory=set)  # pem-crc, sig-crc, name, unverified, other-key
+    faults: set[str] = field(
+        default_factory=set
+    )  # pem-crc, pem-name, sig-crc, name, unverified, other-key
     signed: int = 0
 
     def key(self, name: str) -> ec.EllipticCurvePrivateKey:
@@ -75,8 +77,9 @@ class _Handler(BaseHTTPRequestHandler):
         name = path.removeprefix("/v1/").removesuffix("/publicKey")
         pem = self.kms.public_pem(name)
         crc = "1" if "pem-crc" in self.kms.faults else _crc(pem.encode())
+        said = name + "0" if "pem-name" in self.kms.faults else name
         self._send(
-            200, {"pem": pem, "algorithm": "EC_SIGN_P256_SHA256", "pemCrc32c": crc, "name": name}
+            200, {"pem": pem, "algorithm": "EC_SIGN_P256_SHA256", "pemCrc32c": crc, "name": said}
         )
 
     def do_POST(self) -> None:

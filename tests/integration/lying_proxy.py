@@ -8,8 +8,9 @@ lie is switched on:
   something else) under the digest asked for, as a compromised mirror would;
 - `digest_header`: manifests whose path matches `header_paths` carry this
   Docker-Content-Digest instead of the registry's (a path such as 'sha256:../../x');
-- `fail`: requests whose path matches `fail_paths` (and method `fail_method`, if set) get
-  HTTP `fail` and no forwarding, the first `fail_times` of them (all, if None);
+- `fail`: requests whose path matches `fail_paths` (and method `fail_method`, if set, and
+  `fail_when(method, path)`, if set) get HTTP `fail` and no forwarding, the first
+  `fail_times` of them (all, if None);
 - `head_length`: a HEAD whose path matches `head_paths` is answered with this
   Content-Length (and `head_type`, if set, as its Content-Type) instead of the registry's.
 - `referrers_api`: not a lie but a feature distribution 2.8 lacks: the proxy answers as a
@@ -24,7 +25,7 @@ from __future__ import annotations
 import http.client
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
@@ -57,6 +58,7 @@ class Lies:
     fail_paths: re.Pattern[str] = REPORT_TAGS
     fail_method: str | None = None
     fail_times: int | None = None
+    fail_when: Callable[[str, str], bool] | None = None  # (method, path): fail this one?
     head_length: str | None = None
     head_type: str | None = None
     head_paths: re.Pattern[str] = REPORT_TAGS
@@ -66,7 +68,7 @@ class Lies:
     requests: list[tuple[str, str]] = field(default_factory=list)
 
     def reset(self) -> None:
-        self.swap, self.digest_header, self.fail = None, None, None
+        self.swap, self.digest_header, self.fail, self.fail_when = None, None, None, None
         self.head_length, self.head_type = None, None
 
 
@@ -116,6 +118,7 @@ class _Handler(BaseHTTPRequestHandler):
             and lies.fail_paths.search(path)
             and lies.fail_method in (None, self.command)
             and lies.fail_times != 0
+            and (lies.fail_when is None or lies.fail_when(self.command, path))
         ):
             if lies.fail_times is not None:
                 lies.fail_times -= 1

@@ -34,8 +34,9 @@ def test_a_signature_from_kms_verifies_with_its_public_key(served: Kms) -> None:
 @pytest.mark.parametrize(
     ("fault", "said"),
     [
-        ("pem-crc", "the public key of"),
-        ("sig-crc", "arrived damaged"),
+        ("pem-crc", "the public key of .* arrived damaged"),
+        ("pem-name", "answered the public key of .*0 for"),
+        ("sig-crc", "the signature from .* arrived damaged"),
         ("name", "without confirming"),
         ("unverified", "without confirming"),
         ("other-key", "does not verify with its public key"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,8 +24,6 @@ from pathlib import Path
 import pytest
 
 from build_graph.oci.attestation import VERIFY_PREDICATE
-from build_graph.oci.contents import OCI_INDEX
-from build_graph.oci.referrers import entries, index
 from build_graph.oci.refs import parse_ref
 from build_graph.registry import api, artifacts
 from build_graph.signing import dsse, keys
@@ -246,24 +245,19 @@ def test_a_forged_report_neither_skips_verify_nor_moves_latest(
     assert stale.returncode == 1 and "not what runner's inputs make now" in stale.stdout
 
 
-def test_prune_takes_the_referrers_index_with_the_image(signed: Workspace) -> None:
+def test_prune_takes_the_image_s_artifacts_and_no_other_s(signed: Workspace) -> None:
+    """Planted by someone with push rights: the doomed image's referrers tag and `.att` tag
+    name the kept image's own referrers index and `.att` image. Prune deletes the doomed
+    image, its report and its SBOM, and nothing of the kept image (test_prune.py sees an
+    unplanted referrers index go with its image)."""
     ws = signed
+    runner = parse_ref(f"{ws.registry.address}/quickstart/runner:latest")
+    kept = image(ws, "runner").split("@")[1].removeprefix("sha256:")
     tags = ws.registry.tags("quickstart/runner")
-    old = [t for t in tags if t.startswith("sha256-") and "." not in t]
-    assert len(old) >= 2, tags  # the promoted digest's and the one latest left
-    # Planted: the doomed digest's referrers list also names the image latest names. Prune
-    # deletes only what is about the doomed image: latest must survive.
-    kept = image(ws, "runner").split("@")[1]
-    doomed = next(t for t in old if t != f"sha256-{kept.removeprefix('sha256:')}")
-    target = parse_ref(f"{ws.registry.address}/quickstart/runner:{doomed}")
-    listed = entries(api.get_manifest(target).body)
-    planted = {
-        "mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "digest": kept,
-        "size": 1,
-        "artifactType": "application/vnd.in-toto+json",  # looks like any referrer
-    }
-    api.put_manifest(target, index([*listed, planted]), OCI_INDEX)
+    [doomed] = [t for t in tags if re.fullmatch(r"sha256-[0-9a-f]{64}", t) and kept not in t]
+    for suffix in ("", ".att"):
+        held = api.get_manifest(runner.at(f"sha256-{kept}{suffix}"))
+        api.put_manifest(runner.at(f"{doomed}{suffix}"), held.body, held.media_type)
     result = run(
         sys.executable,
         "-m",
@@ -279,13 +273,14 @@ def test_prune_takes_the_referrers_index_with_the_image(signed: Workspace) -> No
         cwd=REPO,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 image(s) deleted" in result.stdout
     left = ws.registry.tags("quickstart/runner")
-    gone = [t for t in old if t not in left]
-    assert gone, f"prune deleted no image's referrers index: {left}"
-    for index_tag in gone:
-        assert not [t for t in left if t.startswith(f"{index_tag}.")], left
-    assert image(ws, "runner").split("@")[1] == kept
+    doomed_digest = f"sha256:{doomed.removeprefix('sha256-')}"
+    assert api.head_manifest(runner.at(doomed_digest)).digest is None  # the image went
+    assert not [t for t in left if t.startswith(f"{doomed}.verify-") or t == f"{doomed}.sbom"]
+    # everything of the kept image stays, and standard tools still find and check it
+    for suffix in ("", ".att", ".sbom"):
+        assert f"sha256-{kept}{suffix}" in left, left
     assert cosign_verify(image(ws, "runner"), ws.root / "keys" / "verify.pub").returncode == 0
-    for index_tag in (t for t in old if t in left):
-        digest = f"sha256:{index_tag.removeprefix('sha256-')}"
-        assert discovered(f"{ws.registry.address}/quickstart/runner@{digest}")
+    found = discovered(image(ws, "runner"))
+    assert dsse.BUNDLE_TYPE in found and "application/vnd.cyclonedx+json" in found

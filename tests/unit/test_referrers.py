@@ -3,6 +3,7 @@ is checked, others' entries are kept, ours added once and removed."""
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -11,11 +12,13 @@ from build_graph.oci.digest import Digest
 from build_graph.oci.json_door import loads
 from build_graph.oci.referrers import (
     Referrer,
-    artifact_about,
     entries,
+    envelope_layers,
+    envelope_subject,
     fallback_tag,
     index,
     is_referrers_index,
+    subject_of,
     with_entry,
     without,
 )
@@ -82,22 +85,26 @@ def manifest(**fields: object) -> bytes:
     return json.dumps({"schemaVersion": 2, **fields}).encode()
 
 
-def test_only_what_is_about_the_image_may_go_with_it() -> None:
-    tag = fallback_tag(SUBJECT)
+def envelope(subjects: list[Digest]) -> bytes:
+    statement = {"subject": [{"name": "r", "digest": {"sha256": d.hex}} for d in subjects]}
+    payload = base64.b64encode(json.dumps(statement).encode()).decode()
+    return json.dumps({"payloadType": "application/vnd.in-toto+json", "payload": payload}).encode()
+
+
+def test_what_ties_an_artifact_to_its_image() -> None:
     about = manifest(subject={"digest": str(SUBJECT)}, layers=[])
-    assert artifact_about(about, SUBJECT, "anything")
-    elsewhere = manifest(subject={"digest": str(Digest.of(b"another"))}, layers=[])
-    assert not artifact_about(elsewhere, SUBJECT, f"{tag}.sbom")
-    # its referrers list, under its referrers tag; never an image's own index planted there
-    assert artifact_about(index([COSIGNS]), SUBJECT, tag)
-    assert not artifact_about(index([PLATFORM_ENTRY]), SUBJECT, tag)
-    assert not artifact_about(index([COSIGNS]), SUBJECT, f"{tag}.sbom")
-    # cosign's .att image: layers that are all signed envelopes; an image planted there is not
-    envelopes = manifest(layers=[{"mediaType": "application/vnd.dsse.envelope.v1+json"}])
-    assert artifact_about(envelopes, SUBJECT, f"{tag}.att")
-    image = manifest(layers=[{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip"}])
-    assert not artifact_about(image, SUBJECT, f"{tag}.att")
-    assert not artifact_about(b"[" * 100_000, SUBJECT, tag)
+    assert subject_of(about) == SUBJECT
+    assert subject_of(manifest(layers=[])) is None  # an image: about nothing
+    assert subject_of(b"[" * 100_000) is None
+    # cosign's .att image: every layer an envelope, each statement naming one subject
+    layers = [{"mediaType": "application/vnd.dsse.envelope.v1+json", "digest": str(SUBJECT)}]
+    assert envelope_layers(manifest(layers=layers)) == [SUBJECT]
+    image = [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": str(SUBJECT)}]
+    assert envelope_layers(manifest(layers=image)) is None
+    assert envelope_layers(manifest(layers=[])) is None
+    assert envelope_subject(envelope([SUBJECT])) == SUBJECT
+    assert envelope_subject(envelope([SUBJECT, Digest.of(b"x")])) is None
+    assert envelope_subject(b'{"payload": "%%%"}') is None
 
 
 def test_a_list_is_a_referrers_list_only_when_every_entry_is_an_artifact() -> None:
@@ -112,3 +119,6 @@ def test_json_nested_too_deep_is_not_json_never_a_crash() -> None:
         loads(deep)
     with pytest.raises(ValueError):
         entries(deep)
+    with pytest.raises(ValueError, match="more than 64 levels"):
+        loads(b"[" * 65 + b"]" * 65)
+    assert loads(b"[" * 64 + b"]" * 64)

@@ -116,8 +116,9 @@ def test_unsigned_reports_count_only_where_signatures_are_not_required(
         lambda d: d["dsseEnvelope"].update(signatures=[]),
         lambda d: d["dsseEnvelope"].update(payload="%%%"),
         lambda d: d["dsseEnvelope"].update(payloadType="text/plain"),
+        lambda d: d["dsseEnvelope"].update(signatures=d["dsseEnvelope"]["signatures"] * 9),
     ],
-    ids=["no envelope", "no signature", "bad base64", "another payload type"],
+    ids=["no envelope", "no signature", "bad base64", "another payload type", "9 signatures"],
 )
 def test_a_damaged_bundle_is_no_report(pair: tuple[Path, Path], damage: object) -> None:
     key, pub = pair
