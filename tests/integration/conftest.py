@@ -322,11 +322,15 @@ def built(output: str | subprocess.CompletedProcess[str]) -> list[str]:
 
 
 def pushed(output: str | subprocess.CompletedProcess[str]) -> list[str]:
-    return [
-        line.removeprefix("+ docker push ")
-        for line in _said(output).splitlines()
-        if line.startswith("+ docker push ")
-    ]
+    """Images a run pushed: by the daemon (`+ docker push REF`), or from a tier's OCI layout
+    (`+ push REF from the OCI layout (N blobs)`)."""
+    found = []
+    for line in _said(output).splitlines():
+        if line.startswith("+ docker push "):
+            found.append(line.removeprefix("+ docker push "))
+        elif line.startswith("+ push ") and " from the OCI layout" in line:
+            found.append(line.removeprefix("+ push ").split(" from the OCI layout")[0])
+    return found
 
 
 class GcsEmulator(LoopbackServer):

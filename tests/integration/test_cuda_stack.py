@@ -104,8 +104,8 @@ def test_the_cuda_stack_builds_verifies_and_promotes(ws: Workspace, gcs: GcsEmul
     # The row the CI page shows.
     row = summary_rows((ws.root / "build" / "summary.md").read_text())["kernels"]
     assert row[1] == "render, compile, build, push, verify, promote", row
-    assert " misses (" in row[3] and row[4].startswith("passed ("), row
-    assert "; GPU not checked: " in row[4] and row[5] == ws.registry.digest(
+    assert " misses (" in row[3] and " MB sent (" in row[4] and row[5].startswith("passed ("), row
+    assert "; GPU not checked: " in row[5] and row[6] == ws.registry.digest(
         "cuda/kernels", "latest"
     )
 

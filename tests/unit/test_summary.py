@@ -22,7 +22,8 @@ def test_a_tier_that_ran_shows_its_stages_time_cache_verify_digest_and_tags() ->
     summary.up_to_date("render:fastext")
     summary.ran("compile:fastext", 12.25, {"ccache": "14 hits / 0 misses (100%)"})
     summary.ran("build:fastext", 3.0, {})
-    summary.ran("push:fastext", 1.0, {"digest": DIGEST})
+    pushed = "12.5 MB sent (1 of 3 blobs; 1 mounted, 1 there) in 1.0 s"
+    summary.ran("push:fastext", 1.0, {"digest": DIGEST, "pushed": pushed})
     summary.ran(
         "verify:fastext",
         2.0,
@@ -36,6 +37,7 @@ def test_a_tier_that_ran_shows_its_stages_time_cache_verify_digest_and_tags() ->
         "compile, build, push, verify, promote",
         "18.8 s",
         "14 hits / 0 misses (100%)",
+        pushed,
         "passed (9 passed, 0 failed, 1 not checked); GPU not checked: no GPU",
         DIGEST,
         "latest, py3.11",
@@ -58,14 +60,15 @@ def test_up_to_date_failed_and_not_run_tiers_say_so() -> None:
         "nothing (up to date)",
         "-",
         "-",
+        "-",
         "passed (a report in the registry)",
         DIGEST,
         "-",
     ]
     assert found["training"][1:3] == ["build, push, verify FAILED; not run: promote", "7.0 s"]
     summary.failed("build:leaf", "build of leaf failed", 3.0)  # nothing pushed: no digest
-    assert rows(summary.markdown())["leaf"][5] == "-"
-    assert found["training"][4] == "failed: verify of training: 1 failed"
+    assert rows(summary.markdown())["leaf"][6] == "-"
+    assert found["training"][5] == "failed: verify of training: 1 failed"
     assert "3 tiers: 1 up to date, 2 failed" in summary.markdown()
 
 
@@ -88,7 +91,7 @@ def test_untrusted_text_cannot_become_markup_or_break_the_table(hostile: str) ->
     summary = RunSummary("demo")
     summary.failed("verify:t", hostile, 1.0)
     [row] = [line for line in summary.markdown().splitlines() if line.startswith("| t ")]
-    assert row.count(" | ") == 6  # still seven cells
+    assert row.count(" | ") == 7  # still eight cells
 
 
 def test_a_long_message_is_cut() -> None:
@@ -163,7 +166,7 @@ def test_the_reporter_feeds_the_summary_through_doits_runner(tmp_path: Path) -> 
     with pytest.raises(SystemExit):
         DoitMain(ModuleTaskLoader(tasks)).run(["--continue", "promote:a", "build:b"])
     assert rows((tmp_path / "summary.md").read_text())["b"][1:2] == ["nothing (up to date)"]
-    assert rows((tmp_path / "summary.md").read_text())["b"][5] == "sha256:" + "cd" * 32
+    assert rows((tmp_path / "summary.md").read_text())["b"][6] == "sha256:" + "cd" * 32
     row = rows((tmp_path / "summary.md").read_text())["a"]
     assert row[1] == "push, verify FAILED; not run: promote"
-    assert row[4] == "failed: verify of a: 1 failed" and row[5] == DIGEST
+    assert row[5] == "failed: verify of a: 1 failed" and row[6] == DIGEST
