@@ -83,14 +83,16 @@ def _from_layout(
 
 
 def moved_line(moved: list[upload.Moved], seconds: float) -> str:
-    """'812.4 MB sent (3 of 7 blobs; 2 mounted, 2 there) in 4.1 s': what a push cost."""
+    """'812.4 MB sent (3 of 7 blobs; 2 mounted, 2 there) in 4.1 s' (kB under a megabyte):
+    what a push cost."""
     sent = sum(m.sent for m in moved)
     went = [m for m in moved if m.sent]
     mounted = sum(m.how == "mounted" for m in moved)
     there = sum(m.how == "present" for m in moved)
     resumed = sum(m.how == "resumed" for m in moved)
     again = f", {resumed} resumed" if resumed else ""
+    amount = f"{sent / 1e6:.1f} MB" if sent >= 1e6 else f"{sent / 1e3:.1f} kB"
     return (
-        f"{sent / 1e6:.1f} MB sent ({len(went)} of {len(moved)} blobs; {mounted} mounted, "
+        f"{amount} sent ({len(went)} of {len(moved)} blobs; {mounted} mounted, "
         f"{there} there{again}) in {seconds:.1f} s"
     )
