@@ -217,6 +217,8 @@ def test_a_forged_report_neither_skips_verify_nor_moves_latest(
         "altered": (altered, dsse.BUNDLE_TYPE, "verifies with none of signing.public_keys"),
     }
     ref = f"{ws.registry.address}/quickstart/runner@{unverified}"
+    unchecked = gate(ws, ref)  # before any forgery: a digest nobody verified
+    assert unchecked.returncode == 1 and "no verify report for this digest" in unchecked.stdout
     for name, (payload, media_type, reason) in forgeries.items():
         forge(ws, unverified, payload, media_type, str(predicate["fingerprint"]))
         refused = gate(ws, ref)
