@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from build_graph.errors import BuildGraphError, RegistryError
 from build_graph.oci.digest import Digest
 from build_graph.oci.referrers import (
+    entries,
     envelope_layers,
     envelope_subject,
     fallback_tag,
+    is_referrers_index,
     subject_of,
 )
 from build_graph.oci.refs import Presence, Ref, parse_ref
@@ -163,12 +165,19 @@ def _delete_artifacts(ref: Ref, d: Decision, protected: set[Digest]) -> None:
             (tag or "").endswith(".att") and _envelopes_about(ref, body, d.digest)
         ):
             about.append(artifact)
-        elif tag == index_tag:
+        elif tag == index_tag and _is_referrers_list(body):
             index = artifact
     if index is not None and set(listed) <= set(about) | _gone(ref, listed):
         api.delete_manifest(ref, index)
     for artifact in about:
         api.delete_manifest(ref, artifact)
+
+
+def _is_referrers_list(body: bytes) -> bool:
+    try:
+        return is_referrers_index(entries(body))
+    except ValueError:
+        return False
 
 
 def _manifest(ref: Ref, digest: Digest) -> bytes | None:
