@@ -14,6 +14,7 @@ RegistryError in words (oci/problems.py).
 from __future__ import annotations
 
 import http.client
+import ssl
 import threading
 import time
 import urllib.parse
@@ -25,7 +26,16 @@ from build_graph.oci.digest import Digest, parse_digest
 from build_graph.registry import auth
 
 TIMEOUT_S = 30.0
-_RETRYABLE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
+# A connection the server closed while it sat idle: over TLS a request with a body meets it
+# while sending, as an EOF of the TLS stream (a blob upload's first chunk after a long
+# build, seen against distribution over HTTPS), where plain HTTP says BrokenPipe.
+_RETRYABLE = (
+    http.client.RemoteDisconnected,
+    BrokenPipeError,
+    ConnectionResetError,
+    ssl.SSLEOFError,
+    ssl.SSLZeroReturnError,
+)
 READ_ATTEMPTS = 3
 _TRANSIENT = frozenset({500, 502, 503, 504})
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -52,6 +62,11 @@ class Client:
 
     host: str
     _local: threading.local = field(default_factory=threading.local)
+    # The Authorization each (repository, action) last needed here, sent up front from then
+    # on: a registry that wants a token answers an anonymous blob upload with 401 before
+    # reading its body and closes the connection, so a chunk of megabytes could never reach
+    # the retry that would carry the token.
+    _authorizations: dict[tuple[str, str], str] = field(default_factory=dict)
 
     @property
     def secure(self) -> bool:
@@ -75,11 +90,15 @@ class Client:
         action = {"GET": "pull", "HEAD": "pull", "DELETE": "delete"}.get(method, "pull,push")
         url = f"/v2/{repository}/{path}"
         sent = dict(headers or {})
+        known = self._authorizations.get((repository, action))
+        if known is not None:
+            sent["Authorization"] = known
         for attempt in range(1, READ_ATTEMPTS + 1):
             response = self._send(method, url, sent, body, limit)
             if response.status == 401 and "www-authenticate" in response.headers:
                 auth = self._authorize(response.headers["www-authenticate"], repository, action)
                 if auth is not None:
+                    self._authorizations[(repository, action)] = auth
                     sent = {**sent, "Authorization": auth}
                     response = self._send(method, url, sent, body, limit)
             if method in ("GET", "HEAD") and response.status in REDIRECTS:

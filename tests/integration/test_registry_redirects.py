@@ -566,8 +566,9 @@ def test_the_quickstart_reaches_latest_through_tls_tokens_and_storage_redirects(
         # containerd store, a plain manifest on the classic one)
         assert latest[0] in {registry.digest(repo, h) for h in hashes}, tier
     assert setup.tokens.granted and not setup.tokens.refused
-    # Both asked the HTTPS realm: the daemon (containerd's password grant) and our client.
-    assert setup.tokens.methods == {"GET", "POST"}, setup.tokens.methods
+    # Our client asked the HTTPS realm (GET): it pushes from the layouts, and nothing makes
+    # the daemon pull here, so its password grant (POST) may never come.
+    assert "GET" in setup.tokens.methods, setup.tokens.methods  # ours; the daemon no longer pushes
     # The run's blob reads (the HEADs before an artifact's blob upload) were sent to the
     # storage server and followed there, without credentials.
     assert blob_reads(storage), "no blob read was redirected to the storage server"
