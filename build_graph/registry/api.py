@@ -10,7 +10,6 @@ manifest's media type must be one of the kinds we asked for. An error is an erro
 
 from __future__ import annotations
 
-import urllib.parse
 from dataclasses import dataclass
 
 from build_graph.errors import BuildGraphError, DeletesRefused, UntrustedAnswer
@@ -18,6 +17,7 @@ from build_graph.oci import contents, problems
 from build_graph.oci.contents import Contents
 from build_graph.oci.digest import Digest, maybe_digest
 from build_graph.oci.refs import MANIFEST_TYPES, Answer, Presence, Ref
+from build_graph.registry import upload
 from build_graph.registry.transport import Response, blob_response, client
 
 _ACCEPT = {"Accept": ", ".join(MANIFEST_TYPES)}
@@ -192,7 +192,8 @@ def put_referrer(ref: Ref, body: bytes, media_type: str) -> tuple[Digest, bool]:
 
 
 def put_blob(ref: Ref, data: bytes) -> Digest:
-    """Upload `data` to `ref`'s repository (monolithic upload) unless it is there already."""
+    """Upload `data` to `ref`'s repository (monolithic upload, through upload.py's session
+    and its checks) unless it is there already."""
     digest = Digest.of(data)
     api = client(ref.api_host)
     there = api.request("HEAD", ref.repository, f"blobs/{digest}")
@@ -202,30 +203,7 @@ def put_blob(ref: Ref, data: bytes) -> Digest:
         raise problems.refused(
             ref.host, f"a question about blob {digest} in {ref.repository}", there.status
         )
-    started = api.request("POST", ref.repository, "blobs/uploads/", body=b"")
-    location = started.headers.get("location")
-    if started.status != 202 or not location:
-        raise problems.refused(
-            ref.host, f"starting an upload to {ref.repository}", started.status, started.body
-        )
-    parts = urllib.parse.urlsplit(location)
-    prefix = f"/v2/{ref.repository}/"
-    if not parts.path.startswith(prefix) or ".." in parts.path:
-        raise UntrustedAnswer(
-            f"the registry {ref.host} sent an upload location outside {prefix}: {location[:200]!r}"
-        )
-    query = "&".join(q for q in (parts.query, urllib.parse.urlencode({"digest": str(digest)})) if q)
-    done = api.request(
-        "PUT",
-        ref.repository,
-        f"{parts.path[len(prefix) :]}?{query}",
-        body=data,
-        headers={"Content-Type": "application/octet-stream"},
-    )
-    if done.status != 201:
-        raise problems.refused(
-            ref.host, f"uploading a blob to {ref.repository}", done.status, done.body
-        )
+    upload.finish(ref, upload.start(ref), digest, data)
     return digest
 
 

@@ -126,7 +126,7 @@ class ReportStore:
             if probe.presence is Presence.ABSENT or probe.digest is None:
                 continue
             try:
-                payload = self._payload(probe.digest)
+                payload, fetched = self._payload(probe.digest)
             except NotAnArtifact as exc:
                 log(f"[{self.name}] {ref} does not count: {exc}")
                 refused.append("it is not a verify report")
@@ -134,6 +134,8 @@ class ReportStore:
             opened = policy.open_payload(self.signing, payload)
             why = policy.counts(self.signing, opened)
             report = _report_of(opened.document)
+            if fetched:
+                self._said(report or {})
             if why is None and report is None:
                 why = "it is not a verify report"
             if why is not None:
@@ -226,25 +228,27 @@ class ReportStore:
         digest, so it stays inside reports/."""
         return self.folder.reports / f"{artifact.dashed}.payload"
 
-    def _payload(self, artifact: Digest) -> bytes:
-        """The payload of the report artifact `artifact`: this machine's copy (written once
-        its bytes were hashed), else the registry's, hashed on the way in and kept."""
+    def _payload(self, artifact: Digest) -> tuple[bytes, bool]:
+        """The payload of the report artifact `artifact`, and whether it came from the
+        registry: this machine's copy (written once its bytes were hashed), else the
+        registry's, hashed on the way in and kept."""
         copy = self._copy(artifact)
         try:
-            return copy.read_bytes()
+            return copy.read_bytes(), False
         except OSError:
             pass
         payload = artifacts.read(parse_ref(self.repository), artifact, REPORT_TYPES)
         write_bytes_if_changed(copy, payload)
-        opened = policy.open_payload(self.signing, payload)
-        report = _report_of(opened.document) or {}
+        return payload, True
+
+    def _said(self, report: Report) -> None:
+        """Log a report another run (or runner) published, as it was read."""
         by = report.get("made_by")
         by = by if isinstance(by, dict) else {}
         log(
             f"[{self.name}] verify report from {shown(by.get('host', '?'))} "
             f"(run {shown(by.get('run', '?'))}), {shown(report.get('summary', ''))}"
         )
-        return payload
 
 
 def _report_of(document: object) -> Report | None:

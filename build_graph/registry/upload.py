@@ -80,15 +80,7 @@ def _one(
                 location = _location(image, started)
                 break
     if location is None:
-        started = api.request("POST", image.repository, "blobs/uploads/", body=b"")
-        if started.status != 202:
-            raise problems.refused(
-                image.host,
-                f"starting an upload to {image.repository}",
-                started.status,
-                started.body,
-            )
-        location = _location(image, started)
+        location = start(image)
     sent = _send_chunks(image, digest, path, location, offset, record)
     record.unlink(missing_ok=True)
     return Moved(digest, size, sent, how)
@@ -126,20 +118,36 @@ def _send_chunks(
             offset += len(piece)
             sent += len(piece)
             _remember(record, location, offset)
+    finish(image, location, digest)
+    return sent
+
+
+def start(image: Ref) -> str:
+    """Open an upload session in `image`'s repository; its location (location())."""
+    started = client(image.api_host).request("POST", image.repository, "blobs/uploads/", body=b"")
+    if started.status != 202 or not started.headers.get("location"):
+        raise problems.refused(
+            image.host, f"starting an upload to {image.repository}", started.status, started.body
+        )
+    return _location(image, started)
+
+
+def finish(image: Ref, location: str, digest: Digest, body: bytes = b"") -> None:
+    """Close the upload session `location` as the blob `digest` (with `body`, its last or
+    only bytes); the registry checks the digest against what it received."""
     query = urllib.parse.urlencode({"digest": str(digest)})
     joiner = "&" if "?" in location else "?"
-    done = api.request(
+    done = client(image.api_host).request(
         "PUT",
         image.repository,
         f"{location}{joiner}{query}",
-        body=b"",
+        body=body,
         headers={"Content-Type": "application/octet-stream"},
     )
     if done.status != 201:
         raise problems.refused(
             image.host, f"finishing an upload to {image.repository}", done.status, done.body
         )
-    return sent
 
 
 def _location(image: Ref, answer: Response) -> str:
