@@ -29,6 +29,8 @@ from build_graph.docker.connection import check_context, endpoint
 from build_graph.errors import BuildFailed, DaemonUnreachable, EnvironmentProblem, NameTaken
 from build_graph.log import last_output, log
 from build_graph.oci import archive as oci_archive
+from build_graph.oci.compression import DEFAULT as GZIP
+from build_graph.oci.compression import Compression
 from build_graph.oci.platforms import emulation_hint
 
 _CANDIDATES = ("docker", "/usr/bin/docker")
@@ -127,6 +129,7 @@ def build(
     archive: Path | None = None,
     layout: Path | None = None,
     parent_layout: Path | None = None,
+    compression: Compression = GZIP,
 ) -> str:
     """Build from a tar context (Dockerfile at its root) with BuildKit; returns the image id
     (with `archive`: the image manifest's digest).
@@ -141,7 +144,8 @@ def build(
     (seeded from `parent_layout`: oci_layout.py), and the image is `docker load`ed from it,
     which on the containerd store keeps its manifest, so the digest pushed is the one built.
     No provenance attestation: it records when the build ran. `archive`: an OCI archive is
-    written there instead, uncached and not loaded (`reproduce`).
+    written there instead, uncached and not loaded (`reproduce`). `compression` applies to
+    the layers this build makes (oci/compression.py); only the OCI exporter takes it.
     """
     started = time.monotonic()
     shown = f" --platform={platform}" if platform else ""
@@ -157,7 +161,8 @@ def build(
             dest = f'"dest={str(exported).replace(chr(34), chr(34) * 2)}"'
             form = "" if archive is not None else ",tar=false"
             args += [
-                f"--output=type=oci,{dest}{form},name={tag},rewrite-timestamp=true",
+                f"--output=type=oci,{dest}{form},name={tag},rewrite-timestamp=true"
+                + compression.exporter_fields(),
                 "--provenance=false",
                 "--sbom=false",
             ]

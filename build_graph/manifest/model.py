@@ -10,6 +10,8 @@ from typing import Literal
 
 from build_graph.gpu.archs import torch_cuda_arch_list
 from build_graph.layout import BuildFolder
+from build_graph.oci.compression import DEFAULT as GZIP
+from build_graph.oci.compression import Compression
 from build_graph.signing.spec import NO_SIGNING, SigningSpec
 
 DEFAULT_VARIANT = "default"
@@ -162,6 +164,7 @@ class Stack:
     has_variants: bool
     notes: tuple[str, ...] = field(default=())
     signing: SigningSpec = NO_SIGNING
+    compression: Compression = GZIP  # [layers]
 
     @property
     def root(self) -> Path:

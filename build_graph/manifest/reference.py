@@ -29,6 +29,7 @@ REGENERATE = "python -m build_graph.manifest.reference > docs/reference.md"
 _WORDS: dict[Any, str] = {
     str: "string",
     bool: "boolean",
+    int: "integer",
     grammar.Text: "string",
     grammar.Version: "version",
     grammar.Name: "name",

@@ -34,6 +34,7 @@ from build_graph.manifest.sections import (
     resolve_verify,
 )
 from build_graph.manifest.values import IMAGE_RE, TAG_RE, conforms, parse_source
+from build_graph.oci.compression import Compression
 
 # `doit <tier>` builds a tier: its name may not be a doit command, nor `tiers` (a
 # dodo.py written before stages/pipeline.py has a task_tiers), nor a stage's
@@ -108,6 +109,7 @@ def resolve_stack(path: Path, manifest: schema.Manifest, lookup: Lookup = shippe
         has_variants=bool(manifest.variants),
         notes=tuple(report.notes),
         signing=signing,
+        compression=Compression(manifest.layers.compression, manifest.layers.level),
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from build_graph.manifest.grammar import (
     AptPackage,
@@ -18,43 +18,16 @@ from build_graph.manifest.grammar import (
     Name,
     PipRequirement,
     PlatformText,
-    Repository,
     Tag,
     Text,
     Version,
 )
+from build_graph.manifest.stack_schema import Cache, Layers, Signing, StackSection, Strict
 from build_graph.manifest.values import FIELD_NAME_RE, VERSION_RE, conforms
 
 # "required": promote only after a kernel really ran on a GPU; "optional": promote after
 # every other check, saying "GPU not checked" in the report and the promote line.
 GpuPolicy = Literal["required", "optional"]
-
-
-class Strict(BaseModel):
-    """Unknown keys are errors; models are immutable once read."""
-
-    # use_attribute_docstrings: the string under a key is its description (pydantic >= 2.7),
-    # so the reference's prose sits beside the key it describes.
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True
-    )
-
-
-class StackSection(Strict):
-    """The stack itself: its name and the registry its tiers are pushed to."""
-
-    name: Name
-    """the stack's name (lower case)"""
-    registry: Repository
-    """where tiers are pushed, as `<registry>/<tier>`, e.g. `127.0.0.1:5000/team`"""
-    description: Text = ""
-    """free text"""
-    default_variant: Name | None = None
-    """the variant whose tiers get `latest` (not set: the first declared)"""
-    platforms: list[PlatformText] | None = None
-    """`["linux/amd64", "linux/arm64"]`: every tier once per platform, one index per human tag
-    ([platforms](platforms.md)); not set: the build host's platform only, as before platforms
-    existed (same task names, hashes and tags)"""
 
 
 class Versions(Strict):
@@ -123,30 +96,6 @@ class GpuOverride(Strict):
     """replaces `gpu.ptx`"""
     targets: list[Text] | None = None
     """replaces `gpu.targets`"""
-
-
-class Cache(Strict):
-    """Where the compiler cache travels between machines
-    ([concepts](concepts.md#the-compiler-cache-travels))."""
-
-    url: Text | None = None
-    """`gs://bucket/prefix` or `file://path`; not set: `build/ccache-store` beside the manifest"""
-    max_size: Text = "20G"
-    """the compiler cache's size limit (ccache trims itself to it)"""
-
-
-class Signing(Strict):
-    """Signed verify reports, which cosign and deploy gates check ([signing](signing.md))."""
-
-    key: Text | None = None
-    """the signing key: a PEM file (relative to this file; keep it out of git) or a
-    `gcpkms://` key version; `BUILD_GRAPH_SIGNING_KEY` overrides it; neither: unsigned"""
-    public_keys: list[Text] = Field(default_factory=list)
-    """PEM files or `gcpkms://` key versions whose signatures count; a signed report none
-    of them verifies is no report"""
-    required: bool = False
-    """only a report signed by one of `public_keys` counts (promote needs one); a runner
-    with no signing key fails verify before probing"""
 
 
 class Compile(Strict):
@@ -272,7 +221,8 @@ class Variant(Strict):
 
 class Manifest(Strict):
     """A stack of images in one file, `images.toml`: `[stack]`, `[versions]`, `[gpu]`,
-    `[cache]`, a `[tiers.<name>]` table per image and `[variants.<name>]`.
+    `[cache]`, `[signing]`, `[layers]`, a `[tiers.<name>]` table per image and
+    `[variants.<name>]`.
     `python -m build_graph check` validates it and prints the resolved stack.
 
     Unknown keys are errors, with a near-miss suggestion. Every value that reaches a
@@ -289,6 +239,7 @@ class Manifest(Strict):
     gpu: Gpu = Field(default_factory=Gpu)
     cache: Cache = Field(default_factory=Cache)
     signing: Signing = Field(default_factory=Signing)
+    layers: Layers = Field(default_factory=Layers)
     tiers: dict[Name, Tier]
     variants: dict[Name, Variant] = Field(default_factory=dict)
 

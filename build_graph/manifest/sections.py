@@ -8,7 +8,7 @@ from pathlib import Path
 
 from build_graph.errors import did_you_mean
 from build_graph.layout import BuildFolder
-from build_graph.manifest import schema
+from build_graph.manifest import schema, stack_schema
 from build_graph.manifest.model import CacheSpec, VariantSpec, VerifySpec
 from build_graph.manifest.rules import Report
 from build_graph.manifest.values import conforms, fill_fields
@@ -45,7 +45,7 @@ def fill(text: str, fields: Mapping[str, str], key: str, report: Report) -> str:
     return text
 
 
-def resolve_cache(cache: schema.Cache, manifest: Path, report: Report) -> CacheSpec:
+def resolve_cache(cache: stack_schema.Cache, manifest: Path, report: Report) -> CacheSpec:
     root = manifest.parent
     url = cache.url or f"file://{BuildFolder.of(manifest).cache_store}"
     if url.startswith("file://"):
@@ -63,7 +63,7 @@ def resolve_cache(cache: schema.Cache, manifest: Path, report: Report) -> CacheS
     return CacheSpec(url=url, max_size_bytes=size or 0)
 
 
-def resolve_signing(signing: schema.Signing, manifest: Path, report: Report) -> SigningSpec:
+def resolve_signing(signing: stack_schema.Signing, manifest: Path, report: Report) -> SigningSpec:
     """Key references made absolute; every public key must exist (a runner may lack the
     private key: it is read when verify signs)."""
     root = manifest.parent

@@ -16,6 +16,8 @@ from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.layout import TierFolder
 from build_graph.manifest.expectation import Expectation, expectation_for
 from build_graph.manifest.model import Source, Stack, TierSpec, VariantSpec
+from build_graph.oci.compression import DEFAULT as GZIP
+from build_graph.oci.compression import Compression
 from build_graph.oci.platforms import Platform, parse_platform
 from build_graph.plan.context import ContextError, context_files, source_files
 from build_graph.plan.hashing import content_hash, file_digest
@@ -60,6 +62,7 @@ class PlannedTier:
     python: LockState = NO_LOCK  # its Python lock (pylock/state.py)
     root_image: str = ""  # what the root ancestor's FROM names: verify's baseline
     signing: SigningSpec = NO_SIGNING  # which verify reports count, and how they are signed
+    compression: Compression = GZIP  # how the layers it makes are compressed ([layers])
 
     @property
     def image(self) -> str:
@@ -223,6 +226,8 @@ def _plan_tier(
             # The locked Python set (the shipped templates install exactly these lines):
             # only where a tier has one, so a tier without packages keeps its hash.
             **({"python_lock": python.lines} if python.lines else {}),
+            # Only where [layers] is set: a stack that never set it keeps its hashes.
+            **stack.compression.hash_input(),
         }
     )
     inputs = (
@@ -232,6 +237,7 @@ def _plan_tier(
         ("compile", compile_hash or "-"),
         *((f"file:{d.path}", d.sha256[:16] + ("x" if d.executable else "")) for d in digests),
         *((("platform", platform),) if platform else ()),
+        *(() if stack.compression.is_default else (("compression", str(stack.compression)),)),
     )
     is_default = variant.name == stack.default_variant
     return PlannedTier(
@@ -262,6 +268,7 @@ def _plan_tier(
         ),
         inputs=inputs,
         signing=stack.signing,
+        compression=stack.compression,
     )
 
 

@@ -69,6 +69,14 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> None:
     command = buildkit.cli()
     buildargs, secrets = build_settings(command)
     reproducible = buildkit.reproducible_here(command)
+    if not reproducible and not tier.compression.is_default:
+        raise BuildFailed(
+            f"{tier.key}: {stack.manifest.name} [layers] compression = "
+            f"{tier.compression.algorithm!r} needs docker buildx and the containerd image "
+            "store (BuildKit's OCI exporter compresses the layers; this engine's store "
+            "would compress them again, as gzip, on push): switch the engine's store "
+            '(docs/build-host.md) or set compression = "gzip"'
+        )
     if not reproducible:
         _warn_unreproducible()
     if command is None and tier.platform is not None:
@@ -97,6 +105,7 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> None:
                     reproducible=reproducible,
                     layout=tier.folder.root / oci_layout.LAYOUT,
                     parent_layout=parent_layout(stack, tier),
+                    compression=tier.compression,
                 )
             except NameTaken:
                 # Two runners of one hash on one daemon: the same inputs, so the image the

@@ -92,6 +92,7 @@ def reproduce(stack: Stack, tier: PlannedTier, scratch: Path | None = None) -> O
                 secrets=secrets,
                 platform=tier.platform,
                 archive=ours,
+                compression=tier.compression,
             )
         registry, mine = parse_digest(theirs.ref.reference), parse_digest(rebuilt)
         lines: list[str] = []

@@ -188,7 +188,9 @@ def test_the_run_summary_says_what_ran_the_cache_verify_digest_and_tags(
     assert fastext[1] == "compile, build, push, verify, promote", fastext
     cache = re.fullmatch(r"(\d+) hits / 0 misses \(100%\)", fastext[3])
     assert cache and int(cache[1]) > 0, fastext
-    assert re.fullmatch(r"[\d.]+ [kM]B sent \(\d+ of \d+ blobs; .*\) in [\d.]+ s", fastext[4]), fastext
+    assert re.fullmatch(r"[\d.]+ [kM]B sent \(\d+ of \d+ blobs; .*\) in [\d.]+ s", fastext[4]), (
+        fastext
+    )
     assert fastext[5].startswith("passed (") and "GPU not applicable" in fastext[5]
     assert fastext[6] == ws.registry.digest("quickstart/fastext", "latest")
     assert "latest" in fastext[7].split(", ")

@@ -8,7 +8,7 @@ import sys
 import pytest
 from pydantic import BaseModel
 
-from build_graph.manifest import schema
+from build_graph.manifest import schema, stack_schema
 from build_graph.manifest.reference import REGENERATE, description, render, sections, table
 from tests.helpers import REPO
 
@@ -48,6 +48,7 @@ def test_every_table_is_listed() -> None:
         "gpu",
         "cache",
         "signing",
+        "layers",
         "tiers.<name>",
         "tiers.<name>.compile",
         "tiers.<name>.verify",
@@ -57,7 +58,7 @@ def test_every_table_is_listed() -> None:
 
 
 def test_a_key_without_a_docstring_is_found() -> None:
-    class Bare(schema.Strict):
+    class Bare(stack_schema.Strict):
         """A table."""
 
         size: int = 1
@@ -66,7 +67,7 @@ def test_a_key_without_a_docstring_is_found() -> None:
 
 
 def test_a_type_without_a_word_fails_the_render() -> None:
-    class Odd(schema.Strict):
+    class Odd(stack_schema.Strict):
         """A table."""
 
         ratio: float = 0.5

@@ -1,0 +1,82 @@
+"""The stack-wide tables of images.toml: `[stack]`, `[cache]`, `[signing]`, `[layers]`
+(pydantic models as written; manifest/schema.py holds the rest and the whole `Manifest`).
+Their docstrings are the images.toml reference, as schema.py's are.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from build_graph.manifest.grammar import Name, PlatformText, Repository, Text
+from build_graph.oci.compression import Algorithm, level_problem
+
+
+class Strict(BaseModel):
+    """Unknown keys are errors; models are immutable once read."""
+
+    # use_attribute_docstrings: the string under a key is its description (pydantic >= 2.7),
+    # so the reference's prose sits beside the key it describes.
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, use_attribute_docstrings=True
+    )
+
+
+class StackSection(Strict):
+    """The stack itself: its name and the registry its tiers are pushed to."""
+
+    name: Name
+    """the stack's name (lower case)"""
+    registry: Repository
+    """where tiers are pushed, as `<registry>/<tier>`, e.g. `127.0.0.1:5000/team`"""
+    description: Text = ""
+    """free text"""
+    default_variant: Name | None = None
+    """the variant whose tiers get `latest` (not set: the first declared)"""
+    platforms: list[PlatformText] | None = None
+    """`["linux/amd64", "linux/arm64"]`: every tier once per platform, one index per human tag
+    ([platforms](platforms.md)); not set: the build host's platform only, as before platforms
+    existed (same task names, hashes and tags)"""
+
+
+class Cache(Strict):
+    """Where the compiler cache travels between machines
+    ([concepts](concepts.md#the-compiler-cache-travels))."""
+
+    url: Text | None = None
+    """`gs://bucket/prefix` or `file://path`; not set: `build/ccache-store` beside the manifest"""
+    max_size: Text = "20G"
+    """the compiler cache's size limit (ccache trims itself to it)"""
+
+
+class Signing(Strict):
+    """Signed verify reports, which cosign and deploy gates check ([signing](signing.md))."""
+
+    key: Text | None = None
+    """the signing key: a PEM file (relative to this file; keep it out of git) or a
+    `gcpkms://` key version; `BUILD_GRAPH_SIGNING_KEY` overrides it; neither: unsigned"""
+    public_keys: list[Text] = Field(default_factory=list)
+    """PEM files or `gcpkms://` key versions whose signatures count; a signed report none
+    of them verifies is no report"""
+    required: bool = False
+    """only a report signed by one of `public_keys` counts (promote needs one); a runner
+    with no signing key fails verify before probing"""
+
+
+class Layers(Strict):
+    """How the stack's layers are compressed, once, when BuildKit makes them
+    ([concepts](concepts.md#layers-are-compressed-once)). Changing it rebuilds every
+    tier (the images differ); the parent's and base image's layers keep theirs."""
+
+    compression: Algorithm = "gzip"
+    """`"gzip"` (every runtime reads it) or `"zstd"` (decompresses faster; containerd >= 1.5,
+    so GKE's nodes, and Docker >= 23 read it): verify pulls what was pushed, so a runner
+    that cannot read it fails verify"""
+    level: int | None = None
+    """gzip 0-9, zstd 1-22 (not set: BuildKit's default, gzip 6 / zstd 3)"""
+
+    @model_validator(mode="after")
+    def _level_in_range(self) -> Layers:
+        problem = level_problem(self.compression, self.level)
+        if problem is not None:
+            raise ValueError(f"level {self.level} is out of range: {problem}")
+        return self
