@@ -92,6 +92,11 @@ class TierFolder:
         return self.root / "verify.json"
 
     @property
+    def figures(self) -> Path:
+        """Bytes and seconds of the last build, push and pull (stages/figures.py)."""
+        return self.root / "figures.json"
+
+    @property
     def ccache_stats(self) -> Path:
         return self.root / "ccache-stats.json"
 

@@ -13,6 +13,8 @@
 #   engine.sh env                       the exports that point docker-py and the CLI at it
 #   engine.sh status | down
 #
+# ENGINE_SUITE=bookworm (with its own ENGINE_ROOT) installs Debian 12's own docker.io 20.10
+# instead: the old engine, classic store only, for tests of what it cannot do (zstd layers).
 # ENGINE_INSTANCE=NAME runs another engine beside the first (own socket, data root, exec
 # root, config and cgroup parent: they share no cache). ENGINE_MIN_API=1.44 gives the daemon
 # Docker 29.0's API floor (DOCKER_MIN_API_VERSION); ENGINE_TCP=PORT also listens on
@@ -37,7 +39,10 @@ data=/var/lib/docker-$instance
 execroot=/run/docker-$instance
 conf=/etc/docker/$instance.json
 mirror=${ENGINE_MIRROR:-http://deb.debian.org/debian}
+suite=${ENGINE_SUITE:-}
 packages="docker.io docker-cli docker-buildx containerd runc iptables ca-certificates tini"
+# bookworm's docker.io carries its own CLI and has no buildx package
+[ "$suite" = bookworm ] && packages="docker.io containerd runc iptables ca-certificates tini"
 plugin_dir=/usr/local/lib/docker/cli-plugins
 
 log() { echo "engine: $*" >&2; }
@@ -81,6 +86,7 @@ setup() {
   fi
   apt_host debootstrap
   mkdir -p "$(dirname "$root")"
+  if [ -n "$suite" ]; then bootstrap "$suite"; return; fi
   bootstrap sid || { log "sid could not be installed (see $root.debootstrap.log); trying trixie"; bootstrap trixie; }
 }
 
@@ -136,7 +142,7 @@ up() {  # up [containerd|classic]
   setup
   mkdir -p "$state" "$plugin_dir"
   # The buildx plugin where every docker CLI on this host looks for plugins.
-  [ -e "$plugin_dir/docker-buildx" ] || ln -sfn "$root/usr/libexec/docker/cli-plugins/docker-buildx" "$plugin_dir/docker-buildx"
+  [ -e "$plugin_dir/docker-buildx" ] || [ ! -e "$root/usr/libexec/docker/cli-plugins/docker-buildx" ] || ln -sfn "$root/usr/libexec/docker/cli-plugins/docker-buildx" "$plugin_dir/docker-buildx"
   # The engine's own CLI for the host, alone in a folder (the chroot's /usr/bin would shadow
   # the host's python3 and the rest on PATH).
   mkdir -p "$root/host-bin"; ln -sfn "$root/usr/bin/docker" "$root/host-bin/docker"

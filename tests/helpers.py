@@ -78,11 +78,14 @@ def doit(manifest: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def summary_rows(text: str) -> dict[str, list[str]]:
-    """The run summary's table (build/summary.md's text): tier -> its cells."""
+def summary_rows(text: str) -> dict[str, dict[str, str]]:
+    """The run summary's table (build/summary.md's text): tier -> its cells by column
+    header ('ran', 'time', 'compiler cache', 'built', 'pushed', 'pulled', 'verify', ...)."""
+    lines = [line for line in text.splitlines() if line.startswith("| ")]
+    headers = [c.strip() for c in lines[0].strip("|").split(" | ")]
+    assert headers[0] == "tier", lines[0]
     return {
-        cells[0]: cells
-        for line in text.splitlines()
-        if line.startswith("| ") and not line.startswith(("| tier ", "|---"))
+        cells[0]: dict(zip(headers, cells, strict=True))
+        for line in lines[1:]
         for cells in [[c.strip() for c in line.strip("|").split(" | ")]]
     }

@@ -105,6 +105,11 @@ def daemon_version() -> dict[str, Any]:
     return version
 
 
+def engine_version() -> str:
+    """'28.5.2': the daemon's own version ('?' when it does not say)."""
+    return str(daemon_version().get("Version") or "?")
+
+
 def gpu_runtime() -> bool:
     """Whether containers here can be given GPUs (the daemon knows the nvidia runtime)."""
     return "nvidia" in (daemon_info().get("Runtimes") or {})

@@ -61,6 +61,8 @@ class Compression:
 
 DEFAULT = Compression()
 
+ZSTD_SINCE = 23  # moby 23.0.0 release notes: "Add support for pulling zstd compressed layers"
+
 
 def level_problem(algorithm: str, level: int | None) -> str | None:
     """Why `level` is not one `algorithm` takes, or None."""
@@ -78,4 +80,20 @@ def of_layer(media_type: str) -> str | None:
     for algorithm, suffixes in _SUFFIX.items():
         if media_type.endswith(suffixes):
             return algorithm
+    return None
+
+
+def unreadable(algorithms: frozenset[str], engine: str) -> str | None:
+    """Why a Docker Engine of version `engine` ('20.10.24+dfsg1') cannot pull layers
+    compressed so, or None. Docker 20.10 takes a zstd layer for a plain tar and fails with
+    "archive/tar: invalid tar header" (seen here with Debian 12's 20.10.24)."""
+    if "zstd" not in algorithms:
+        return None
+    head = engine.split(".", 1)[0]
+    if head.isdigit() and int(head) < ZSTD_SINCE:
+        return (
+            f"this Docker Engine ({engine}) cannot read zstd layers ([layers] compression = "
+            f'"zstd"); Docker >= {ZSTD_SINCE}.0 and containerd >= 1.5 can: upgrade the '
+            'runner\'s engine, or set compression = "gzip" to rebuild the stack for it'
+        )
     return None

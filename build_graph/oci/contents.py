@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from build_graph.oci import json_door
+from build_graph.oci.compression import of_layer
 from build_graph.oci.digest import Digest, parse_digest
 from build_graph.oci.platforms import stated_platform
 
@@ -81,6 +82,7 @@ class Contents:
     attestations: tuple[Descriptor, ...] = ()
     config: Digest | None = None
     layers: tuple[tuple[Digest, int], ...] = ()
+    compressions: frozenset[str] = frozenset()  # of its layers: 'gzip', 'zstd' (compression.py)
 
     @property
     def is_index(self) -> bool:
@@ -133,6 +135,9 @@ def parse(body: bytes, media_type: str, digest: Digest) -> Contents:
             len(body),
             config=parse_digest(document["config"]["digest"]),
             layers=layers,
+            compressions=frozenset(
+                found for layer in document["layers"] if (found := _compression(layer))
+            ),
         )
     except (KeyError, TypeError, AttributeError) as exc:
         raise ValueError(
@@ -195,6 +200,11 @@ def _attestation(index: Digest, entry: Descriptor) -> Descriptor:
             f"saying which image it is about ({REFERENCE_DIGEST})"
         )
     return dataclasses.replace(entry, about=parse_digest(said[REFERENCE_DIGEST]))
+
+
+def _compression(layer: dict[str, Any]) -> str | None:
+    media_type = layer.get("mediaType")
+    return of_layer(media_type) if isinstance(media_type, str) else None
 
 
 def _size(value: object) -> int:

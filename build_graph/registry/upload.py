@@ -31,6 +31,7 @@ from build_graph.registry.transport import Response, client
 
 CHUNK = 64 << 20
 WORKERS = 4
+HOWS = ("present", "mounted", "sent", "resumed")  # how a blob got there (Moved.how)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import subprocess
+import time
 from functools import cache
 from pathlib import Path
 from typing import IO
@@ -23,7 +24,8 @@ from build_graph.oci.refs import Presence
 from build_graph.plan.plan import PlannedTier
 from build_graph.plan.render import dockerquote
 from build_graph.registry.availability import Availability
-from build_graph.stages import base_platform
+from build_graph.stages import base_platform, figures
+from build_graph.stages.work import Facts
 
 LABEL_PREFIX = "io.build-graph"
 # Every image's time: its config's `created`, its history, every file in its layers (where
@@ -56,13 +58,15 @@ def _built_here(tier: PlannedTier, holdings: Availability) -> bool:
         return False
 
 
-def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> None:
+def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> Facts | None:
+    """Build the tier's image; returns what it cost ('built': bytes and seconds)."""
     if holdings.local(tier.image):
         log(f"[{tier.key}] {tier.image} is already built here")
-        return
+        return None
     if holdings.require(tier.image).presence is Presence.PRESENT:
         log(f"[{tier.key}] {tier.image} is in the registry: not rebuilt")
-        return
+        return None
+    started = time.monotonic()
     if tier.spec.compile is not None and not any(tier.folder.wheels.glob("*.whl")):
         raise BuildFailed(f"{tier.key}: no wheels in {tier.folder.wheels}; run compile:{tier.key}")
     base_platform.check(tier)
@@ -114,6 +118,19 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> None:
                     raise
                 log(f"[{tier.key}] another build on this daemon named {tier.image} first: using it")
     holdings.built(tier.image)
+    return cost(tier, time.monotonic() - started)
+
+
+def cost(tier: PlannedTier, seconds: float) -> Facts:
+    """'812.4 MB of zstd layers in 25.7 s': the image's blobs as its layout holds them (what
+    a fresh pull moves), or the seconds alone for an image built without a layout."""
+    image = oci_layout.image_named(tier.folder.root / oci_layout.LAYOUT, tier.image)
+    size = figures.sized(path for _, path in image.blobs) if image else None
+    figures.note(tier, "build", {"bytes": size, "seconds": round(seconds, 3)})
+    if size is None:
+        return {"built": f"in {seconds:.1f} s"}
+    layers = f"{tier.compression.algorithm} layers" if not tier.compression.is_default else "image"
+    return {"built": f"{figures.amount(size)} {layers} in {seconds:.1f} s"}
 
 
 def parent_layout(stack: Stack, tier: PlannedTier) -> Path | None:

@@ -158,6 +158,7 @@ STAGES: tuple[Stage, ...] = (
         needs=(Need("render"), Need("build", of="parent"), Need("compile")),
         done=lambda w: build.image_available(w.tier, w.holdings),
         says=lambda w: f"the registry holds {w.tier.image}, or the daemon here has it",
+        columns=(Column("built", _fact("built")),),
     ),
     Stage(
         "push",
@@ -180,7 +181,7 @@ STAGES: tuple[Stage, ...] = (
             "and these checks"
         ),
         passed=lambda w, digest, fresh: verify.passed(w.tier, digest, w.holdings, fresh),
-        columns=(Column("verify", _verify_cell),),
+        columns=(Column("pulled", _fact("pulled")), Column("verify", _verify_cell)),
     ),
     Stage(
         "promote",

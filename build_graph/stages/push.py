@@ -25,6 +25,7 @@ from build_graph.plan.plan import PlannedTier
 from build_graph.plan.push_record import record
 from build_graph.registry import api, upload
 from build_graph.registry.availability import Availability
+from build_graph.stages import figures
 
 
 def pushed(tier: PlannedTier, holdings: Availability) -> bool:
@@ -67,6 +68,15 @@ def push(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
     if layout is not None:
         facts["pushed"] = moved_line(moved, seconds)
         log(f"[{tier.key}] pushed {tier.image}: {facts['pushed']}")
+        figures.note(
+            tier,
+            "push",
+            {
+                "bytes_sent": sum(m.sent for m in moved),
+                "seconds": round(seconds, 3),
+                "blobs": {how: sum(m.how == how for m in moved) for how in upload.HOWS},
+            },
+        )
     return facts
 
 
@@ -91,8 +101,7 @@ def moved_line(moved: list[upload.Moved], seconds: float) -> str:
     there = sum(m.how == "present" for m in moved)
     resumed = sum(m.how == "resumed" for m in moved)
     again = f", {resumed} resumed" if resumed else ""
-    amount = f"{sent / 1e6:.1f} MB" if sent >= 1e6 else f"{sent / 1e3:.1f} kB"
     return (
-        f"{amount} sent ({len(went)} of {len(moved)} blobs; {mounted} mounted, "
+        f"{figures.amount(sent)} sent ({len(went)} of {len(moved)} blobs; {mounted} mounted, "
         f"{there} there{again}) in {seconds:.1f} s"
     )

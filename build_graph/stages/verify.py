@@ -10,21 +10,24 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from typing import Any
 
 from build_graph.docker import connection, containers, daemon
 from build_graph.docker.containers import Mount
-from build_graph.errors import BuildFailed, UntrustedAnswer
+from build_graph.errors import BuildFailed, RegistryError, UntrustedAnswer
 from build_graph.layout import PROBE_DIR, PROBE_REPORT
 from build_graph.log import log, progress
 from build_graph.manifest.expectation import Expectation
+from build_graph.oci import compression
+from build_graph.oci.contents import Contents
 from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Answer, Presence, parse_ref
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry import api
 from build_graph.registry.availability import Availability
 from build_graph.signing import policy
-from build_graph.stages import sbom, trust
+from build_graph.stages import figures, sbom, trust
 from build_graph.stages.work import Facts
 from build_graph.verify import probe_output
 from build_graph.verify.checks import evaluate
@@ -80,8 +83,9 @@ def verify(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
     policy.ready(tier.signing)  # no key where one is required: said before any probe runs
     # What runs is the platform image the digest names, by its own digest: the very image
     # promote publishes, never one the daemon picks from an index by platform.
-    ref = f"{tier.repository}@{one_image(tier, digest)}"
-    daemon.ensure_local(ref, tier.platform)
+    found = one_image(tier, digest)
+    ref = f"{tier.repository}@{found.digest}"
+    pulled = fetch(tier, ref, found)
     runtime = connection.gpu_runtime()
     gpu = runtime and trust.native(tier)
     probe = run_probe(
@@ -119,11 +123,38 @@ def verify(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
         )
     progress(f"[{tier.key}] verified {ref}: {summary(results)}; GPU {gpu_status(results)}")
     log(lines)
-    return {"verify": f"passed ({summary(results)})", "gpu": gpu_status(results)}
+    return {
+        "verify": f"passed ({summary(results)})",
+        "gpu": gpu_status(results),
+        "pulled": pulled,
+    }
 
 
-def one_image(tier: PlannedTier, digest: Digest) -> Digest:
-    """The digest of the one platform image `digest` names (api.read_image): itself, or the
+def fetch(tier: PlannedTier, ref: str, image: Contents) -> str:
+    """Make `ref` local to the engine that runs the probe, pulling it as a GPU node would;
+    says what that cost ('812.4 MB in 5.7 s', or that the image was here). An engine that
+    cannot read the layers' compression is said in one line, before the pull (by its
+    version) or after (its own words are "invalid tar header")."""
+    if daemon.image_exists_locally(ref):
+        return "none (the engine here has it)"
+    why = compression.unreadable(image.compressions, connection.engine_version())
+    if why is None:
+        started = time.monotonic()
+        try:
+            daemon.pull(ref, tier.platform)
+            seconds = time.monotonic() - started
+            size = sum(size for _, size in image.layers)
+            figures.note(tier, "pull", {"bytes": size, "seconds": round(seconds, 3)})
+            return f"{figures.amount(size)} in {seconds:.1f} s"
+        except RegistryError as exc:
+            if "zstd" not in image.compressions:
+                raise
+            why = f"{exc}; its layers are zstd ([layers] compression): can this engine read them?"
+    raise BuildFailed(f"verify of {tier.key}: {ref}: {why}")
+
+
+def one_image(tier: PlannedTier, digest: Digest) -> Contents:
+    """The one platform image `digest` names (api.read_image): itself, or the
     image of an index of one plus its attestations (as the containerd image store pushes).
     An index of several would be verified for one platform and then promoted whole."""
     try:
@@ -139,7 +170,7 @@ def one_image(tier: PlannedTier, digest: Digest) -> Digest:
             f"verify of {tier.key}: {tier.image} names an index of a {stated} "
             f"image, not {tier.platform}"
         )
-    return found.image.digest
+    return found.image
 
 
 def publish_sbom(tier: PlannedTier, image: Answer, digest: Digest, inventory: object) -> None:

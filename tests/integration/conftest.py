@@ -160,17 +160,26 @@ class Engine:
         return done.stdout
 
 
+def suite_env(suite: str) -> dict[str, str]:
+    """engine.sh's settings for an engine of another Debian suite, in a root of its own."""
+    if not suite:
+        return {}
+    return {"ENGINE_SUITE": suite, "ENGINE_ROOT": f"{engine_root()}-{suite}"}
+
+
 def start_engine(
-    instance: str, store: str, min_api: str = "", ca_dir: Path | None = None
+    instance: str, store: str, min_api: str = "", ca_dir: Path | None = None, suite: str = ""
 ) -> Engine:
     """scripts/engine.sh's engine `instance` in `store`, seeded with debian:bookworm-slim
     from the engine the tests run on (docker save | docker load). `ca_dir` (under /tmp):
-    the CA certificates its daemon trusts besides the system's (ENGINE_CA_DIR)."""
+    the CA certificates its daemon trusts besides the system's (ENGINE_CA_DIR). `suite`
+    'bookworm': Debian 12's own Docker 20.10 instead of the current engine."""
     env = {
         **os.environ,
         "ENGINE_INSTANCE": instance,
         "ENGINE_MIN_API": min_api,
         "ENGINE_CA_DIR": str(ca_dir or ""),
+        **suite_env(suite),
     }
     subprocess.run([str(ENGINE), "up", store], env=env, check=True, timeout=600)
     exports = subprocess.run(
@@ -192,11 +201,11 @@ def start_engine(
     return engine
 
 
-def stop_engine(instance: str, purge: bool = False) -> None:
+def stop_engine(instance: str, purge: bool = False, suite: str = "") -> None:
     """Stops the engine `instance`; `purge` removes its data (images, build cache) too."""
     subprocess.run(
         [str(ENGINE), "purge" if purge else "down"],
-        env={**os.environ, "ENGINE_INSTANCE": instance},
+        env={**os.environ, "ENGINE_INSTANCE": instance, **suite_env(suite)},
         check=False,
         timeout=120,
     )

@@ -11,6 +11,7 @@ it alone, `-m "not cuda"` leaves it out; CI runs it.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import zipfile
 from collections.abc import Iterator
@@ -103,9 +104,11 @@ def test_the_cuda_stack_builds_verifies_and_promotes(ws: Workspace, gcs: GcsEmul
 
     # The row the CI page shows.
     row = summary_rows((ws.root / "build" / "summary.md").read_text())["kernels"]
-    assert row[1] == "render, compile, build, push, verify, promote", row
-    assert " misses (" in row[3] and " MB sent (" in row[4] and row[5].startswith("passed ("), row
-    assert "; GPU not checked: " in row[5] and row[6] == ws.registry.digest(
+    assert row["ran"] == "render, compile, build, push, verify, promote", row
+    assert " misses (" in row["compiler cache"] and " MB sent (" in row["pushed"], row
+    assert re.fullmatch(r"[\d.]+ MB image in [\d.]+ s", row["built"]), row
+    assert row["verify"].startswith("passed ("), row
+    assert "; GPU not checked: " in row["verify"] and row["digest"] == ws.registry.digest(
         "cuda/kernels", "latest"
     )
 
@@ -129,5 +132,5 @@ def test_a_fresh_runner_compiles_from_the_buckets_cache(ws: Workspace, gcs: GcsE
     assert stats["transfer"]["restored_from"] is not None
     assert stats["stats"]["hit_rate"] >= 0.9, stats  # nvcc's units too: most of the work
     row = summary_rows((ws.root / "build" / "summary.md").read_text())["kernels"]
-    assert "compile" in row[1].split(", ") and " hits / " in row[3], row
+    assert "compile" in row["ran"].split(", ") and " hits / " in row["compiler cache"], row
     assert wheel_libraries(ws) == FIRST  # the same device code, byte for byte

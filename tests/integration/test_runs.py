@@ -7,6 +7,7 @@ share most images: both converge, nothing is built twice on the next run.
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Iterator
@@ -183,14 +184,20 @@ def test_the_run_summary_says_what_ran_the_cache_verify_digest_and_tags(
     found = summary_rows(summary.read_text())
     assert set(found) == {"builder", "fastext", "base", "training", "runner"}
     builder, fastext = found["builder"], found["fastext"]
-    assert builder[1:3] == ["nothing (up to date)", "-"]
-    assert builder[6] == ws.registry.digest("quickstart/builder", "latest")
-    assert fastext[1] == "compile, build, push, verify, promote", fastext
-    cache = re.fullmatch(r"(\d+) hits / 0 misses \(100%\)", fastext[3])
+    assert (builder["ran"], builder["time"]) == ("nothing (up to date)", "-")
+    assert builder["digest"] == ws.registry.digest("quickstart/builder", "latest")
+    assert fastext["ran"] == "compile, build, push, verify, promote", fastext
+    cache = re.fullmatch(r"(\d+) hits / 0 misses \(100%\)", fastext["compiler cache"])
     assert cache and int(cache[1]) > 0, fastext
-    assert re.fullmatch(r"[\d.]+ [kM]B sent \(\d+ of \d+ blobs; .*\) in [\d.]+ s", fastext[4]), (
-        fastext
-    )
-    assert fastext[5].startswith("passed (") and "GPU not applicable" in fastext[5]
-    assert fastext[6] == ws.registry.digest("quickstart/fastext", "latest")
-    assert "latest" in fastext[7].split(", ")
+    # where the time went: the image's bytes and seconds, what the push moved, and the pull
+    # (none: verify ran on the engine that built it)
+    assert re.fullmatch(r"[\d.]+ MB image in [\d.]+ s", fastext["built"]), fastext
+    sent = r"[\d.]+ [kM]B sent \(\d+ of \d+ blobs; .*\) in [\d.]+ s"
+    assert re.fullmatch(sent, fastext["pushed"]), fastext
+    assert fastext["pulled"] == "none (the engine here has it)", fastext
+    assert fastext["verify"].startswith("passed (") and "GPU not applicable" in fastext["verify"]
+    assert fastext["digest"] == ws.registry.digest("quickstart/fastext", "latest")
+    assert "latest" in fastext["tags moved"].split(", ")
+    kept = json.loads((ws.root / "build" / "default" / "fastext" / "figures.json").read_text())
+    assert set(kept) == {"build", "push"} and kept["build"]["bytes"] > 1e6, kept
+    assert kept["push"]["bytes_sent"] > 0 and kept["push"]["blobs"]["sent"] >= 1, kept

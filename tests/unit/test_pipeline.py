@@ -173,7 +173,14 @@ def test_the_summary_shows_the_new_stage_s_column(with_scan: None) -> None:
     summary.ran("verify:base", 1.0, {"verify": "passed (5 checks)"})
     summary.ran("scan:base", 0.2, {"scan": "clean"})
     header, _, row = summary.markdown().splitlines()[4:7]
-    assert header.split(" | ")[3:7] == ["compiler cache", "pushed", "verify", "scan"]
+    assert header.split(" | ")[3:9] == [
+        "compiler cache",
+        "built",
+        "pushed",
+        "pulled",
+        "verify",
+        "scan",
+    ]
     assert "| clean |" in row and "verify, scan" in row
 
 

@@ -32,16 +32,18 @@ def test_a_tier_that_ran_shows_its_stages_time_cache_verify_digest_and_tags() ->
     summary.ran("promote:fastext", 0.5, {"digest": DIGEST, "tags_moved": "latest, py3.11"})
     summary.ran("fastext", 0.0, None)  # the tier's own task: no row of its own
     [row] = rows(summary.markdown()).values()
-    assert row == [
-        "fastext",
-        "compile, build, push, verify, promote",
-        "18.8 s",
-        "14 hits / 0 misses (100%)",
-        pushed,
-        "passed (9 passed, 0 failed, 1 not checked); GPU not checked: no GPU",
-        DIGEST,
-        "latest, py3.11",
-    ]
+    assert row == {
+        "tier": "fastext",
+        "ran": "compile, build, push, verify, promote",
+        "time": "18.8 s",
+        "compiler cache": "14 hits / 0 misses (100%)",
+        "built": "-",
+        "pushed": pushed,
+        "pulled": "-",
+        "verify": "passed (9 passed, 0 failed, 1 not checked); GPU not checked: no GPU",
+        "digest": DIGEST,
+        "tags moved": "latest, py3.11",
+    }
     assert "1 tiers: 1 rebuilt; 18.8 s in stages" in summary.markdown()
 
 
@@ -55,9 +57,11 @@ def test_up_to_date_failed_and_not_run_tiers_say_so() -> None:
     summary.failed("verify:training", "verify of training: 1 failed\nFAIL package x", 2.0)
     summary.failed("promote:training", "dependent task failed", None)
     found = rows(summary.markdown())
-    assert found["base"] == [
+    assert list(found["base"].values()) == [
         "base",
         "nothing (up to date)",
+        "-",
+        "-",
         "-",
         "-",
         "-",
@@ -65,10 +69,12 @@ def test_up_to_date_failed_and_not_run_tiers_say_so() -> None:
         DIGEST,
         "-",
     ]
-    assert found["training"][1:3] == ["build, push, verify FAILED; not run: promote", "7.0 s"]
+    training = found["training"]
+    assert training["ran"] == "build, push, verify FAILED; not run: promote"
+    assert training["time"] == "7.0 s"
     summary.failed("build:leaf", "build of leaf failed", 3.0)  # nothing pushed: no digest
-    assert rows(summary.markdown())["leaf"][6] == "-"
-    assert found["training"][5] == "failed: verify of training: 1 failed"
+    assert rows(summary.markdown())["leaf"]["digest"] == "-"
+    assert training["verify"] == "failed: verify of training: 1 failed"
     assert "3 tiers: 1 up to date, 2 failed" in summary.markdown()
 
 
@@ -91,7 +97,7 @@ def test_untrusted_text_cannot_become_markup_or_break_the_table(hostile: str) ->
     summary = RunSummary("demo")
     summary.failed("verify:t", hostile, 1.0)
     [row] = [line for line in summary.markdown().splitlines() if line.startswith("| t ")]
-    assert row.count(" | ") == 7  # still eight cells
+    assert row.count(" | ") == 9  # still ten cells
 
 
 def test_a_long_message_is_cut() -> None:
@@ -165,8 +171,8 @@ def test_the_reporter_feeds_the_summary_through_doits_runner(tmp_path: Path) -> 
     }
     with pytest.raises(SystemExit):
         DoitMain(ModuleTaskLoader(tasks)).run(["--continue", "promote:a", "build:b"])
-    assert rows((tmp_path / "summary.md").read_text())["b"][1:2] == ["nothing (up to date)"]
-    assert rows((tmp_path / "summary.md").read_text())["b"][6] == "sha256:" + "cd" * 32
+    assert rows((tmp_path / "summary.md").read_text())["b"]["ran"] == "nothing (up to date)"
+    assert rows((tmp_path / "summary.md").read_text())["b"]["digest"] == "sha256:" + "cd" * 32
     row = rows((tmp_path / "summary.md").read_text())["a"]
-    assert row[1] == "push, verify FAILED; not run: promote"
-    assert row[5] == "failed: verify of a: 1 failed" and row[6] == DIGEST
+    assert row["ran"] == "push, verify FAILED; not run: promote"
+    assert row["verify"] == "failed: verify of a: 1 failed" and row["digest"] == DIGEST

@@ -1,0 +1,32 @@
+"""Where a tier's time went on this machine: bytes and seconds of its build, push and
+verify's pull, said in the run summary and kept in `build/<variant>/<tier>/figures.json`
+(the stage's name -> its last figures; a note for people and benchmarks, never read back
+as proof of anything).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from build_graph.fs import read_record, write_record
+from build_graph.plan.plan import PlannedTier
+
+
+def amount(size: int) -> str:
+    """'812.4 MB', '4.9 kB' (decimal units, as registries and `docker images` count)."""
+    return f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.1f} kB"
+
+
+def sized(paths: Iterable[Path]) -> int:
+    """The bytes of these files (an image's blobs in its OCI layout)."""
+    return sum(path.stat().st_size for path in paths)
+
+
+def note(tier: PlannedTier, stage: str, figures: dict[str, object]) -> None:
+    """Record `stage`'s figures for `tier`, beside the other stages' (last run's each)."""
+    path = tier.folder.figures
+    kept = read_record(path) or {}
+    kept[stage] = {**figures, "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    write_record(path, kept)
