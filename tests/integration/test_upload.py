@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +20,8 @@ from build_graph.errors import RegistryError
 from build_graph.oci.digest import Digest
 from build_graph.oci.refs import parse_ref
 from build_graph.registry import api, upload
-from tests.integration.conftest import Registry
+from tests.helpers import REPO, summary_rows
+from tests.integration.conftest import Registry, Workspace
 from tests.integration.lying_proxy import Lies, lying_proxy
 
 pytestmark = pytest.mark.integration
@@ -109,3 +113,79 @@ def test_an_upload_cut_off_resumes_where_the_registry_stopped(
     assert moved.sent == path.stat().st_size - 2 * MB  # two chunks were in already
     assert api.get_blob(image, digest) == path.read_bytes()
     assert not (sessions / f"{digest.hex}.json").exists()
+
+
+BIG_TEMPLATE = """\
+FROM {{ base_image }}
+RUN head -c 200M /dev/urandom > /payload.bin
+"""
+KILLED_STACK = """\
+[stack]
+name = "killed"
+registry = "{registry}/killed"
+
+[versions]
+python = "3.11"
+
+[tiers.app]
+from = "debian:bookworm-slim"
+template = "python-runtime.Dockerfile.j2"
+
+[tiers.big]
+parent = "app"
+template = "big.Dockerfile.j2"
+"""
+
+
+def test_a_push_killed_halfway_resumes_and_the_image_verifies(
+    proxied: tuple[str, Lies], registry: Registry, tmp_path: Path
+) -> None:
+    """SIGKILL (the OOM killer, a cancelled CI job) while a 200 MB layer is going up in
+    64 MiB chunks: the next run asks the registry how far the upload got, sends only the
+    rest, and the image it pushed verifies and is promoted."""
+    address, lies = proxied
+    root = tmp_path / "stack"
+    (root / "templates").mkdir(parents=True)
+    (root / "templates" / "big.Dockerfile.j2").write_text(BIG_TEMPLATE)
+    (root / "images.toml").write_text(KILLED_STACK.format(registry=address))
+    (root / "images.lock").write_bytes((REPO / "examples/quickstart/images.lock").read_bytes())
+    ws = Workspace(root, registry)
+    built = ws.doit("build:big")
+    assert built.returncode == 0, built.stderr[-3000:]
+
+    command = [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py")]
+    run = subprocess.Popen(
+        [*command, f"manifest={ws.manifest}", "push:big"],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    patches: dict[str, int] = {}
+
+    def kill_at_third_chunk(method: str, path: str) -> bool:
+        if method != "PATCH":
+            return False
+        patches[path] = patches.get(path, 0) + 1
+        if patches[path] < 3:
+            return False
+        os.killpg(run.pid, signal.SIGKILL)  # two chunks in, the third in flight
+        return True
+
+    lies.fail, lies.fail_method, lies.fail_times = 503, "PATCH", None
+    lies.fail_paths = re.compile(r"/blobs/uploads/")
+    lies.fail_when = kill_at_third_chunk
+    assert run.wait(timeout=600) == -signal.SIGKILL
+    lies.reset()
+    sessions = root / "build" / "default" / "big" / "uploads"
+    assert [p.name for p in sessions.glob("*.json")], "the cut-off upload's session was kept"
+
+    again = ws.doit()
+    said = again.stdout + again.stderr
+    assert again.returncode == 0, said[-3000:]
+    row = summary_rows((root / "build" / "summary.md").read_text())["big"]
+    moved = re.fullmatch(r"([\d.]+) MB sent \(.* 1 resumed\) in [\d.]+ s", row["pushed"])
+    assert moved and float(moved[1]) < 200 * MB / 1e6 - 100, row  # not the whole layer again
+    assert row["verify"].startswith("passed ("), row
+    assert "latest" in row["tags moved"].split(", "), row
+    assert not list(sessions.glob("*.json"))
