@@ -58,5 +58,18 @@ def stack_args(description: str | None) -> argparse.Namespace:
     return parser.parse_args()
 
 
+def engine_up(env: dict[str, str], store: str) -> str:
+    """Purge and start scripts/engine.sh's engine (ENGINE_INSTANCE and the rest in `env`)
+    in `store`; its DOCKER_HOST."""
+    engine = str(REPO / "scripts" / "engine.sh")
+    subprocess.run([engine, "purge"], env=env, check=True, capture_output=True)
+    subprocess.run([engine, "up", store], env=env, check=True, capture_output=True)
+    exports = subprocess.run([engine, "env"], env=env, check=True, text=True, capture_output=True)
+    prefix = "export DOCKER_HOST="
+    return next(
+        line[len(prefix) :] for line in exports.stdout.splitlines() if line.startswith(prefix)
+    )
+
+
 def count(output: str, prefix: str) -> int:
     return sum(1 for line in output.splitlines() if line.startswith(prefix))

@@ -18,7 +18,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
-from _common import REPO, count, doit_command, timed
+from _common import REPO, count, doit_command, engine_up, timed
 
 ENGINE = REPO / "scripts" / "engine.sh"
 
@@ -32,16 +32,7 @@ def fresh_engine(store: str, seed_from: dict[str, str]) -> str:
         "ENGINE_TCP": "",
         "ENGINE_CA_DIR": "",
     }
-    subprocess.run([str(ENGINE), "purge"], env=env, check=True)
-    subprocess.run([str(ENGINE), "up", store], env=env, check=True)
-    exports = subprocess.run(
-        [str(ENGINE), "env"], env=env, check=True, text=True, capture_output=True
-    ).stdout
-    host = next(
-        line.split("=", 1)[1]
-        for line in exports.splitlines()
-        if line.startswith("export DOCKER_HOST=")
-    )
+    host = engine_up(env, store)
     image = subprocess.run(
         ["docker", "save", "debian:bookworm-slim"], env=seed_from, capture_output=True, check=True
     ).stdout

@@ -29,7 +29,7 @@ import time
 import uuid
 from pathlib import Path
 
-from _common import REPO, doit_command
+from _common import REPO, doit_command, engine_up
 from push import disk_write_speed
 
 ENGINE = REPO / "scripts" / "engine.sh"
@@ -45,25 +45,14 @@ RUN mkdir /payload && sixteen=$(for i in $(seq 16); do printf abcdefghijklmnop; 
 """
 
 
-def engine(instance: str, suite: str = "", purge: bool = True) -> dict[str, str]:
+def engine(instance: str, suite: str = "") -> dict[str, str]:
     """The environment of a fresh engine `instance` (purged first), current Docker on the
     containerd store, or with `suite` bookworm Debian 12's Docker 20.10."""
     env = {**os.environ, "ENGINE_INSTANCE": instance, "ENGINE_MIN_API": "", "ENGINE_TCP": ""}
     env |= {"ENGINE_CA_DIR": ""}
     if suite:
         env |= {"ENGINE_SUITE": suite, "ENGINE_ROOT": "/var/lib/build-graph/engine-" + suite}
-    if purge:
-        subprocess.run([str(ENGINE), "purge"], env=env, check=True, capture_output=True)
-    store = "classic" if suite else "containerd"
-    subprocess.run([str(ENGINE), "up", store], env=env, check=True, capture_output=True)
-    exports = subprocess.run(
-        [str(ENGINE), "env"], env=env, check=True, text=True, capture_output=True
-    ).stdout
-    host = next(
-        line.split("=", 1)[1]
-        for line in exports.splitlines()
-        if line.startswith("export DOCKER_HOST=")
-    )
+    host = engine_up(env, "classic" if suite else "containerd")
     docker = "/var/lib/build-graph/engine-bookworm/usr/bin/docker" if suite else "docker"
     return {**os.environ, "DOCKER_HOST": host, "BENCH_DOCKER": docker, "ENGINE_INSTANCE": instance}
 
