@@ -124,7 +124,7 @@ def main() -> None:
             assert isinstance(build, dict) and isinstance(push, dict)
             took[f"build ({c}): BuildKit, compressing once"] = float(build["seconds"])
             took[f"push ({c}): ours, from the OCI layout"] = float(push["seconds"])
-            sizes[c] = int(build["bytes"])
+            sizes[c] = int(build["image_bytes"])
         gzip_image = str(made["gzip"]["image"])
         here = {**os.environ, "BENCH_DOCKER": "docker"}
         again = f"{gzip_image.rsplit(':', 1)[0]}-docker:bench"

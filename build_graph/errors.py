@@ -74,6 +74,14 @@ class RegistryError(EnvironmentProblem):
     """The registry could not answer; never to be read as 'image absent'."""
 
 
+class PullFailed(RegistryError):
+    """A pull the engine gave up on; `said` is the engine's own words."""
+
+    def __init__(self, message: str, said: str) -> None:
+        super().__init__(message)
+        self.said = said
+
+
 class DeletesRefused(RegistryError):
     """The registry does not allow deleting manifests (a policy, not an outage)."""
 

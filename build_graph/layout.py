@@ -19,7 +19,8 @@ side never share a plan cache, a doit database, a run lock or records. Its conte
                                torchvision/torchaudio release's torch requirement per file,
                                per index (<index>: a digest of its URL; pypi/lookup.py)
     <variant>/<tier>/          one tier (TierFolder): rendered files, staged sources, wheels,
-                               logs/<stage>.log, records, report copies
+                               logs/<stage>.log, records (push.json, figures.json: bytes
+                               and seconds of the last build, push and pull), report copies
     <variant>/<tier>/<os>-<arch>/   the same, for one platform of a tier built per platform
 
 All of it is a cache of the registry, the cache store and the inputs: deleting it loses

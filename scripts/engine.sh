@@ -30,7 +30,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-root=${ENGINE_ROOT:-/var/lib/build-graph/engine}
+# another suite's engine lives in a root of its own unless ENGINE_ROOT names one
+root=${ENGINE_ROOT:-/var/lib/build-graph/engine${ENGINE_SUITE:+-$ENGINE_SUITE}}
 instance=${ENGINE_INSTANCE:-main}
 state=$root/state
 sock=$root/run/$instance.sock
@@ -78,7 +79,14 @@ bootstrap() {  # bootstrap SUITE: a minimal Debian of that suite with the engine
 }
 
 setup() {
-  [ -f "$root/.build-graph-engine" ] && return 0
+  if [ -f "$root/.build-graph-engine" ]; then
+    local have; have=$(cat "$root/.build-graph-engine")
+    # never an engine of another suite than asked for (the default root's is sid or trixie)
+    if [ -n "$suite" ] && [ "$have" != "$suite" ]; then
+      log "$root holds a $have engine, not $suite; set ENGINE_ROOT to another folder"; return 1
+    fi
+    return 0
+  fi
   [ "$(id -u)" = 0 ] || { log "setting up an engine needs root (or start your own Docker and set DOCKER_HOST)"; return 1; }
   if [ -e "$root" ]; then  # never ours to replace: an ENGINE_ROOT that names something else
     log "$root exists but is no engine of build-graph's (no .build-graph-engine in it); remove it or set ENGINE_ROOT"

@@ -22,6 +22,8 @@ def summary(stack: Stack) -> str:
     lines = [
         f"{stack.manifest}: stack {stack.name!r} -> {stack.registry}",
         f"  cache: {stack.cache.url} (max {stack.cache.max_size_bytes / 2**30:.1f} GiB)",
+        f"  layers: {stack.compression}"
+        + (" (the default)" if stack.compression.is_default else " ([layers])"),
     ]
     for variant in stack.variants:
         default = " (default)" if variant.name == stack.default_variant else ""

@@ -105,9 +105,13 @@ def daemon_version() -> dict[str, Any]:
     return version
 
 
-def engine_version() -> str:
-    """'28.5.2': the daemon's own version ('?' when it does not say)."""
-    return str(daemon_version().get("Version") or "?")
+def docker_engine_version() -> str:
+    """'28.5.2': Docker Engine's version; '' when the daemon is another engine behind
+    Docker's API (Podman names its component "Podman Engine"; Docker's is "Engine")."""
+    version = daemon_version()
+    components = version.get("Components") or []
+    names = {c.get("Name") for c in components if isinstance(c, dict)}
+    return str(version.get("Version") or "") if "Engine" in names else ""
 
 
 def gpu_runtime() -> bool:

@@ -21,7 +21,7 @@ from build_graph.docker.connection import (
     daemon_info,
     short_error,
 )
-from build_graph.errors import BuildFailed, RegistryError, UntrustedAnswer
+from build_graph.errors import BuildFailed, PullFailed, RegistryError, UntrustedAnswer
 from build_graph.log import last_output, log
 from build_graph.oci import problems
 from build_graph.oci.digest import Digest, parse_digest
@@ -213,15 +213,17 @@ def pull(ref: str, platform: str | None = None) -> None:
         ):
             if "error" in chunk:
                 said = str(chunk["error"]).strip()
-                raise RegistryError(
+                raise PullFailed(
                     f"pull of {ref} from the registry {registry_of(ref)} "
                     f"failed: {said[:300]}; "
-                    f"{problems.hint(registry_of(ref), said)}"
+                    f"{problems.hint(registry_of(ref), said)}",
+                    said,
                 )
     except docker.errors.APIError as exc:
-        raise RegistryError(
+        raise PullFailed(
             f"pull of {ref} from the registry {registry_of(ref)} failed: "
-            f"{short_error(exc)}; {problems.hint(registry_of(ref), str(exc))}"
+            f"{short_error(exc)}; {problems.hint(registry_of(ref), str(exc))}",
+            short_error(exc),
         ) from None
 
 

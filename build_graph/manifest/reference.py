@@ -16,7 +16,7 @@ import typing
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, StrictInt
 from pydantic.fields import FieldInfo
 
 from build_graph.manifest import grammar, schema
@@ -30,6 +30,7 @@ _WORDS: dict[Any, str] = {
     str: "string",
     bool: "boolean",
     int: "integer",
+    StrictInt: "integer",
     grammar.Text: "string",
     grammar.Version: "version",
     grammar.Name: "name",

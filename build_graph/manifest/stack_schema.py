@@ -5,7 +5,7 @@ Their docstrings are the images.toml reference, as schema.py's are.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, field_validator
 
 from build_graph.manifest.grammar import Name, PlatformText, Repository, Text
 from build_graph.oci.compression import Algorithm, level_problem
@@ -71,12 +71,13 @@ class Layers(Strict):
     """`"gzip"` (every runtime reads it) or `"zstd"` (decompresses faster; containerd >= 1.5,
     so GKE's nodes, and Docker >= 23 read it): verify pulls what was pushed, so a runner
     that cannot read it fails verify"""
-    level: int | None = None
+    level: StrictInt | None = None
     """gzip 0-9, zstd 1-22 (not set: BuildKit's default, gzip 6 / zstd 3)"""
 
-    @model_validator(mode="after")
-    def _level_in_range(self) -> Layers:
-        problem = level_problem(self.compression, self.level)
+    @field_validator("level")
+    @classmethod
+    def _level_in_range(cls, level: int | None, info: ValidationInfo) -> int | None:
+        problem = level_problem(str(info.data.get("compression", "gzip")), level)
         if problem is not None:
-            raise ValueError(f"level {self.level} is out of range: {problem}")
-        return self
+            raise ValueError(f"level {level} is out of range: {problem}")
+        return level

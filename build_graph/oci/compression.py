@@ -20,12 +20,6 @@ Algorithm = Literal["gzip", "zstd"]
 # (BuildKit maps them onto klauspost/compress's four encoder speeds).
 LEVELS: dict[str, tuple[int, int]] = {"gzip": (0, 9), "zstd": (1, 22)}
 
-# Where each reads: the README and docs/concepts quote this list.
-READERS: dict[str, str] = {
-    "gzip": "every runtime",
-    "zstd": "containerd >= 1.5 (GKE >= 1.24 nodes run only containerd) and Docker >= 23",
-}
-
 _SUFFIX = {"gzip": ("+gzip", ".tar.gzip"), "zstd": ("+zstd",)}
 
 
@@ -83,17 +77,34 @@ def of_layer(media_type: str) -> str | None:
     return None
 
 
-def unreadable(algorithms: frozenset[str], engine: str) -> str | None:
-    """Why a Docker Engine of version `engine` ('20.10.24+dfsg1') cannot pull layers
-    compressed so, or None. Docker 20.10 takes a zstd layer for a plain tar and fails with
-    "archive/tar: invalid tar header" (seen here with Debian 12's 20.10.24)."""
-    if "zstd" not in algorithms:
-        return None
+def unreadable(algorithms: frozenset[str], engine: str, chosen: Compression) -> str | None:
+    """Why the Docker Engine `engine` ('20.10.24+dfsg1'; '' for another engine, such as
+    Podman's Docker API, which is not judged by its number) cannot pull layers compressed
+    so, or None. `chosen` is the stack's setting, to say where the zstd layers come from."""
     head = engine.split(".", 1)[0]
-    if head.isdigit() and int(head) < ZSTD_SINCE:
+    if "zstd" not in algorithms or not head.isdigit() or int(head) >= ZSTD_SINCE:
+        return None
+    return f"this Docker Engine ({engine}) cannot read zstd layers; " + _fix(chosen)
+
+
+def unread_layer(said: str, algorithms: frozenset[str], chosen: Compression) -> str | None:
+    """A pull's failure in the engine's own words, when they show it could not decompress
+    a zstd layer (Docker 20.10: "archive/tar: invalid tar header"); None for any other
+    failure (a registry that did not answer stays that)."""
+    if "zstd" not in algorithms or not any(sign in said for sign in DECOMPRESSION_FAILED):
+        return None
+    return f"the engine could not unpack its zstd layers ({said[:200]}); " + _fix(chosen)
+
+
+# What engines say when a layer's compression is one they cannot read.
+DECOMPRESSION_FAILED = ("invalid tar header", "zstd", "unsupported media type")
+
+
+def _fix(chosen: Compression) -> str:
+    readers = f"Docker >= {ZSTD_SINCE}.0 and containerd >= 1.5 read them"
+    if chosen.algorithm == "zstd":
         return (
-            f"this Docker Engine ({engine}) cannot read zstd layers ([layers] compression = "
-            f'"zstd"); Docker >= {ZSTD_SINCE}.0 and containerd >= 1.5 can: upgrade the '
-            'runner\'s engine, or set compression = "gzip" to rebuild the stack for it'
+            f'{readers}: upgrade the runner\'s engine, or set [layers] compression = "gzip" '
+            "to rebuild the stack for it"
         )
-    return None
+    return f"they come from the base image (`from`): {readers}; upgrade the runner's engine"

@@ -44,6 +44,7 @@ class PlannedTier:
     # folder, file). Exactly what the compile hash reads and what the compile is given.
     source_files: tuple[tuple[str, str, Path], ...]
     content_hash: str
+    files_hash: str  # content_hash without [layers] (what compiles on this tier read)
     repository: str  # <registry>/<tier>
     base_image: str  # what FROM names: the parent's hash tag, or the external image
     parent_key: str | None
@@ -194,8 +195,10 @@ def _plan_tier(
     if tier.compile is not None and builder is not None:
         compile_hash = content_hash(
             {
-                "builder": builder.content_hash,
-                "script": script,
+                # the builder's files, not how its layers are packed: [layers] never
+                # makes a compile run again (its wheels cannot differ)
+                "builder": builder.files_hash,
+                "script": _files_view(script or "", builder),
                 "sources": [file_digest(n, p) for _, n, p in sources],
                 # (name, text) pairs: the JSON the hash has always read (hash schema 2).
                 "spec": [
@@ -214,20 +217,33 @@ def _plan_tier(
     # The platform is an input only where images.toml names platforms: the hashes of a
     # stack built for the build host alone stay what they always were.
     per_platform = {"platform": platform} if platform else {}
+    recipe = {
+        "dockerfile": dockerfile,
+        "context": digests,
+        "build_args": dict(tier.build_args),
+        "compile": compile_hash,
+        "from_pin": pin,
+        **per_platform,
+        # The locked Python set (the shipped templates install exactly these lines):
+        # only where a tier has one, so a tier without packages keeps its hash.
+        **({"python_lock": python.lines} if python.lines else {}),
+    }
     tag_hash = content_hash(
         {
-            "dockerfile": dockerfile,
-            "context": digests,
-            "build_args": dict(tier.build_args),
+            **recipe,
             "parent": parent.content_hash if parent else None,
-            "compile": compile_hash,
-            "from_pin": pin,
-            **per_platform,
-            # The locked Python set (the shipped templates install exactly these lines):
-            # only where a tier has one, so a tier without packages keeps its hash.
-            **({"python_lock": python.lines} if python.lines else {}),
             # Only where [layers] is set: a stack that never set it keeps its hashes.
             **stack.compression.hash_input(),
+        }
+    )
+    # The same without the compression anywhere up the chain: what the image's files
+    # follow from. Equal to the tag's hash for a stack that never set [layers].
+    files_hash = content_hash(
+        {
+            **recipe,
+            # FROM names the parent's tag, which carries [layers]: its files' hash instead
+            "dockerfile": _files_view(dockerfile, parent, builder),
+            "parent": parent.files_hash if parent else None,
         }
     )
     inputs = (
@@ -251,6 +267,7 @@ def _plan_tier(
         context_files=files,
         source_files=sources,
         content_hash=tag_hash,
+        files_hash=files_hash,
         repository=f"{stack.registry}/{tier.name}",
         base_image=base_image,
         parent_key=parent.key if parent else None,
@@ -270,6 +287,14 @@ def _plan_tier(
         signing=stack.signing,
         compression=stack.compression,
     )
+
+
+def _files_view(text: str, *tiers: PlannedTier | None) -> str:
+    """`text` with the tags of `tiers` as their files' hashes would make them."""
+    for tier in tiers:
+        if tier is not None:
+            text = text.replace(tier.content_hash, tier.files_hash)
+    return text
 
 
 def _short(text: str) -> str:

@@ -73,14 +73,7 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> Facts | No
     command = buildkit.cli()
     buildargs, secrets = build_settings(command)
     reproducible = buildkit.reproducible_here(command)
-    if not reproducible and not tier.compression.is_default:
-        raise BuildFailed(
-            f"{tier.key}: {stack.manifest.name} [layers] compression = "
-            f"{tier.compression.algorithm!r} needs docker buildx and the containerd image "
-            "store (BuildKit's OCI exporter compresses the layers; this engine's store "
-            "would compress them again, as gzip, on push): switch the engine's store "
-            '(docs/build-host.md) or set compression = "gzip"'
-        )
+    can_compress(stack, tier, reproducible)
     if not reproducible:
         _warn_unreproducible()
     if command is None and tier.platform is not None:
@@ -122,15 +115,35 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> Facts | No
 
 
 def cost(tier: PlannedTier, seconds: float) -> Facts:
-    """'812.4 MB of zstd layers in 25.7 s': the image's blobs as its layout holds them (what
-    a fresh pull moves), or the seconds alone for an image built without a layout."""
+    """'812.4 MB image (1 gzip, 3 zstd layers) in 25.7 s': the image's blobs as its layout
+    holds them (what a fresh pull moves) and how its layers are compressed (the base
+    image's keep theirs), or the seconds alone for an image built without a layout."""
     image = oci_layout.image_named(tier.folder.root / oci_layout.LAYOUT, tier.image)
-    size = figures.sized(path for _, path in image.blobs) if image else None
-    figures.note(tier, "build", {"bytes": size, "seconds": round(seconds, 3)})
-    if size is None:
+    if image is None:
+        figures.note(tier, "build", {"seconds": round(seconds, 3)})
         return {"built": f"in {seconds:.1f} s"}
-    layers = f"{tier.compression.algorithm} layers" if not tier.compression.is_default else "image"
-    return {"built": f"{figures.amount(size)} {layers} in {seconds:.1f} s"}
+    size = figures.sized(path for _, path in image.blobs)
+    kinds = figures.layer_kinds(image.manifest)
+    figures.note(tier, "build", {"image_bytes": size, "seconds": round(seconds, 3), **kinds})
+    said = ", ".join(f"{n} {kind}" for kind, n in kinds["layers"].items())
+    return {"built": f"{figures.amount(size)} image ({said} layers) in {seconds:.1f} s"}
+
+
+def can_compress(stack: Stack, tier: PlannedTier, reproducible: bool | None = None) -> None:
+    """Refuse in one line a `[layers] compression` this engine cannot apply; asked before
+    the build and before a compile (which may run for an hour before its build would)."""
+    if tier.compression.is_default:
+        return
+    if reproducible is None:
+        reproducible = buildkit.reproducible_here(buildkit.cli())
+    if not reproducible:
+        raise BuildFailed(
+            f"{tier.key}: {stack.manifest.name} [layers] compression = "
+            f"{tier.compression.algorithm!r} needs docker buildx and the containerd image "
+            "store (BuildKit's OCI exporter compresses the layers; this engine's store "
+            "would compress them again, as gzip, on push): switch the engine's store "
+            '(docs/build-host.md) or set compression = "gzip"'
+        )
 
 
 def parent_layout(stack: Stack, tier: PlannedTier) -> Path | None:

@@ -69,6 +69,7 @@ def compiled(tier: PlannedTier, holdings: Availability) -> bool:
 def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[str, str]:
     """Compile the tier's wheels in its builder; returns the compiler cache's effect."""
     assert tier.spec.compile is not None and tier.script is not None
+    build.can_compress(stack, tier)  # before an hour of compiling, not after
     src, staging = tier.folder.staged_sources, tier.folder.wheels_staging
     stage_sources(stack, tier)
     shutil.rmtree(staging, ignore_errors=True)

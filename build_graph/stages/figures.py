@@ -6,11 +6,14 @@ as proof of anything).
 
 from __future__ import annotations
 
+import json
 import time
+from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
 from build_graph.fs import read_record, write_record
+from build_graph.oci.compression import of_layer
 from build_graph.plan.plan import PlannedTier
 
 
@@ -22,6 +25,13 @@ def amount(size: int) -> str:
 def sized(paths: Iterable[Path]) -> int:
     """The bytes of these files (an image's blobs in its OCI layout)."""
     return sum(path.stat().st_size for path in paths)
+
+
+def layer_kinds(manifest: bytes) -> dict[str, dict[str, int]]:
+    """{'layers': {'gzip': 1, 'zstd': 3}}: an image manifest's layers by compression."""
+    layers = json.loads(manifest).get("layers") or []
+    kinds = Counter(of_layer(str(layer.get("mediaType", ""))) or "other" for layer in layers)
+    return {"layers": dict(sorted(kinds.items()))}
 
 
 def note(tier: PlannedTier, stage: str, figures: dict[str, object]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from build_graph.docker import connection, containers, daemon
 from build_graph.docker.containers import Mount
-from build_graph.errors import BuildFailed, RegistryError, UntrustedAnswer
+from build_graph.errors import BuildFailed, PullFailed, UntrustedAnswer
 from build_graph.layout import PROBE_DIR, PROBE_REPORT
 from build_graph.log import log, progress
 from build_graph.manifest.expectation import Expectation
@@ -137,19 +137,21 @@ def fetch(tier: PlannedTier, ref: str, image: Contents) -> str:
     version) or after (its own words are "invalid tar header")."""
     if daemon.image_exists_locally(ref):
         return "none (the engine here has it)"
-    why = compression.unreadable(image.compressions, connection.engine_version())
+    why = compression.unreadable(
+        image.compressions, connection.docker_engine_version(), tier.compression
+    )
     if why is None:
         started = time.monotonic()
         try:
             daemon.pull(ref, tier.platform)
             seconds = time.monotonic() - started
-            size = sum(size for _, size in image.layers)
-            figures.note(tier, "pull", {"bytes": size, "seconds": round(seconds, 3)})
-            return f"{figures.amount(size)} in {seconds:.1f} s"
-        except RegistryError as exc:
-            if "zstd" not in image.compressions:
+            size = sum(size for _, size in image.layers)  # layers it had already, too
+            figures.note(tier, "pull", {"image_bytes": size, "seconds": round(seconds, 3)})
+            return f"{figures.amount(size)} image in {seconds:.1f} s"
+        except PullFailed as exc:
+            why = compression.unread_layer(exc.said, image.compressions, tier.compression)
+            if why is None:
                 raise
-            why = f"{exc}; its layers are zstd ([layers] compression): can this engine read them?"
     raise BuildFailed(f"verify of {tier.key}: {ref}: {why}")
 
 

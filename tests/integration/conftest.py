@@ -164,7 +164,7 @@ def suite_env(suite: str) -> dict[str, str]:
     """engine.sh's settings for an engine of another Debian suite, in a root of its own."""
     if not suite:
         return {}
-    return {"ENGINE_SUITE": suite, "ENGINE_ROOT": f"{engine_root()}-{suite}"}
+    return {"ENGINE_SUITE": suite, "ENGINE_ROOT": f"{engine_root()}-{suite}"}  # engine.sh's too
 
 
 def start_engine(

@@ -106,7 +106,7 @@ def test_the_cuda_stack_builds_verifies_and_promotes(ws: Workspace, gcs: GcsEmul
     row = summary_rows((ws.root / "build" / "summary.md").read_text())["kernels"]
     assert row["ran"] == "render, compile, build, push, verify, promote", row
     assert " misses (" in row["compiler cache"] and " MB sent (" in row["pushed"], row
-    assert re.fullmatch(r"[\d.]+ MB image in [\d.]+ s", row["built"]), row
+    assert re.fullmatch(r"[\d.]+ MB image \(\d+ gzip layers\) in [\d.]+ s", row["built"]), row
     assert row["verify"].startswith("passed ("), row
     assert "; GPU not checked: " in row["verify"] and row["digest"] == ws.registry.digest(
         "cuda/kernels", "latest"
