@@ -24,6 +24,7 @@ from pathlib import Path
 from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.fs import write_if_changed
 from build_graph.layout import manifest_option
+from build_graph.manifest.model import Source, Stack
 from build_graph.manifest.values import (
     COMMIT_RE,
     IMAGE_RE,
@@ -150,3 +151,23 @@ def pinned_image(ref: str, pin: str | None) -> str:
     if pin is None or pin == LOCAL or "@" in ref:
         return ref
     return f"{ref}@{pin}"
+
+
+def git_sources(stack: Stack) -> list[Source]:
+    """Every git source of `compile.sources` (once per text 'url@ref'): what the lock pins."""
+    found = {
+        s.text: s
+        for v in stack.variants
+        for t in v.tiers
+        if t.compile
+        for s in t.compile.sources
+        if s.kind == "git"
+    }
+    return list(found.values())
+
+
+def from_images(stack: Stack) -> list[str]:
+    """Every external image a `from` names, in every variant (what images.lock pins)."""
+    return list(
+        dict.fromkeys(t.from_image for v in stack.variants for t in v.tiers if t.from_image)
+    )

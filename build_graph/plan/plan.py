@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.layout import TierFolder
 from build_graph.manifest.expectation import Expectation, expectation_for
-from build_graph.manifest.model import Source, Stack, TierSpec, VariantSpec
+from build_graph.manifest.model import Stack, TierSpec, VariantSpec
 from build_graph.oci.compression import DEFAULT as GZIP
 from build_graph.oci.compression import Compression
 from build_graph.oci.platforms import Platform, parse_platform
@@ -110,26 +110,6 @@ def plan(stack: Stack) -> list[PlannedTier]:
                 )
         planned.extend(done.values())
     return planned
-
-
-def git_sources(stack: Stack) -> list[Source]:
-    """Every git source of `compile.sources` (once per text 'url@ref'): what the lock pins."""
-    found = {
-        s.text: s
-        for v in stack.variants
-        for t in v.tiers
-        if t.compile
-        for s in t.compile.sources
-        if s.kind == "git"
-    }
-    return list(found.values())
-
-
-def from_images(stack: Stack) -> list[str]:
-    """Every external image a `from` names, in every variant (what images.lock pins)."""
-    return list(
-        dict.fromkeys(t.from_image for v in stack.variants for t in v.tiers if t.from_image)
-    )
 
 
 def _plan_tier(

@@ -18,8 +18,16 @@ from build_graph.manifest.model import Source, Stack
 from build_graph.manifest.values import COMMIT_RE, conforms
 from build_graph.oci.digest import maybe_digest
 from build_graph.oci.refs import Answer, Presence
-from build_graph.plan.lock import LOCAL, Lock, lock_path, parse_lock, read_lock, write_lock
-from build_graph.plan.plan import from_images, git_sources
+from build_graph.plan.lock import (
+    LOCAL,
+    Lock,
+    from_images,
+    git_sources,
+    lock_path,
+    parse_lock,
+    read_lock,
+    write_lock,
+)
 from build_graph.registry import availability
 
 

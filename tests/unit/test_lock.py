@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from build_graph.errors import ConfigError
-from build_graph.plan.lock import LOCAL, Lock, lock_path, read_lock, write_lock
-from build_graph.plan.plan import from_images, plan
+from build_graph.plan.lock import LOCAL, Lock, from_images, lock_path, read_lock, write_lock
+from build_graph.plan.plan import plan
 from tests.helpers import MINIMAL, load_text, write_manifest
 
 DIGEST_A = "sha256:" + "a" * 64
