@@ -92,7 +92,8 @@ def build_and_push(folder: Path, registry: str, compression: str, files: int) ->
         check=False,
     )
     if result.returncode != 0:
-        raise SystemExit(f"doit push:big ({compression}) failed:\n{result.stderr[-3000:]}")
+        said = (result.stdout + result.stderr)[-3000:]
+        raise SystemExit(f"doit push:big ({compression}) failed:\n{said}")
     figures = json.loads((folder / "build" / "default" / "big" / "figures.json").read_text())
     push = json.loads((folder / "build" / "default" / "big" / "push.json").read_text())
     repo = str(push["image"]).rsplit(":", 1)[0]
