@@ -48,8 +48,9 @@ class Transfer:
 
 
 def cache_key(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> str:
-    """'stack/tier/variant-<builder hash>.tar.zst': one archive per toolchain."""
-    return f"{tier_prefix(stack, tier)}{builder.content_hash}.tar.zst"
+    """'stack/tier/variant-<builder hash>.tar.zst': one archive per toolchain (the builder's
+    files' hash: [layers] changes its tag, not its compilers)."""
+    return f"{tier_prefix(stack, tier)}{builder.files_hash}.tar.zst"
 
 
 def tier_prefix(stack: Stack, tier: PlannedTier) -> str:

@@ -72,12 +72,16 @@ class Layers(Strict):
     so GKE's nodes, and Docker >= 23 read it): verify pulls what was pushed, so a runner
     that cannot read it fails verify"""
     level: StrictInt | None = None
-    """gzip 0-9, zstd 1-22 (not set: BuildKit's default, gzip 6 / zstd 3)"""
+    """gzip 0-9, zstd 1-22 (not set: BuildKit's default, gzip 6 / zstd 3); it applies to the
+    layers BuildKit compresses in a build, and a layer its cache already holds in that
+    compression may keep the level it was made with (moby/buildkit#5458)"""
 
     @field_validator("level")
     @classmethod
     def _level_in_range(cls, level: int | None, info: ValidationInfo) -> int | None:
-        problem = level_problem(str(info.data.get("compression", "gzip")), level)
+        if "compression" not in info.data:
+            return level  # the compression itself is wrong: that error is the one to read
+        problem = level_problem(str(info.data["compression"]), level)
         if problem is not None:
             raise ValueError(f"level {level} is out of range: {problem}")
         return level

@@ -97,7 +97,9 @@ def unread_layer(said: str, algorithms: frozenset[str], chosen: Compression) -> 
 
 
 # What engines say when a layer's compression is one they cannot read.
-DECOMPRESSION_FAILED = ("invalid tar header", "zstd", "unsupported media type")
+# Not the bare word "zstd": a reference or URL in the message may hold it, and a current
+# engine's "zstd: magic number mismatch" is a damaged blob, not an old engine.
+DECOMPRESSION_FAILED = ("invalid tar header", "unsupported media type")
 
 
 def _fix(chosen: Compression) -> str:

@@ -176,9 +176,10 @@ def _plan_tier(
         compile_hash = content_hash(
             {
                 # the builder's files, not how its layers are packed: [layers] never
-                # makes a compile run again (its wheels cannot differ)
+                # makes a compile run again where its wheels are kept (they cannot
+                # differ), and the compiler cache keeps its key (ccache/sync.py)
                 "builder": builder.files_hash,
-                "script": _files_view(script or "", builder),
+                "script": _files_view(script or "", builder, parent),
                 "sources": [file_digest(n, p) for _, n, p in sources],
                 # (name, text) pairs: the JSON the hash has always read (hash schema 2).
                 "spec": [

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from build_graph.ccache.sync import cache_key
+from build_graph.cli.handlers import summary
 from build_graph.docker import buildkit, connection, daemon
 from build_graph.errors import BuildFailed, PullFailed, RegistryError
 from build_graph.oci.compression import (
@@ -24,7 +26,8 @@ from build_graph.oci.digest import Digest
 from build_graph.plan.plan import plan
 from build_graph.stages import base_platform, verify
 from build_graph.stages import build as build_stage
-from tests.helpers import MINIMAL, REPO, load_text, one_error
+from build_graph.stages import compile as compile_stage
+from tests.helpers import MINIMAL, REPO, config_errors, load_text, one_error
 from tests.unit.test_plan import hashes, quickstart_copy
 
 
@@ -63,6 +66,7 @@ def test_a_stack_without_layers_keeps_its_hashes_and_zstd_changes_every_tier(
         ('compression = "zstd"\nlevel = 23', "zstd levels run from 1 to 22"),
         ('compression = "gzip"\nlevel = -1', "gzip levels run from 0 to 9"),
         ('compression = "brotli"', "'gzip' or 'zstd'"),
+        ('compression = "brotli"\nlevel = 15', "'gzip' or 'zstd'"),  # one error, not two
         ('level = "fast"', "integer"),
         ("level = true", "integer"),
         ('level = "7"', "integer"),
@@ -72,7 +76,9 @@ def test_a_bad_layers_table_names_the_key_and_the_range(
     tmp_path: Path, layers: str, said: str
 ) -> None:
     key = "layers.compression" if "brotli" in layers else "layers.level"
-    message = one_error(tmp_path, MINIMAL + f"\n[layers]\n{layers}\n", key)
+    text = MINIMAL + f"\n[layers]\n{layers}\n"
+    assert len(config_errors(tmp_path, text)) == 1, config_errors(tmp_path, text)
+    message = one_error(tmp_path, text, key)
     assert said in message, message
 
 
@@ -145,6 +151,10 @@ def test_a_pull_failure_is_called_a_compression_problem_only_in_the_engine_s_wor
     said = unread_layer(words, ZSTD_LAYERS, Compression("zstd"))
     assert said and "invalid tar header" in said and "zstd" in said
     assert unread_layer("connection refused", ZSTD_LAYERS, Compression("zstd")) is None
+    # a repository named so, or a current engine's damaged-blob error, is not an old engine
+    refused = "Get http://127.0.0.1:1/v2/team/zstd-tier/manifests/x: connection refused"
+    assert unread_layer(refused, ZSTD_LAYERS, Compression("zstd")) is None
+    assert unread_layer("zstd: magic number mismatch", ZSTD_LAYERS, Compression("zstd")) is None
     assert unread_layer(words, frozenset({"gzip"}), DEFAULT) is None
 
 
@@ -190,3 +200,59 @@ def test_a_builder_built_on_a_tier_of_the_stack_keeps_its_compile_hash(tmp_path:
     assert after["kernels"].compile_hash == before["kernels"].compile_hash
     assert {k: t.content_hash for k, t in after.items()}.keys() == before.keys()
     assert all(after[k].content_hash != before[k].content_hash for k in before)
+
+
+def test_a_compile_script_that_names_its_parent_keeps_its_hash(tmp_path: Path) -> None:
+    """A compile script may name the tier's parent (`{{ base_image }}`): that tag carries
+    the compression, the compile's inputs do not."""
+    root = tmp_path / "cuda"
+    shutil.copytree(REPO / "examples" / "cuda", root, ignore=shutil.ignore_patterns("build"))
+    script = next((root / "templates").glob("*compile*.sh.j2"))
+    script.write_text(script.read_text() + "\n# built on {{ base_image }}\n")
+    text = (root / "images.toml").read_text()
+    before = {t.key: t for t in plan(load_text(root, text))}
+    after = {t.key: t for t in plan(load_text(root, text + '\n[layers]\ncompression = "zstd"\n'))}
+    kernels = before["kernels"]
+    assert kernels.script and kernels.base_image in kernels.script
+    assert after["kernels"].compile_hash == kernels.compile_hash
+    assert after["kernels"].files_hash == kernels.files_hash
+
+
+def test_the_compiler_cache_keeps_its_key_across_layers(tmp_path: Path) -> None:
+    manifest = quickstart_copy(tmp_path)
+    text = manifest.read_text()
+    stack = load_text(manifest.parent, text)
+    tiers = {t.key: t for t in plan(stack)}
+    zstd = load_text(manifest.parent, text + '\n[layers]\ncompression = "zstd"\n')
+    again = {t.key: t for t in plan(zstd)}
+    key = cache_key(stack, tiers["fastext"], tiers["builder"])
+    assert key == cache_key(zstd, again["fastext"], again["builder"])
+    assert tiers["builder"].content_hash in key  # a stack without [layers]: as it always was
+
+
+def test_podman_behind_docker_s_api_is_not_judged_by_docker_s_numbers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    answers = {
+        "docker": {"Version": "20.10.24", "Components": [{"Name": "Engine"}]},
+        "podman": {"Version": "4.3.1", "Components": [{"Name": "Podman Engine"}]},
+        "unsaid": {"Version": "20.10.24"},
+    }
+    for name, expected in (("docker", "20.10.24"), ("podman", ""), ("unsaid", "")):
+        monkeypatch.setattr(connection, "daemon_version", lambda a=answers[name]: a)
+        assert connection.docker_engine_version() == expected, name
+
+
+def test_check_prints_the_layers_and_a_compile_is_refused_before_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest = quickstart_copy(tmp_path)
+    stack = load_text(manifest.parent, manifest.read_text() + '\n[layers]\ncompression = "zstd"\n')
+    assert "  layers: zstd ([layers])" in summary(stack).splitlines()
+    tiers = {t.key: t for t in plan(stack)}
+    monkeypatch.setattr(buildkit, "cli", lambda: None)  # no buildx: no OCI exporter
+    staged: list[object] = []
+    monkeypatch.setattr(compile_stage, "stage_sources", lambda *a: staged.append(a))
+    with pytest.raises(BuildFailed, match=r"\[layers\] compression = 'zstd'"):
+        compile_stage.compile_tier(stack, tiers["fastext"], tiers["builder"])
+    assert staged == []  # refused before anything was staged or run
