@@ -13,7 +13,8 @@ engine each (scripts/engine.sh instance `bench-pull`, current Docker, containerd
 Docker 20.10 (instance `bench-old`, ENGINE_SUITE=bookworm) loads the gzip image with
 `docker load` and pushes it to a new repository, then pulls it fresh.
 
-Needs scripts/services.sh up (registry on 127.0.0.1:5000) and root (engines).
+Needs scripts/services.sh up (registry on 127.0.0.1:5000), root (engines) and about five
+times --gb of free disk while it runs (images, layouts, registry copies).
 
     .venv/bin/python benchmarks/layers.py [--gb 3] [--registry 127.0.0.1:5000]
 """
@@ -144,6 +145,10 @@ def main() -> None:
             took[f"fresh pull ({c}): docker pull, current"] = fresh_pull(str(figures["ref"]))
         gzip_ref = str(made["gzip"]["ref"])
         took["fresh pull (gzip): docker pull, Docker 20.10"] = fresh_pull(gzip_ref, "bookworm")
+        # The images are several GB each on this engine: gone again (the registry keeps its
+        # copies under bench-<run>/, said below)
+        images = [str(f["image"]) for f in made.values()] + [again]
+        subprocess.run(["docker", "rmi", "-f", *images], capture_output=True, check=False)
     print(
         f"payload {payload / 1e9:.2f} GB on debian:bookworm-slim; compressed image: gzip "
         f"{sizes['gzip'] / 1e9:.2f} GB, zstd {sizes['zstd'] / 1e9:.2f} GB; "
@@ -159,6 +164,8 @@ def main() -> None:
         print(f"docker push (20.10) / ours ({c}): {legacy_push / ours:.1f}x")
     pulls = [took[f"fresh pull ({c}): docker pull, current"] for c in ("gzip", "zstd")]
     print(f"fresh pull gzip / zstd: {pulls[0] / pulls[1]:.2f}x")
+    repos = sorted({str(f["image"]).rsplit("/", 2)[-2] for f in made.values()})
+    print(f"left in the registry (about {3 * payload / 1e9:.0f} GB): {', '.join(repos)}")
 
 
 if __name__ == "__main__":
