@@ -13,7 +13,7 @@ import pytest
 from build_graph.ccache import archive as ccache_archive
 from build_graph.ccache.sync import CacheSync
 from tests.hostile_archives import CASES
-from tests.integration.conftest import GcsEmulator
+from tests.support.gcs import GcsEmulator
 from tests.unit.test_ccache_hostile import sync_for, tree, warnings_in
 from tests.unit.test_ccache_local import make_cache
 

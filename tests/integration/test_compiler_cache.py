@@ -16,7 +16,9 @@ from build_graph.ccache.sync import CacheSync
 from build_graph.errors import CacheConflict
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
-from tests.integration.conftest import GcsEmulator, Registry, Workspace, make_workspace
+from tests.support.gcs import GcsEmulator
+from tests.support.registry import Registry
+from tests.support.workspace import Workspace, make_workspace
 from tests.unit.test_ccache_sync import read_only
 
 pytestmark = pytest.mark.integration

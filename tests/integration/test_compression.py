@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import REPO
-from tests.integration.conftest import Engine, Registry, Workspace, start_engine, stop_engine
+from tests.support.engines import Engine, start_engine, stop_engine
+from tests.support.registry import Registry
+from tests.support.workspace import Workspace
 
 pytestmark = pytest.mark.integration
 ZSTD = "application/vnd.oci.image.layer.v1.tar+zstd"

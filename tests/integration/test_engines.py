@@ -17,16 +17,10 @@ import pytest
 from build_graph.manifest.expectation import Expectation
 from build_graph.plan.lock import LOCAL, read_lock
 from build_graph.verify.checks import check_size
-from tests.integration.conftest import (
-    Engine,
-    Registry,
-    built,
-    free_port,
-    make_workspace,
-    pushed,
-    start_engine,
-    stop_engine,
-)
+from tests.support.engines import Engine, start_engine, stop_engine
+from tests.support.registry import Registry
+from tests.support.servers import free_port
+from tests.support.workspace import built, make_workspace, pushed
 
 pytestmark = pytest.mark.integration
 TIERS = ("builder", "fastext", "base", "training", "runner")

@@ -13,8 +13,8 @@ import docker
 import pytest
 
 from tests.helpers import REPO
-from tests.integration.conftest import (
-    Registry,
+from tests.support.registry import Registry
+from tests.support.workspace import (
     Workspace,
     built,
     image_as_stored_and_pushed,
@@ -62,7 +62,7 @@ def test_stopped_registry_fails_clearly_and_moves_no_tag(ws: Workspace) -> None:
     assert result.returncode == 3  # the environment, not the build
     assert "cannot ask the registry" in text and "scripts/services.sh up" in text
     assert "Traceback" not in text
-    assert built(text) == []  # an unanswered probe is never read as 'absent'
+    assert built(result) == []  # an unanswered probe is never read as 'absent'
     assert ws.registry.digest("quickstart/fastext", "latest") == before
     assert "latest" not in ws.registry.tags("quickstart/base")
 
@@ -230,7 +230,7 @@ def test_credentials_never_reach_an_image_label_or_log(ws: Workspace) -> None:
     assert (
         "BUILD_GRAPH_PIP_INDEX_URL (https://***@pypi.example/simple) carries a credential"
     ) in text
-    assert marker not in text and built(text) == []
+    assert marker not in text and built(refused) == []
     # A CI job token in the git remote (GitLab's style) must not become a label.
     git = ["git", "-C", str(ws.root), "-c", "user.name=ci", "-c", "user.email=ci@example"]
     subprocess.run(["git", "init", "-q", str(ws.root)], check=True)

@@ -17,14 +17,8 @@ import docker
 import pytest
 
 from tests.helpers import REPO
-from tests.integration.conftest import (
-    Registry,
-    Workspace,
-    built,
-    make_workspace,
-    pushed,
-    statuses,
-)
+from tests.support.registry import Registry
+from tests.support.workspace import Workspace, built, make_workspace, pushed, statuses
 
 pytestmark = pytest.mark.integration
 TIERS = ["builder", "fastext", "base", "training", "runner"]
@@ -35,14 +29,10 @@ def ws(tmp_path_factory: pytest.TempPathFactory, registry: Registry) -> Iterator
     yield make_workspace(tmp_path_factory.mktemp("ws"), registry)
 
 
-def output(result: subprocess.CompletedProcess[str]) -> str:
-    return result.stdout + result.stderr
-
-
 def test_full_run_builds_pushes_verifies_and_promotes(ws: Workspace) -> None:
     result = ws.doit()
     assert result.returncode == 0
-    assert sorted(built(output(result))) == sorted(TIERS)
+    assert sorted(built(result)) == sorted(TIERS)
     for tier in TIERS:
         tags = ws.registry.tags(f"quickstart/{tier}")
         assert "latest" in tags and len(tags) >= 2  # the hash tag and latest
@@ -79,7 +69,7 @@ def test_full_run_builds_pushes_verifies_and_promotes(ws: Workspace) -> None:
 def test_second_run_builds_and_pushes_nothing(ws: Workspace) -> None:
     result = ws.doit()
     assert result.returncode == 0
-    assert built(output(result)) == [] and pushed(output(result)) == []
+    assert built(result) == [] and pushed(result) == []
     for stage in ("build", "push", "verify", "promote"):
         assert f"-- {stage}:runner" in result.stdout
 
@@ -89,7 +79,7 @@ def test_touching_a_file_without_changing_it_rebuilds_nothing(ws: Workspace) -> 
     ws.manifest.touch()
     result = ws.doit()
     assert result.returncode == 0
-    assert built(output(result)) == []
+    assert built(result) == []
 
 
 def test_editing_one_tier_rebuilds_it_and_its_descendants_only(ws: Workspace) -> None:
@@ -98,7 +88,7 @@ def test_editing_one_tier_rebuilds_it_and_its_descendants_only(ws: Workspace) ->
     train.write_text(train.read_text() + "\n# a change to the training code\n")
     result = ws.doit()
     assert result.returncode == 0
-    assert built(output(result)) == ["training", "runner"]
+    assert built(result) == ["training", "runner"]
     assert ws.registry.digest("quickstart/base", "latest") == before
     report = json.loads((ws.root / "build" / "default" / "runner" / "verify.json").read_text())
     assert report["digest"] == ws.registry.digest("quickstart/runner", "latest")
@@ -124,7 +114,7 @@ def test_a_new_file_rebuilds_its_tier_and_descendants_and_dotenv_stays_out(ws: W
     assert ".env" not in info.stdout
     result = ws.doit()
     assert result.returncode == 0
-    assert built(output(result)) == ["training", "runner"]
+    assert built(result) == ["training", "runner"]
     assert ws.registry.digest("quickstart/base", "latest") == before
     find = subprocess.run(
         [
@@ -169,8 +159,8 @@ def test_fresh_machine_rebuilds_and_pushes_nothing(ws: Workspace) -> None:
                 client.images.remove(ref, force=True)
     result = ws.doit()
     assert result.returncode == 0
-    assert built(output(result)) == []
-    assert pushed(output(result)) == []
+    assert built(result) == []
+    assert pushed(result) == []
     assert "-- compile:fastext" in result.stdout  # the image exists: no wheels needed
 
 

@@ -31,13 +31,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from tests.helpers import REPO
-from tests.integration.conftest import (
-    Registry,
-    Workspace,
-    image_as_stored_and_pushed,
-    make_workspace,
-    output_of,
-)
+from tests.support.registry import Registry
+from tests.support.workspace import Workspace, image_as_stored_and_pushed, make_workspace, output_of
 
 pytestmark = pytest.mark.integration
 WHEEL = "tlsprobe-1.0-py3-none-any.whl"

@@ -10,8 +10,8 @@ import pytest
 
 from build_graph.errors import KmsUnreachable, SigningProblem
 from build_graph.signing import kms
-from tests.integration.conftest import free_port
 from tests.integration.fake_kms import KEY_VERSION, Kms, fake_kms
+from tests.support.servers import free_port
 
 pytestmark = pytest.mark.integration
 KEY = f"gcpkms://{KEY_VERSION}"

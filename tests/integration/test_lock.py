@@ -14,7 +14,9 @@ import pytest
 
 from build_graph.plan.lock import LOCAL, read_lock
 from tests.helpers import REPO
-from tests.integration.conftest import Registry, Workspace, built, free_port, make_workspace
+from tests.support.registry import Registry
+from tests.support.servers import free_port
+from tests.support.workspace import Workspace, built, make_workspace
 
 pytestmark = pytest.mark.integration
 
@@ -58,7 +60,7 @@ def test_a_moved_tag_rebuilds_nothing_until_the_lock_is_updated(ws: Workspace) -
     push_as(local["base"], upstream)  # upstream rebuilt the image under the same tag
     assert ws.registry.digest("upstream/python", "1") != pinned
     again = ws.doit("push:app")
-    assert again.returncode == 0 and built(again.stdout + again.stderr) == []
+    assert again.returncode == 0 and built(again) == []
 
     update = subprocess.run(
         [
@@ -80,7 +82,7 @@ def test_a_moved_tag_rebuilds_nothing_until_the_lock_is_updated(ws: Workspace) -
     assert f"{upstream} pinned to" in update.stdout and f"moved from {pinned}" in update.stdout
     moved = ws.doit("push:app", "push:base")
     assert moved.returncode == 0
-    assert built(moved.stdout + moved.stderr) == ["app"]  # exactly the tier on that image
+    assert built(moved) == ["app"]  # exactly the tier on that image
 
 
 FETCH = """\\

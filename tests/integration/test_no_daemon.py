@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import Registry, Workspace, make_workspace, statuses
+from tests.support.registry import Registry
+from tests.support.workspace import Workspace, make_workspace, statuses
 
 pytestmark = pytest.mark.integration
 

@@ -26,15 +26,9 @@ from build_graph.registry import api
 from build_graph.signing.keys import generate
 from build_graph.signing.policy import SIGNING_KEY_ENV
 from tests.helpers import REPO
-from tests.integration.conftest import (
-    Registry,
-    Workspace,
-    built,
-    make_workspace,
-    output_of,
-    pushed,
-)
 from tests.integration.lying_proxy import lying_proxy
+from tests.support.registry import Registry
+from tests.support.workspace import Workspace, built, make_workspace, output_of, pushed
 
 pytestmark = pytest.mark.integration
 PLATFORMS = ("linux/amd64", "linux/arm64")

@@ -15,7 +15,8 @@ import pytest
 
 from build_graph.oci.refs import Presence, parse_ref
 from build_graph.registry import api
-from tests.integration.conftest import Registry, Workspace, built, make_workspace, pushed
+from tests.support.registry import Registry
+from tests.support.workspace import Workspace, built, make_workspace, pushed
 
 pytestmark = pytest.mark.integration
 REPO = "quickstart/runner"
@@ -307,7 +308,7 @@ def push_old_image(reg: Registry, repo: str, tag: str) -> None:
 def test_a_registry_that_refuses_deletes_is_one_line(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    from tests.integration.conftest import free_port
+    from tests.support.servers import free_port
 
     reg = NoDeletes(tmp_path_factory.mktemp("nodeletes"), free_port())
     reg.start()

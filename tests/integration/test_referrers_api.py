@@ -23,10 +23,11 @@ from build_graph.registry import api, artifacts, referrers
 from build_graph.signing.kms import ENDPOINT_ENV
 from build_graph.signing.policy import SIGNING_KEY_ENV
 from tests.helpers import REPO
-from tests.integration.conftest import Registry, Workspace
 from tests.integration.fake_kms import KEY_VERSION, Kms, fake_kms
 from tests.integration.lying_proxy import Lies, lying_proxy
 from tests.integration.test_signed_reports import cosign_verify, discovered, gate
+from tests.support.registry import Registry
+from tests.support.workspace import Workspace
 
 pytestmark = pytest.mark.integration
 

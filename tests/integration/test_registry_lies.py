@@ -27,8 +27,10 @@ import pytest
 
 from build_graph.errors import RegistryError
 from tests.helpers import REPO
-from tests.integration.conftest import Registry, Workspace, free_port
 from tests.integration.lying_proxy import Lies, lying_proxy
+from tests.support.registry import Registry
+from tests.support.servers import free_port
+from tests.support.workspace import Workspace
 
 pytestmark = pytest.mark.integration
 

@@ -56,18 +56,10 @@ from cryptography.hazmat.primitives.asymmetric.types import CertificatePublicKey
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from build_graph.registry import auth as registry_auth
-from tests.integration.conftest import (
-    Engine,
-    Registry,
-    Workspace,
-    built,
-    engine_root,
-    free_port,
-    make_workspace,
-    pushed,
-    start_engine,
-    stop_engine,
-)
+from tests.support.engines import Engine, engine_root, start_engine, stop_engine
+from tests.support.registry import Registry
+from tests.support.servers import free_port
+from tests.support.workspace import Workspace, built, make_workspace, pushed
 
 pytestmark = pytest.mark.integration
 TIERS = ("builder", "fastext", "base", "training", "runner")

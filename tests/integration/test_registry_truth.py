@@ -20,14 +20,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from tests.integration.conftest import (
-    Registry,
-    Workspace,
-    built,
-    make_workspace,
-    pushed,
-    statuses,
-)
+from tests.support.registry import Registry
+from tests.support.workspace import Workspace, built, make_workspace, pushed, recorded, statuses
 
 pytestmark = pytest.mark.integration
 TIERS = ["builder", "fastext", "base", "training", "runner"]
@@ -117,7 +111,7 @@ def test_a_fresh_runner_on_a_complete_registry_pulls_builds_and_runs_nothing(
     text = result.stdout + result.stderr
     assert result.returncode == 0, text[-3000:]
     events = daemon_events(since)
-    assert built(text) == [] and pushed(text) == []
+    assert built(result) == [] and pushed(result) == []
     assert [e for e in events if e[0] == "container" or e[1] == "pull"] == []
     # Every report came from the registry, made by the origin's run; none was re-made.
     for tier in TIERS:
@@ -197,9 +191,10 @@ def test_racing_runners_on_one_new_hash_both_succeed_and_agree(
         for ws in workspaces
     ]
     outputs = [run.communicate(timeout=900)[0] for run in runs]
-    for run, out in zip(runs, outputs, strict=True):
+    for ws, run, out in zip(workspaces, runs, outputs, strict=True):
         assert run.returncode == 0, out[-3000:]
-        assert built(out) == ["raced"]  # both really built it: two different digests
+        done = recorded(ws.root, subprocess.CompletedProcess(run.args, run.returncode, out, ""))
+        assert built(done) == ["raced"]  # both really built it: two different digests
     print(*(line for out in outputs for line in out.splitlines() if "adopting" in line))
     hashed = next(r for r in plan_rows(workspaces[0]) if r["tier"] == "raced")
     latest = origin.registry.digest("quickstart/raced", "latest")

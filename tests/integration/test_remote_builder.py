@@ -20,7 +20,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import REPO
-from tests.integration.conftest import Registry, free_port, make_workspace
+from tests.support.registry import Registry
+from tests.support.servers import free_port
+from tests.support.workspace import make_workspace
 
 pytestmark = pytest.mark.integration
 TIERS = ("builder", "fastext", "base", "training", "runner")

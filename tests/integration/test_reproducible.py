@@ -24,15 +24,10 @@ import pytest
 
 from build_graph.pylock import files
 from tests.helpers import REPO
-from tests.integration.conftest import (
-    Engine,
-    Registry,
-    Workspace,
-    free_port,
-    make_workspace,
-    start_engine,
-    stop_engine,
-)
+from tests.support.engines import Engine, start_engine, stop_engine
+from tests.support.registry import Registry
+from tests.support.servers import free_port
+from tests.support.workspace import Workspace, make_workspace
 
 pytestmark = pytest.mark.integration
 INSTANCE = "repro"

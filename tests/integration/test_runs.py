@@ -18,7 +18,8 @@ import pytest
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
 from tests.helpers import summary_rows
-from tests.integration.conftest import Registry, Workspace, built, make_workspace
+from tests.support.registry import Registry
+from tests.support.workspace import Workspace, built, make_workspace
 
 pytestmark = pytest.mark.integration
 QUIET = {"BUILD_GRAPH_VERBOSE": "0"}
@@ -75,7 +76,7 @@ def test_two_variants_in_parallel_converge(ws: Workspace) -> None:
         assert (ws.root / "build" / variant / "leaf" / "verify.json").is_file()
         assert (ws.root / "build" / variant / "leaf" / "logs" / "build.log").is_file()
     again = ws.doit("-n", "2", "leaf")
-    assert again.returncode == 0 and built(again.stdout + again.stderr) == []
+    assert again.returncode == 0 and built(again) == []
 
 
 COUNTING = """\

@@ -18,13 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import (
-    Registry,
-    Workspace,
-    image_as_stored_and_pushed,
-    make_workspace,
-    output_of,
-)
+from tests.support.registry import Registry
+from tests.support.workspace import Workspace, image_as_stored_and_pushed, make_workspace, output_of
 
 pytestmark = pytest.mark.integration
 MARKER = "MARKER-secret-4b9"

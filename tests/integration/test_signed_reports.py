@@ -29,7 +29,8 @@ from build_graph.registry import api, artifacts
 from build_graph.signing import dsse, keys
 from build_graph.signing.policy import SIGNING_KEY_ENV, STATEMENT_TYPE
 from tests.helpers import REPO
-from tests.integration.conftest import Registry, Workspace, make_workspace
+from tests.support.registry import Registry
+from tests.support.workspace import Workspace, make_workspace
 
 pytestmark = pytest.mark.integration
 

@@ -21,8 +21,9 @@ from build_graph.oci.digest import Digest
 from build_graph.oci.refs import parse_ref
 from build_graph.registry import api, upload
 from tests.helpers import REPO, summary_rows
-from tests.integration.conftest import Registry, Workspace
 from tests.integration.lying_proxy import Lies, lying_proxy
+from tests.support.registry import Registry
+from tests.support.workspace import Workspace
 
 pytestmark = pytest.mark.integration
 MB = 1 << 20

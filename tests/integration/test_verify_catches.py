@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from build_graph.verify.in_image.fatbin import fatbin_sections
-from tests.integration.conftest import Registry, Workspace, make_workspace
+from tests.support.registry import Registry
+from tests.support.workspace import Workspace, make_workspace
 from tests.unit.test_fatbin import KERNEL, NVCC
 
 pytestmark = pytest.mark.integration

@@ -1,0 +1,56 @@
+"""A real server process on loopback: started, waited for, stopped, started again."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def free_port() -> int:
+    """A port nothing listens on now (the kernel's choice, 127.0.0.1 only)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class LoopbackServer:
+    """A real server process on 127.0.0.1 with its own storage folder; stoppable, restartable."""
+
+    folder: Path
+    port: int
+    process: subprocess.Popen[bytes] | None = None
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def health_url(self) -> str:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(
+                    f"{type(self).__name__} on port {self.port} exited at start"
+                    f" (status {self.process.returncode}): is the port taken?"
+                )
+            try:
+                urllib.request.urlopen(self.health_url(), timeout=1)
+                return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError(f"{type(self).__name__} on port {self.port} did not start")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+            self.process = None
