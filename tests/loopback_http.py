@@ -10,9 +10,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 @contextmanager
-def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
-    """'127.0.0.1:PORT' of a server of `handler` on a free port; shut down after the block."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+def serving(handler: type[BaseHTTPRequestHandler], port: int = 0) -> Iterator[str]:
+    """'127.0.0.1:PORT' of a server of `handler` on `port` (a free one unless told); shut
+    down after the block."""
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 
 from tests.loopback_http import serving
+from tests.support.registry import Registry
+from tests.support.servers import free_port
 
 REPORT_TAGS = re.compile(r"/manifests/sha256-[0-9a-f]{64}\.verify-")
 BY_DIGEST = re.compile(r"/manifests/sha256:([0-9a-f]{64})$")
@@ -199,9 +201,29 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def lying_proxy(upstream: str) -> Iterator[tuple[str, Lies]]:
-    """(the proxy's host:port on 127.0.0.1, its switchboard of lies), for the block."""
+def lying_proxy(upstream: str, port: int = 0) -> Iterator[tuple[str, Lies]]:
+    """(the proxy's host:port on 127.0.0.1, its switchboard of lies), for the block. `port`:
+    the address to take, where a test moves the registry and puts the proxy in its place
+    (the stack's registry setting, and so every hash tag, stays the same)."""
     lies = Lies()
     handler = type("Handler", (_Handler,), {"upstream": upstream, "lies": lies})
-    with serving(handler) as address:
+    with serving(handler, port) as address:
         yield address, lies
+
+
+@contextmanager
+def lying_in_place_of(registry: Registry) -> Iterator[Lies]:
+    """For the block, the registry moves to a free port and a lying proxy takes its address:
+    the stack's registry setting, its hash tags and its build folder stay as they are, so
+    nothing is rebuilt for the proxy's sake, and every request goes through the lies."""
+    port = registry.port
+    registry.stop()
+    registry.port = free_port()
+    registry.start()
+    try:
+        with lying_proxy(registry.address, port=port) as (_, lies):
+            yield lies
+    finally:
+        registry.stop()
+        registry.port = port
+        registry.start()

@@ -326,3 +326,22 @@ def test_pip_check_allow_accepts_only_the_named_distributions_lines(tmp_path: Pa
     assert {r.name: r for r in evaluate(plain, probe(pip_check={"ok": False, "output": upstream}))}[
         "pip check"
     ].status == "fail"
+
+
+def test_another_python_than_promised_fails_by_version(tmp_path: Path) -> None:
+    """The promise 'the right Python': 3.12 where 3.11 is promised fails, and so does a
+    version that only shares its first characters (3.1 is not 3.11, 3.110 is not 3.11)."""
+    assert results(tmp_path)["python version"].status == "pass"
+    for other in ("3.12.1", "3.110.0", "3.1.4"):
+        found = results(tmp_path, python={"version": other})["python version"]
+        assert (found.status, found.expected, found.actual) == ("fail", "3.11", other)
+
+
+def test_a_torch_built_for_another_cuda_fails_by_its_cuda_line(tmp_path: Path) -> None:
+    """The promise 'the right CUDA': a torch that imports but was built for CUDA 12.6 (or
+    for no CUDA at all: a CPU wheel) fails 'torch CUDA' naming what it has."""
+    assert results(tmp_path)["torch CUDA"].status == "pass"
+    for cuda in ("12.6", None):
+        torch = {"version": "2.7.0", "cuda": cuda, "arch_list": ["sm_80", "sm_90"]}
+        found = results(tmp_path, torch=torch)["torch CUDA"]
+        assert (found.status, found.actual) == ("fail", str(cuda)), found
