@@ -17,9 +17,9 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-import docker
 import pytest
 
+from tests.support.engines import engine_events
 from tests.support.registry import Registry
 from tests.support.workspace import Workspace, built, make_workspace, pushed, recorded, statuses
 
@@ -47,13 +47,6 @@ def quiet_second() -> int:
     the second): where the events of the run that follows begin."""
     time.sleep(1.1)
     return int(time.time())
-
-
-def daemon_events(since: int) -> list[tuple[str, str]]:
-    """(type, action) of every Docker event since `since` (the pulls, containers and builds
-    a run caused)."""
-    stream = docker.from_env().events(since=since, until=int(time.time()) + 1, decode=True)
-    return [(str(e.get("Type")), str(e.get("Action"))) for e in stream]
 
 
 def plan_rows(ws: Workspace) -> list[dict[str, object]]:
@@ -110,7 +103,7 @@ def test_a_fresh_runner_on_a_complete_registry_pulls_builds_and_runs_nothing(
     elapsed = time.perf_counter() - started
     text = result.stdout + result.stderr
     assert result.returncode == 0, text[-3000:]
-    events = daemon_events(since)
+    events = engine_events(since, origin.registry.address)
     assert built(result) == [] and pushed(result) == []
     assert [e for e in events if e[0] == "container" or e[1] == "pull"] == []
     # Every report came from the registry, made by the origin's run; none was re-made.
@@ -152,7 +145,7 @@ def test_a_new_tag_is_promoted_without_a_pull(origin: Workspace) -> None:
         since = quiet_second()
         result = origin.doit()
         assert result.returncode == 0, result.stdout[-3000:]
-        assert [e for e in daemon_events(since) if e[1] == "pull"] == []
+        assert [e for e in engine_events(since, origin.registry.address) if e[1] == "pull"] == []
         assert built(result) == []
         assert origin.registry.digest("quickstart/fastext", "stable") == origin.registry.digest(
             "quickstart/fastext", "latest"

@@ -3,6 +3,7 @@ socket, data root and store, seeded with the main engine's debian:bookworm-slim.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from dataclasses import dataclass
@@ -88,3 +89,19 @@ def stop_engine(instance: str, purge: bool = False, suite: str = "") -> None:
         check=False,
         timeout=120,
     )
+
+
+def engine_events(since: int, about: str) -> list[tuple[str, str]]:
+    """(type, action) of the main engine's events since `since` (a whole second: the engine
+    counts by the second) whose subject names `about`, a test's own registry address: the
+    pulls and containers its runs caused, not those of tests running beside it."""
+    import time
+
+    import docker
+
+    stream = docker.from_env().events(since=since, until=int(time.time()) + 1, decode=True)
+    return [
+        (str(e.get("Type")), str(e.get("Action")))
+        for e in stream
+        if about in json.dumps(e.get("Actor") or {}) or about in str(e.get("from") or "")
+    ]

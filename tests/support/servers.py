@@ -6,8 +6,10 @@ import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 
 def free_port() -> int:
@@ -54,3 +56,20 @@ class LoopbackServer:
             self.process.terminate()
             self.process.wait(timeout=30)
             self.process = None
+
+
+S = TypeVar("S", bound=LoopbackServer)
+
+
+def started_on_a_free_port(make: Callable[[int], S], attempts: int = 3) -> S:
+    """`make(port)` started on a free port; another port when a process beside this one
+    (a parallel test worker) took the port between the kernel's choice and the start."""
+    for attempt in range(attempts):
+        server = make(free_port())
+        try:
+            server.start()
+            return server
+        except RuntimeError:
+            if attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
