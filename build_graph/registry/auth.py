@@ -146,17 +146,27 @@ class Tokens:
         self._locks: dict[tuple[str, str, str], threading.Lock] = {}
         self._guard = threading.Lock()
 
-    def bearer(self, host: str, challenge: Challenge, scope: str, fetch: Fetch) -> str:
+    def bearer(
+        self, host: str, challenge: Challenge, scope: str, fetch: Fetch, refused: str | None = None
+    ) -> str:
         """'Bearer <token>' for `scope` at `host`; asks the realm at most once per scope
-        until the token expires; raises RegistryError (the same one each time) when the
-        realm refused, or when credentials would have to travel in the clear."""
+        until the token expires, or until the registry refuses it (`refused`: the
+        Authorization a 401 just answered; a registry may stop honouring a token before its
+        expiry: a rotated key, a revocation, clocks apart), so the refused token is never
+        handed back. `scope` is one or more scopes, space-separated. Raises RegistryError
+        (the same one each time) when the realm refused, or when credentials would have to
+        travel in the clear."""
         realm = challenge.params.get("realm", "")
         key = (host, realm, scope)
         with self._guard:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
             grant = self._grants.get(key)
-            if grant is None or (grant.value is not None and grant.until < time.monotonic()):
+            if (
+                grant is None
+                or (grant.value is not None and grant.until < time.monotonic())
+                or (refused is not None and grant.value == refused)
+            ):
                 grant = self._grants[key] = self._ask(host, challenge, scope, fetch)
         if grant.refusal is not None:
             raise grant.refusal
@@ -178,8 +188,10 @@ class Tokens:
                 f"the registry {host} wants credentials sent to {realm} over plain "
                 "HTTP; they are sent only over HTTPS (or to this machine)"
             )
+        # one `scope` parameter per scope (the token spec's form for several)
         query = urllib.parse.urlencode(
-            {"service": challenge.params.get("service", ""), "scope": scope}
+            [("service", challenge.params.get("service", ""))]
+            + [("scope", one) for one in scope.split()]
         )
         headers = {"Authorization": basic_header(creds)} if creds else {}
         try:

@@ -96,7 +96,14 @@ class Client:
         for attempt in range(1, READ_ATTEMPTS + 1):
             response = self._send(method, url, sent, body, limit)
             if response.status == 401 and "www-authenticate" in response.headers:
-                auth = self._authorize(response.headers["www-authenticate"], repository, action)
+                # The token this request carried, if any, was refused: a fresh one is asked
+                # for once, and only its refusal is "credentials refused".
+                auth = self._authorize(
+                    response.headers["www-authenticate"],
+                    repository,
+                    action,
+                    sent.get("Authorization"),
+                )
                 if auth is not None:
                     self._authorizations[(repository, action)] = auth
                     sent = {**sent, "Authorization": auth}
@@ -178,16 +185,35 @@ class Client:
             self._local.conn = conn
         return conn
 
-    def _authorize(self, header: str, repository: str, action: str) -> str | None:
-        """The Authorization value the challenge asks for, or None to stay anonymous."""
+    def _authorize(
+        self, header: str, repository: str, action: str, refused: str | None = None
+    ) -> str | None:
+        """The Authorization value the challenge asks for, or None to stay anonymous.
+        `refused`: the Authorization the 401 answered, never handed back."""
         challenge = auth.parse_challenge(header)
         if challenge.scheme == "bearer" and "realm" in challenge.params:
-            return TOKENS.bearer(self.host, challenge, f"repository:{repository}:{action}", fetch)
+            return TOKENS.bearer(
+                self.host, challenge, token_scope(repository, action, challenge), fetch, refused
+            )
         creds = auth.credentials(self.host)
         here = f"{hosts.scheme(self.host)}://{self.host}/"
         if challenge.scheme == "basic" and creds and hosts.may_send_credentials(here):
             return auth.basic_header(creds)
         return None
+
+
+def token_scope(repository: str, action: str, challenge: auth.Challenge) -> str:
+    """The scopes to ask a token for: ours for this request, and the other repositories'
+    pull the challenge names (a cross-repository mount needs pull on the source: the
+    distribution registry and Docker Hub say so in their 401, and refuse the mount without
+    it). Only pull is taken from the registry's words, and only for repositories."""
+    ours = f"repository:{repository}:{action}"
+    named = [
+        one
+        for one in challenge.params.get("scope", "").split()
+        if one.startswith("repository:") and one.endswith(":pull") and one != ours
+    ]
+    return " ".join([ours, *dict.fromkeys(named)])
 
 
 _clients: dict[str, Client] = {}

@@ -459,13 +459,6 @@ def test_a_refused_token_is_an_error_never_absent_and_is_asked_once(
     assert len(registry.token_requests) == 1  # remembered for the run
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="auth.Tokens keeps a token until its expires_in and transport.Client re-sends it "
-    "on a 401 that rejected that very token (error=invalid_token): a token the registry "
-    "stops honouring early (revoked, a restarted token service) fails every request as "
-    "'HTTP 401 ... run docker login' instead of asking for a new token",
-)
 def test_a_token_the_registry_stopped_honouring_is_asked_for_again(
     registry: OciRegistry,
 ) -> None:
@@ -477,13 +470,34 @@ def test_a_token_the_registry_stopped_honouring_is_asked_for_again(
     assert len(registry.tokens) == issued + 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="under token auth a mount needs pull on the source repository too (distribution "
-    "appends it to the access records of a POST with from=, and names it in its 401), but "
-    "transport.Client asks only repository:<target>:pull,push, ignoring the challenge's "
-    "scope: the mount is refused and every parent layer is uploaded again",
-)
+def test_a_token_revoked_in_the_middle_of_a_chunked_upload_is_renewed_once(
+    registry: OciRegistry, small_chunks: int, tmp_path: Path
+) -> None:
+    """A four-hour compile's push meets a registry that stopped honouring its token after
+    the second chunk: the third chunk's 401 gets one fresh token, the upload goes on where
+    it was, and the blob arrives whole."""
+    registry.token_auth = True
+    data = pattern_bytes(3500)
+    digest, path = blob_file(tmp_path / "blobs", data)
+
+    def revoke_after_the_second_chunk(method: str, path: str) -> None:
+        if method == "PATCH" and len(registry.seen("PATCH")) == 2:
+            registry.revoke_tokens()
+
+    registry.hook = revoke_after_the_second_chunk
+    [moved] = upload.push_blobs(ref(registry), [(digest, path)], (), tmp_path / "sessions")
+    assert (moved.how, moved.sent) == ("sent", 3500)
+    assert registry.blob(REPO, str(digest)) == data
+    pushing = [q for q in registry.token_requests if "pull%2Cpush" in q]
+    assert len(pushing) == 2, registry.token_requests  # the first grant, one after revocation
+    assert [p.content_range for p in registry.seen("PATCH") if p.status == 202] == [
+        "0-999",
+        "1000-1999",
+        "2000-2999",
+        "3000-3499",
+    ]
+
+
 def test_a_mount_under_token_auth_asks_for_the_source_repository_too(
     registry: OciRegistry, tmp_path: Path
 ) -> None:
