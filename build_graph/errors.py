@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Iterable
@@ -17,6 +18,7 @@ EXIT_CONFIG = 2
 EXIT_ENVIRONMENT = 3  # a daemon, registry or tool is missing or refuses
 EXIT_BUILD = 1  # a build, push or verification failed (doit's own code for a failed task)
 EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports it (128 + SIGINT)
+EXIT_TERMINATED = 143  # SIGTERM (128 + 15): how CI cancels a job and a job timeout ends it
 
 
 class BuildGraphError(Exception):
@@ -187,25 +189,49 @@ def run_cli(main: Callable[[], int]) -> int:
         return report(exc)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the run is, so that it unwinds as Ctrl-C does: a compile's
+    container removed, its finished units' cache saved, nothing interrupted recorded."""
+
+
 def interrupted(where: str = "") -> NoReturn:
-    """Ctrl-C: one line on stderr and exit 130, at once.
+    """Ctrl-C or SIGTERM: one line on stderr and exit 130 (143 for SIGTERM), at once.
 
     Records are written only after the step they describe succeeded, so nothing that was
     interrupted is recorded as done; exiting at once also skips doit's database save.
-    Context managers (containers, temporary files) have run their cleanup by the time the
-    interrupt reaches the code that calls this.
+    Context managers (containers, temporary files) and `finally` blocks (the compiler
+    cache's save) have run by the time the interrupt reaches the code that calls this.
     """
     during = f" during {where}" if where else ""
+    what, code = (
+        ("terminated (SIGTERM)", EXIT_TERMINATED)
+        if _terminated
+        else ("interrupted", EXIT_INTERRUPTED)
+    )
     print(
-        f"interrupted{during}: stopped; nothing interrupted was recorded as done",
+        f"{what}{during}: stopped; nothing interrupted was recorded as done",
         file=sys.stderr,
         flush=True,
     )
-    os._exit(EXIT_INTERRUPTED)
+    os._exit(code)
+
+
+_terminated = False
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    """The first SIGTERM unwinds the run (Terminated); later ones are ignored, so that a
+    second signal cannot cut the cleanup the first one started (the cache's save)."""
+    global _terminated
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    _terminated = True
+    raise Terminated()
 
 
 def quiet_interrupts() -> None:
-    """An uncaught KeyboardInterrupt anywhere (doit's own code too) becomes one line."""
+    """An uncaught KeyboardInterrupt anywhere (doit's own code too) becomes one line, and
+    SIGTERM is handled as Ctrl-C is (where nobody else set a handler for it). doit's
+    parallel workers are forked after this, and inherit it."""
     previous = sys.excepthook
 
     def hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
@@ -214,6 +240,8 @@ def quiet_interrupts() -> None:
         previous(kind, value, tb)
 
     sys.excepthook = hook
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigterm)
 
 
 def report(exc: BuildGraphError) -> int:

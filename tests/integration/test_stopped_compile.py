@@ -1,0 +1,90 @@
+"""A compile stopped the way CI stops one (SIGTERM: a cancelled job, a job timeout) loses
+nothing it finished: the run unwinds as Ctrl-C does, removes its compile container, saves
+the finished units' cache to the bucket and exits 143 in one line; the next run, on a
+fresh machine, hits the cache for those units."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from build_graph.manifest.load import load
+from build_graph.plan.plan import plan
+from tests.helpers import REPO
+from tests.support.gcs import GcsEmulator
+from tests.support.registry import Registry
+from tests.support.workspace import Workspace, make_workspace
+
+BUCKET = "team-ccache"
+KERNELS = 16  # units enough to stop the compile part-way (about a minute cold on 2 cores)
+
+
+def results_in(cache: Path) -> int:
+    """Compilations ccache has stored (its result files, '*R')."""
+    return sum(1 for p in cache.rglob("*R") if p.is_file()) if cache.is_dir() else 0
+
+
+def test_sigterm_half_way_saves_the_finished_units_for_the_next_machine(
+    tmp_path: Path, registry: Registry, gcs: GcsEmulator
+) -> None:
+    ws = make_workspace(tmp_path / "first", registry)
+    ws.edit('FASTEXT_KERNELS = "2"', f'FASTEXT_KERNELS = "{KERNELS}"')
+    ws.edit('max_size = "2G"', f'url = "gs://{BUCKET}/stopped"\nmax_size = "2G"')
+    env = {**os.environ, "STORAGE_EMULATOR_HOST": gcs.url, "BUILD_GRAPH_VERBOSE": "1"}
+    assert ws.doit("build:builder", env=env).returncode == 0
+    [builder] = [t.image for t in plan(load(ws.manifest)) if t.key == "builder"]
+    cache = ws.root / "build" / "ccache"
+    command = [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), f"manifest={ws.manifest}"]
+    with subprocess.Popen(
+        [*command, "compile:fastext"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=REPO,
+    ) as proc:
+        deadline = time.monotonic() + 600
+        while results_in(cache) < 4:  # some units done, most not
+            assert proc.poll() is None, "the compile ended before it could be stopped"
+            assert time.monotonic() < deadline, "no unit compiled in 10 minutes"
+            time.sleep(0.2)
+        done_then = results_in(cache)
+        proc.send_signal(signal.SIGTERM)
+        output, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 143, output[-3000:]
+    assert "Traceback" not in output
+    lines = [line for line in output.splitlines() if line.startswith("terminated")]
+    assert lines == [
+        "terminated (SIGTERM) during compile of fastext: stopped; "
+        "nothing interrupted was recorded as done"
+    ], output[-3000:]
+    assert done_then < KERNELS, "stopped too late to tell"
+    # no container outlives the run
+    left = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", f"ancestor={builder}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert left == [], left
+    saved = [b.name for b in gcs.client().list_blobs(BUCKET, prefix="stopped/")]
+    assert saved, "the finished units' cache was not saved"
+    assert not (ws.root / "build" / "default" / "fastext" / "wheels").exists()
+
+    # A fresh machine: the same stack without its build folder, the same bucket.
+    fresh = Workspace(tmp_path / "second" / "quickstart", registry)
+    shutil.copytree(ws.root, fresh.root, ignore=shutil.ignore_patterns("build"))
+    again = fresh.doit("compile:fastext", env={"STORAGE_EMULATOR_HOST": gcs.url})
+    assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
+    stats = json.loads(
+        (fresh.root / "build" / "default" / "fastext" / "ccache-stats.json").read_text()
+    )
+    assert stats["transfer"]["restored_from"] is not None, stats
+    assert stats["stats"]["hits"] >= done_then, (done_then, stats)
+    assert stats["stats"]["misses"] > 0, stats  # the rest was compiled now, not before
