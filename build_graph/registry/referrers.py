@@ -6,8 +6,10 @@ adding an entry writes the amended index, then reads it back SETTLE times, a mom
 apart, and writes again whenever another writer's update replaced ours (a read-modify-write
 has no lock on a registry: the spec leaves it to clients), up to ATTEMPTS writes, then
 RegistryError; what remains possible is a writer whose read and write straddle all of our
-reads, which one settling round makes unlikely rather than impossible. The index an update
-replaces is never deleted here (a tag naming anything else is replaced, not merged).
+reads, which one settling round makes unlikely rather than impossible (the reads are spaced
+by at least as long as our own read-modify-write took, so the window grows with the load).
+The index an update replaces is never deleted here (a tag naming anything else is
+replaced, not merged).
 """
 
 from __future__ import annotations
@@ -61,14 +63,15 @@ def listed(image: Ref, subject: Digest) -> list[Referrer]:
 def attach(image: Ref, subject: Digest, referrer: Referrer) -> None:
     """List `referrer` in `subject`'s referrers tag (for a registry that did not take the
     artifact's subject itself), and see it stay listed (the module's contract)."""
-    writes, settled = 0, 0
+    writes, settled, gap = 0, 0, SETTLE_GAP
     while settled < SETTLE:
+        read_at = time.monotonic()
         listed_now, _ = _read_tag(image, subject)
         amended = with_entry(listed_now, referrer)
         if amended is None:  # listed: read again a moment later, unless settled
             settled += 1
             if settled < SETTLE:
-                time.sleep(SETTLE_GAP * random.uniform(0.5, 1.5))
+                time.sleep(gap * random.uniform(0.5, 1.5))
             continue
         if writes == ATTEMPTS:
             raise RegistryError(
@@ -80,6 +83,10 @@ def attach(image: Ref, subject: Digest, referrer: Referrer) -> None:
             time.sleep(random.uniform(0, SETTLE_GAP * writes))
         _write_tag(image, subject, amended)
         writes, settled = writes + 1, 0
+        # Another writer's read-modify-write takes about as long as ours did: on a loaded
+        # machine or a slow registry the settling reads wait that long, not a fixed moment,
+        # so a writer that read before our write has had the time to write back.
+        gap = max(SETTLE_GAP, time.monotonic() - read_at)
 
 
 def detach(image: Ref, subject: Digest, gone: set[Digest]) -> None:
