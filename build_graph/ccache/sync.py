@@ -23,7 +23,7 @@ from typing import Literal
 
 from build_graph.ccache import archive as ccache_archive
 from build_graph.ccache.store import Found, Store, open_store
-from build_graph.errors import CacheConflict, CacheUnavailable
+from build_graph.errors import CacheConflict, CacheUnavailable, EnvironmentProblem
 from build_graph.fs import read_record, write_record
 from build_graph.log import log, progress
 from build_graph.manifest.model import Stack
@@ -78,6 +78,8 @@ class CacheSync:
         self.unpack_limit = 2 * stack.cache.max_size_bytes
         self.state_path = folder.with_name(folder.name + ".state.json")
         self.name = tier.key
+        self.stack_name = stack.name
+        self.required = stack.cache.required
         self.transfer = Transfer()
         self._exact_generation = 0  # generation of our key when restored; 0 = absent
         self._unread: Found | None = None  # an archive restore could not fetch, kept safe
@@ -89,12 +91,44 @@ class CacheSync:
         progress(line)
 
     def restore(self) -> None:
-        """Bring the local cache folder up to the store's newest fitting archive."""
+        """Bring the local cache folder up to the store's newest fitting archive. With
+        `[cache] required`, a store that cannot be read or written fails here, before the
+        compile, in one line (EnvironmentProblem, exit 3)."""
         try:
             self._restore()
         except OSError as exc:  # local disk trouble: still never fail the build for it
             self._exact_generation = -1
             self._warn(f"local cache folder unusable ({exc})")
+        if self.required:
+            if self.transfer.warnings:
+                raise EnvironmentProblem(self._refusal(self.transfer.warnings[0]))
+            problem = self.writable()
+            if problem is not None:
+                raise EnvironmentProblem(self._refusal(problem))
+
+    def _refusal(self, problem: str) -> str:
+        return (
+            f"compiler cache of {self.name}: {problem}; [cache] required = true, so nothing "
+            "was compiled: fix the store's credentials or permissions (or set required = "
+            "false to compile cold with a warning)"
+        )
+
+    def writable(self) -> str | None:
+        """None when the store takes a write (a small marker under the stack's prefix,
+        outside every tier's archives), else why not: a run learns before its compile,
+        not after it, that the cache it builds cannot be saved."""
+        key = f"{self.stack_name}/.write-check"
+        try:
+            with tempfile.TemporaryDirectory(dir=self.folder.parent) as tmp:
+                marker = Path(tmp) / "write-check"
+                marker.write_text(f"{time.time():.0f}\n")
+                there = self.store.stat(key)
+                self.store.upload(marker, key, there.generation if there else 0)
+        except CacheConflict:
+            return None  # another runner wrote it meanwhile: writes are taken
+        except (CacheUnavailable, OSError) as exc:
+            return f"{self.store.url} cannot be written ({exc})"
+        return None
 
     def _restore(self) -> None:
         started = time.monotonic()
@@ -237,3 +271,13 @@ class CacheSync:
 
     def summary(self) -> dict[str, object]:
         return asdict(self.transfer)
+
+    def shortfall(self) -> str:
+        """What the run summary's cache cell adds when the cache did not do its job: why
+        the compile ran cold, or why its result was not saved; '' when it did."""
+        moved = self.transfer
+        if moved.warnings and moved.restored_from is None:
+            return f"; cold: {moved.warnings[0]}"
+        if moved.warnings:
+            return f"; {moved.warnings[-1]}"
+        return ""

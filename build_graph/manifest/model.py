@@ -149,6 +149,7 @@ class VariantSpec:
 class CacheSpec:
     url: str  # gs://bucket/prefix or file:///abs/path
     max_size_bytes: int
+    required: bool = False  # no usable store: fail before compiling, not compile cold
 
 
 @dataclass(frozen=True)

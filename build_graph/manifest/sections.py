@@ -60,7 +60,7 @@ def resolve_cache(cache: stack_schema.Cache, manifest: Path, report: Report) -> 
     size = parse_size(cache.max_size)
     if size is None:
         report.error("cache.max_size", f"{cache.max_size!r} is not a size; write e.g. '20G'")
-    return CacheSpec(url=url, max_size_bytes=size or 0)
+    return CacheSpec(url=url, max_size_bytes=size or 0, required=cache.required)
 
 
 def resolve_signing(signing: stack_schema.Signing, manifest: Path, report: Report) -> SigningSpec:

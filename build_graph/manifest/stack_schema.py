@@ -46,6 +46,9 @@ class Cache(Strict):
     """`gs://bucket/prefix` or `file://path`; not set: `build/ccache-store` beside the manifest"""
     max_size: Text = "20G"
     """the compiler cache's size limit (ccache trims itself to it)"""
+    required: bool = False
+    """a compile with no readable and writable store fails before it starts (exit 3),
+    instead of compiling cold with a warning (the run summary then says "cold: why")"""
 
 
 class Signing(Strict):

@@ -193,27 +193,17 @@ class Client:
         challenge = auth.parse_challenge(header)
         if challenge.scheme == "bearer" and "realm" in challenge.params:
             return TOKENS.bearer(
-                self.host, challenge, token_scope(repository, action, challenge), fetch, refused
+                self.host,
+                challenge,
+                auth.token_scope(repository, action, challenge),
+                fetch,
+                refused,
             )
         creds = auth.credentials(self.host)
         here = f"{hosts.scheme(self.host)}://{self.host}/"
         if challenge.scheme == "basic" and creds and hosts.may_send_credentials(here):
             return auth.basic_header(creds)
         return None
-
-
-def token_scope(repository: str, action: str, challenge: auth.Challenge) -> str:
-    """The scopes to ask a token for: ours for this request, and the other repositories'
-    pull the challenge names (a cross-repository mount needs pull on the source: the
-    distribution registry and Docker Hub say so in their 401, and refuse the mount without
-    it). Only pull is taken from the registry's words, and only for repositories."""
-    ours = f"repository:{repository}:{action}"
-    named = [
-        one
-        for one in challenge.params.get("scope", "").split()
-        if one.startswith("repository:") and one.endswith(":pull") and one != ours
-    ]
-    return " ".join([ours, *dict.fromkeys(named)])
 
 
 _clients: dict[str, Client] = {}

@@ -127,8 +127,11 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
     staging.rename(tier.folder.wheels)
     log(f"[{tier.key}] wheels: {', '.join(p.name for p in outputs)}")
     if stats is None:
-        return {"ccache": "no statistics"}
-    return {"ccache": f"{stats.hits} hits / {stats.misses} misses ({stats.hit_rate:.0%})"}
+        return {"ccache": "no statistics" + sync.shortfall()}
+    return {
+        "ccache": f"{stats.hits} hits / {stats.misses} misses ({stats.hit_rate:.0%})"
+        + sync.shortfall()
+    }
 
 
 def compile_env(stack: Stack, tier: PlannedTier, with_ca: bool) -> dict[str, str]:

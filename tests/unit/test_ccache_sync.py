@@ -14,7 +14,7 @@ import pytest
 from build_graph.ccache import archive as ccache_archive
 from build_graph.ccache.store import Found
 from build_graph.ccache.sync import CacheSync
-from build_graph.errors import CacheUnavailable
+from build_graph.errors import CacheUnavailable, EnvironmentProblem
 from build_graph.plan.plan import plan
 from tests.helpers import MINIMAL, load_text
 from tests.unit.test_ccache_local import make_cache
@@ -184,3 +184,54 @@ def test_a_read_only_store_means_one_warning_and_no_failure(
     assert cause.endswith(("Operation not permitted", "Permission denied")), cause
     assert sync.transfer.saved == "save failed"
     assert sync.store.stat(sync.key) == warm
+
+
+def sync_required(tmp_path: Path, local: Path) -> CacheSync:
+    (tmp_path / "templates").mkdir(exist_ok=True)
+    (tmp_path / "templates" / "c.sh.j2").write_text("#!/bin/sh\n")
+    stack = load_text(
+        tmp_path, STACK.replace('url = "file://store"', 'url = "file://store"\nrequired = true')
+    )
+    assert stack.cache.required
+    planned = {(t.spec.variant, t.spec.name): t for t in plan(stack)}
+    return CacheSync(stack, planned[("a", "ext")], planned[("a", "base")], local)
+
+
+def test_a_cold_compile_for_want_of_a_store_says_why_in_the_summary_cell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not required: the compile goes on cold, and the run summary's cache cell says why
+    (llm-d ran cold for days on invalid cache credentials and nothing said so)."""
+    warm_store(tmp_path)
+    flaky = failed_restore(tmp_path, monkeypatch, tmp_path / "fresh")
+    assert flaky.shortfall() == f"; cold: {flaky.transfer.warnings[0]}"
+    assert "connection reset by peer" in flaky.shortfall()
+    healthy = sync_for(tmp_path, "a", tmp_path / "healthy")
+    healthy.restore()
+    assert healthy.transfer.restored_from is not None and healthy.shortfall() == ""
+
+
+def test_a_required_store_that_cannot_be_read_fails_before_the_compile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    warm_store(tmp_path)
+    sync = sync_required(tmp_path, tmp_path / "fresh")
+    monkeypatch.setattr(sync.store, "download", unreachable)
+    with pytest.raises(EnvironmentProblem) as caught:
+        sync.restore()
+    message = str(caught.value)
+    assert message.startswith(f"compiler cache of {sync.name}: ")
+    assert "connection reset by peer" in message and "required = true" in message
+    assert caught.value.exit_code == 3
+
+
+def test_a_required_store_that_cannot_be_written_fails_before_the_compile(
+    tmp_path: Path,
+) -> None:
+    warm, _ = warm_store(tmp_path)
+    sync = sync_required(tmp_path, tmp_path / "fresh")
+    with read_only(tmp_path / "store"), pytest.raises(EnvironmentProblem) as caught:
+        sync.restore()  # the archive reads fine; the write check does not pass
+    assert f"{sync.store.url} cannot be written" in str(caught.value)
+    assert sync.store.stat(sync.key) == warm  # nothing of the warm archive was touched
+    sync_required(tmp_path, tmp_path / "again").restore()  # writable again: no error
