@@ -15,6 +15,8 @@ registry; the digest a registry answers for a finished upload must be the blob's
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import urllib.parse
@@ -23,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from build_graph.errors import UntrustedAnswer
+from build_graph.errors import RegistryError, UntrustedAnswer
 from build_graph.oci import problems
 from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Ref
@@ -131,6 +133,24 @@ def start(image: Ref) -> str:
             image.host, f"starting an upload to {image.repository}", started.status, started.body
         )
     return _location(image, started)
+
+
+def may_push(image: Ref) -> None:
+    """The registry's own answer to "may this run push to `image`'s repository?": an upload
+    session opened and cancelled at once (nothing is stored), asked once per repository per
+    run, before an hours-long compile rather than after it. Raises RegistryError (exit 3)
+    naming the repository and the fix (a token without push scope, a login missing)."""
+    _may_push(image.host, image.repository)
+
+
+@functools.cache
+def _may_push(host: str, repository: str) -> None:
+    image = Ref(host, repository, "latest")
+    location = start(image)
+    # Cancelled; any answer will do (a robot may push and not delete: its token service
+    # refuses a delete scope; the session then expires on its own, holding nothing).
+    with contextlib.suppress(RegistryError):
+        client(image.api_host).request("DELETE", repository, location)
 
 
 def finish(image: Ref, location: str, digest: Digest, body: bytes = b"") -> None:

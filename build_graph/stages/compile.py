@@ -30,7 +30,9 @@ from build_graph.layout import CCACHE_DIR, COMPILE_SCRIPT, HOST_CA, OUT_DIR, SOU
 from build_graph.log import last_output, log, progress
 from build_graph.manifest.model import Stack
 from build_graph.oci.platforms import emulation_hint
+from build_graph.oci.refs import parse_ref
 from build_graph.plan.plan import PlannedTier
+from build_graph.registry import upload
 from build_graph.registry.availability import Availability
 from build_graph.stages import build
 from build_graph.stages.build import image_available
@@ -70,6 +72,7 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
     """Compile the tier's wheels in its builder; returns the compiler cache's effect."""
     assert tier.spec.compile is not None and tier.script is not None
     build.can_compress(stack, tier)  # before an hour of compiling, not after
+    upload.may_push(parse_ref(tier.image))  # the same: its image goes there afterwards
     src, staging = tier.folder.staged_sources, tier.folder.wheels_staging
     stage_sources(stack, tier)
     shutil.rmtree(staging, ignore_errors=True)

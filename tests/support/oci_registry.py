@@ -19,7 +19,8 @@ Switches a test turns on to make it hostile (attributes of OciRegistry):
 - `token_auth`: every /v2/ request wants a bearer token from the `/token` realm this server
   serves (scoped per repository and action, as distribution checks them); `tokens` lists
   those issued, `refuse_tokens` makes the realm refuse, `revoke_tokens()` stops honouring
-  the ones issued so far, before their `expires_in`.
+  the ones issued so far, before their `expires_in`; `pull_only_tokens` grants pull alone
+  (a read-only robot account).
 - `redirect_blobs`: a blob GET answers 307 to `/storage/<name>/<digest>`, served here.
 - `referrers_api = False`: no referrers API (404, as distribution 2.8): the client keeps
   the referrers tag itself. `deletes = False`: deletes refused (405 UNSUPPORTED).
@@ -136,6 +137,7 @@ class OciRegistry:
     deletes: bool = True
     token_auth: bool = False
     refuse_tokens: bool = False
+    pull_only_tokens: bool = False  # the realm grants pull and nothing else (a read-only robot)
     redirect_blobs: bool = False
     lies: dict[str, bytes] = field(default_factory=dict)  # digest -> bytes served for it
     failures: list[Failure] = field(default_factory=list)
@@ -355,7 +357,10 @@ class Handler(BaseHTTPRequestHandler):
             kind, _, rest = scope.partition(":")
             repository, _, actions = rest.rpartition(":")
             if kind == "repository" and repository:
-                scopes.update((repository, action) for action in actions.split(",") if action)
+                granted = [a for a in actions.split(",") if a]
+                if registry.pull_only_tokens:
+                    granted = [a for a in granted if a == "pull"]
+                scopes.update((repository, action) for action in granted)
         grant = Grant(f"tok{len(registry.tokens)}-{secrets.token_hex(8)}", frozenset(scopes))
         registry.tokens.append(grant)
         document = {"token": grant.token, "expires_in": TOKEN_LIFETIME_S}

@@ -498,6 +498,25 @@ def test_a_token_revoked_in_the_middle_of_a_chunked_upload_is_renewed_once(
     ]
 
 
+def test_push_rights_are_asked_before_a_compile_and_leave_nothing_behind(
+    registry: OciRegistry,
+) -> None:
+    """may_push opens an upload session and cancels it: nothing stored, nothing left open;
+    a token without push scope (a read-only robot) is refused in words naming the
+    repository, before any compile rather than after it."""
+    registry.token_auth = True
+    upload.may_push(ref(registry, "t", "team/may"))
+    held = registry.repositories.get("team/may")
+    assert registry.uploads == {} and (held is None or not (held.blobs or held.manifests))
+    assert [s.status for s in registry.seen("POST")][-1] == 202  # really asked, and let
+    registry.pull_only_tokens = True
+    with pytest.raises(RegistryError) as caught:
+        upload.may_push(ref(registry, "t", "team/read-only"))
+    message = str(caught.value)
+    assert "HTTP 401" in message and "starting an upload to team/read-only" in message
+    assert registry.uploads == {}
+
+
 def test_a_mount_under_token_auth_asks_for_the_source_repository_too(
     registry: OciRegistry, tmp_path: Path
 ) -> None:
