@@ -126,18 +126,21 @@ def basic_header(creds: tuple[str, str]) -> str:
     return "Basic " + base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode()
 
 
-def token_scope(repository: str, action: str, challenge: Challenge) -> str:
-    """The scopes to ask a token for: ours for this request, and the other repositories'
-    pull the challenge names (a cross-repository mount needs pull on the source: the
-    distribution registry and Docker Hub say so in their 401, and refuse the mount without
-    it). Only pull is taken from the registry's words, and only for repositories."""
-    ours = f"repository:{repository}:{action}"
-    named = [
-        one
-        for one in challenge.params.get("scope", "").split()
-        if one.startswith("repository:") and one.endswith(":pull") and one != ours
-    ]
-    return " ".join([ours, *dict.fromkeys(named)])
+def token_scope(repository: str, action: str, path: str) -> str:
+    """The scopes to ask a token for: this request's, and pull on the repository a
+    cross-repository mount reads from (`from=` in the request's own query: a mount needs
+    pull on its source, and the distribution registry and Docker Hub refuse it without).
+    Taken from our request, never from the registry's 401, which could name anything."""
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query)
+    sources = (
+        [s for s in query.get("from", []) if s and s != repository] if "mount" in query else []
+    )
+    return " ".join(
+        [
+            f"repository:{repository}:{action}",
+            *(f"repository:{s}:pull" for s in dict.fromkeys(sources)),
+        ]
+    )
 
 
 Fetch = Callable[[str, dict[str, str]], tuple[int, bytes]]

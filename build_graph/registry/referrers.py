@@ -130,8 +130,27 @@ def _read_tag(image: Ref, subject: Digest) -> tuple[list[dict[str, Any]], Digest
 def _write_tag(image: Ref, subject: Digest, listed_now: list[dict[str, Any]]) -> None:
     """The amended list under the referrers tag. The index it replaces is left as it is
     (untagged; `prune` takes it with the image): deleting it by digest would trust that no
-    one pointed this tag at something else to have it deleted."""
-    api.put_manifest(image.at(fallback_tag(subject)), index(listed_now), OCI_INDEX)
+    one pointed this tag at something else to have it deleted.
+
+    A refused write whose list names a manifest the registry no longer holds (a runner
+    beside us replaced its artifact and deleted the old one after we read the list: the
+    registry refuses an index naming what is gone, MANIFEST_BLOB_UNKNOWN) is written once
+    more without those entries; any other refusal stands."""
+    ref = image.at(fallback_tag(subject))
+    try:
+        api.put_manifest(ref, index(listed_now), OCI_INDEX)
+    except RegistryError:
+        held = [entry for entry in listed_now if not _gone(image, entry)]
+        if len(held) == len(listed_now):
+            raise
+        api.put_manifest(ref, index(held), OCI_INDEX)
+
+
+def _gone(image: Ref, entry: dict[str, Any]) -> bool:
+    """The registry says the manifest an entry names is absent (404): an unanswered
+    question is not 'gone'."""
+    answer = api.head_manifest(image.at(str(entry.get("digest"))))
+    return answer.error is None and answer.digest is None
 
 
 def _entries(image: Ref, body: bytes, where: str) -> list[dict[str, Any]]:

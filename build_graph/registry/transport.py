@@ -98,15 +98,14 @@ class Client:
             if response.status == 401 and "www-authenticate" in response.headers:
                 # The token this request carried, if any, was refused: a fresh one is asked
                 # for once, and only its refusal is "credentials refused".
-                auth = self._authorize(
+                granted = self._authorize(
                     response.headers["www-authenticate"],
-                    repository,
-                    action,
+                    auth.token_scope(repository, action, path),
                     sent.get("Authorization"),
                 )
-                if auth is not None:
-                    self._authorizations[(repository, action)] = auth
-                    sent = {**sent, "Authorization": auth}
+                if granted is not None:
+                    self._authorizations[(repository, action)] = granted
+                    sent = {**sent, "Authorization": granted}
                     response = self._send(method, url, sent, body, limit)
             if method in ("GET", "HEAD") and response.status in REDIRECTS:
                 response = self._follow(method, url, sent, response, limit)
@@ -185,20 +184,12 @@ class Client:
             self._local.conn = conn
         return conn
 
-    def _authorize(
-        self, header: str, repository: str, action: str, refused: str | None = None
-    ) -> str | None:
-        """The Authorization value the challenge asks for, or None to stay anonymous.
-        `refused`: the Authorization the 401 answered, never handed back."""
+    def _authorize(self, header: str, scope: str, refused: str | None = None) -> str | None:
+        """The Authorization value the challenge asks for (a token for `scope`), or None to
+        stay anonymous. `refused`: the Authorization the 401 answered, never handed back."""
         challenge = auth.parse_challenge(header)
         if challenge.scheme == "bearer" and "realm" in challenge.params:
-            return TOKENS.bearer(
-                self.host,
-                challenge,
-                auth.token_scope(repository, action, challenge),
-                fetch,
-                refused,
-            )
+            return TOKENS.bearer(self.host, challenge, scope, fetch, refused)
         creds = auth.credentials(self.host)
         here = f"{hosts.scheme(self.host)}://{self.host}/"
         if challenge.scheme == "basic" and creds and hosts.may_send_credentials(here):

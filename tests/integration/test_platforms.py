@@ -79,6 +79,7 @@ def report(tier: PlannedTier) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.timeout(2700)  # arm64 emulation's set-up and a cold two-platform build
 def test_latest_is_an_index_of_every_platforms_verified_image(ws: Workspace) -> None:
     result = ws.doit(timeout=3600, env={SIGNING_KEY_ENV: str(ws.root / "keys" / "verify.key")})
     assert result.returncode == 0, result.stdout[-3000:]
@@ -172,6 +173,7 @@ def test_a_fresh_runner_does_nothing(ws: Workspace) -> None:
     assert "manifest copied" not in result.stdout and "an index of" not in result.stdout
 
 
+@pytest.mark.timeout(1800)  # the runner rebuilt and verified for both platforms
 def test_an_arm64_only_defect_fails_arm64_alone_and_moves_no_tag(ws: Workspace) -> None:
     before = {t: index_at(ws.registry, f"quickstart/{t}", "latest")[2] for t in TIERS}
     launcher = ws.root / "launcher" / "launch.py"

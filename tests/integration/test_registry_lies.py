@@ -31,7 +31,7 @@ from tests.integration.lying_proxy import Lies, lying_proxy
 from tests.support.engines import engine_events
 from tests.support.registry import Registry
 from tests.support.servers import free_port
-from tests.support.workspace import Workspace
+from tests.support.workspace import Workspace, ran
 
 pytestmark = pytest.mark.integration
 
@@ -112,13 +112,18 @@ class LatestWatch:
     def __init__(self, reg: Registry) -> None:
         self.reg, self.seen, self._stop = reg, set[str](), threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
+        self.polls, self.error = 0, None  # type: int, BaseException | None
 
     def _poll(self) -> None:
-        while not self._stop.is_set():
-            digest = self.reg.digest("lies/app", "latest")
-            if digest is not None:
-                self.seen.add(digest)
-            time.sleep(0.02)
+        try:
+            while not self._stop.is_set():
+                digest = self.reg.digest("lies/app", "latest")
+                self.polls += 1
+                if digest is not None:
+                    self.seen.add(digest)
+                time.sleep(0.02)
+        except BaseException as exc:  # a watch that stopped watching fails the test
+            self.error = exc
 
     def __enter__(self) -> LatestWatch:
         self._thread.start()
@@ -127,6 +132,9 @@ class LatestWatch:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
+        if self.error is not None:
+            raise AssertionError(f"the watch of latest stopped: {self.error!r}")
+        assert self.polls > 1, "latest was not watched"
 
 
 def manifest_of(reg: Registry, tag: str) -> tuple[bytes, str]:
@@ -198,6 +206,7 @@ def test_a_5xx_on_the_report_tag_fails_loudly_before_any_container(
         assert result.returncode == 3, text[-3000:]
         assert f"the registry {address} answered HTTP 503" in text, text[-3000:]
         assert "see" in text and "Traceback" not in text
+        assert ran(result, "verify") == []
     # no probe ran on a guess
     assert [a for k, a in engine_events(since, address) if k == "container"] == []
     listed = ws.doit("list", "--status")

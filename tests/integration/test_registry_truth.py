@@ -21,7 +21,15 @@ import pytest
 
 from tests.support.engines import engine_events
 from tests.support.registry import Registry
-from tests.support.workspace import Workspace, built, make_workspace, pushed, recorded, statuses
+from tests.support.workspace import (
+    Workspace,
+    built,
+    make_workspace,
+    pushed,
+    ran,
+    recorded,
+    statuses,
+)
 
 pytestmark = pytest.mark.integration
 TIERS = ["builder", "fastext", "base", "training", "runner"]
@@ -104,7 +112,7 @@ def test_a_fresh_runner_on_a_complete_registry_pulls_builds_and_runs_nothing(
     text = result.stdout + result.stderr
     assert result.returncode == 0, text[-3000:]
     events = engine_events(since, origin.registry.address)
-    assert built(result) == [] and pushed(result) == []
+    assert built(result) == [] and pushed(result) == [] and ran(result, "verify") == []
     assert [e for e in events if e[0] == "container" or e[1] == "pull"] == []
     # Every report came from the registry, made by the origin's run; none was re-made.
     for tier in TIERS:
@@ -136,6 +144,7 @@ def test_a_deleted_image_is_rebuilt_or_pushed_and_latest_repaired_in_one_run(
     assert report_for(origin, "runner", now) is not None
     # and the next run has nothing left to do
     again = origin.doit()
+    assert again.returncode == 0, again.stdout[-3000:]
     assert "-- promote:runner" in again.stdout and built(again) == []
 
 
@@ -146,7 +155,7 @@ def test_a_new_tag_is_promoted_without_a_pull(origin: Workspace) -> None:
         result = origin.doit()
         assert result.returncode == 0, result.stdout[-3000:]
         assert [e for e in engine_events(since, origin.registry.address) if e[1] == "pull"] == []
-        assert built(result) == []
+        assert built(result) == [] and ran(result, "verify") == []
         assert origin.registry.digest("quickstart/fastext", "stable") == origin.registry.digest(
             "quickstart/fastext", "latest"
         )

@@ -94,7 +94,10 @@ def stop_engine(instance: str, purge: bool = False, suite: str = "") -> None:
 def engine_events(since: int, about: str) -> list[tuple[str, str]]:
     """(type, action) of the main engine's events since `since` (a whole second: the engine
     counts by the second) whose subject names `about`, a test's own registry address: the
-    pulls and containers its runs caused, not those of tests running beside it."""
+    pulls and containers its runs caused, not those of tests running beside it. What this
+    cannot see (verify's baseline container on the `from` image, a pull of that image)
+    happens only within a verify or a build, which the run's record shows: read both
+    (`ran(run, "verify")`, `built(run)`)."""
     import time
 
     import docker

@@ -46,9 +46,18 @@ class LoopbackServer:
                 )
             try:
                 urllib.request.urlopen(self.health_url(), timeout=1)
-                return
             except OSError:
                 time.sleep(0.2)
+                continue
+            # Answered, and by ours: a process that lost the port to a server beside it
+            # (another test worker's) exits, while that server answers the health check.
+            time.sleep(0.2)
+            if self.process.poll() is None:
+                return
+            raise RuntimeError(
+                f"{type(self).__name__} on port {self.port} exited at start "
+                f"(status {self.process.returncode}): the port is another server's"
+            )
         raise RuntimeError(f"{type(self).__name__} on port {self.port} did not start")
 
     def stop(self) -> None:

@@ -4,6 +4,7 @@ wording of its log."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -38,22 +39,17 @@ def run_doit(
     root: Path, manifest: Path, args: tuple[str, ...], env: dict[str, str], timeout: float
 ) -> Run:
     """`doit` on `manifest` from the repository root (where pyproject.toml registers `doit
-    list`/`doit info` in tiers). The summary a previous run left is set aside first, so a
-    run that writes none is seen as such, and put back if this run wrote none."""
+    list`/`doit info` in tiers), within `timeout` seconds (under the test's own 900). The
+    summary a previous run left is set aside first, so a run that writes none is seen as
+    such, and put back if this run wrote none."""
     summary = root / SUMMARY
     before = summary.with_name("summary.md.before")
     if summary.exists():
         summary.replace(before)
     command = [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), f"manifest={manifest}"]
     try:
-        done = subprocess.run(
-            [*command, *args],
-            capture_output=True,
-            text=True,
-            check=False,
-            env={**os.environ, "BUILD_GRAPH_VERBOSE": "1", **env},
-            timeout=timeout,
-            cwd=REPO,
+        done = stopped_gently(
+            [*command, *args], {**os.environ, "BUILD_GRAPH_VERBOSE": "1", **env}, timeout
         )
     finally:
         wrote = summary.exists()
@@ -64,6 +60,33 @@ def run_doit(
                 before.replace(summary)
     print(done.stdout[-20000:], done.stderr[-20000:])
     return Run(done, summary_rows(summary.read_text()) if wrote else None)
+
+
+def stopped_gently(
+    command: list[str], env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """`command` run to its end from the repository root; on its timeout, or when the test
+    is stopped (pytest-timeout, Ctrl-C), it gets SIGTERM first, as CI stops a job, so its
+    compile containers are removed and its cache saved, then SIGKILL a minute later."""
+    with subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=REPO,
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException:
+            proc.terminate()
+            try:
+                proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+            raise
+    return subprocess.CompletedProcess(command, proc.returncode, out, err)
 
 
 @dataclass
@@ -77,7 +100,7 @@ class Workspace:
     def manifest(self) -> Path:
         return self.root / "images.toml"
 
-    def doit(self, *args: str, env: dict[str, str] | None = None, timeout: float = 1800) -> Run:
+    def doit(self, *args: str, env: dict[str, str] | None = None, timeout: float = 840) -> Run:
         # Verbose: some tests read the build's own steps from the output (quiet runs:
         # test_runs); what ran is read from the run's record (built(), pushed()).
         return run_doit(self.root, self.manifest, args, env or {}, timeout)
@@ -109,33 +132,50 @@ def recorded(root: Path, done: subprocess.CompletedProcess[str]) -> Run:
     return Run(done, summary_rows(summary.read_text()) if summary.exists() else None)
 
 
-def _stages(run: Run, stage: str) -> list[str]:
+def ran(run: Run, stage: str) -> list[str]:
+    """Tier keys whose `stage` ran (and finished) in `run`, from the run's summary."""
     if run.summary is None:
         # A run refused before any task was even checked (a config or environment error,
-        # exit 2 or 3, in one line) writes no record and built nothing; any other run
-        # without a record did something nobody can read.
+        # exit 2 or 3, said in our own 'error:' line) writes no record and built nothing;
+        # any other run without a record (doit's own exit 3 for a task name it does not
+        # know, a crash) did something nobody can read.
         said = run.stdout + run.stderr
-        if run.returncode in (EXIT_CONFIG, EXIT_ENVIRONMENT) and "Traceback" not in said:
+        refused = any(line.startswith("error: ") for line in run.stderr.splitlines())
+        if (
+            run.returncode in (EXIT_CONFIG, EXIT_ENVIRONMENT)
+            and refused
+            and "Traceback" not in said
+        ):
             return []
         raise AssertionError(
             f"the run wrote no summary (exit {run.returncode}): what it did is not known\n"
             + (run.stdout + run.stderr)[-3000:]
         )
-    return [
-        tier
-        for tier, row in run.summary.items()
-        if stage in row["ran"].split("; ", 1)[0].split(", ")
-    ]
+    return [unescaped(tier) for tier, row in run.summary.items() if stage in stages_ran(row["ran"])]
+
+
+def stages_ran(cell: str) -> list[str]:
+    """The stages a summary row's 'ran' cell says finished: 'render, build FAILED; not run:
+    push' -> ['render']; 'not run: render, build' -> []; 'nothing (up to date)' -> []."""
+    done = cell.split("not run:", 1)[0].rstrip("; ").strip()
+    if not done or done.startswith("nothing"):
+        return []
+    return [s for s in done.split(", ") if not s.endswith(" FAILED")]
+
+
+def unescaped(key: str) -> str:
+    """A tier key as it is, from its table cell (summary.cell escapes markup and HTML)."""
+    return html.unescape(re.sub(r"\\(.)", r"\1", key))
 
 
 def built(run: Run) -> list[str]:
     """Tier keys whose build stage ran (and finished) in `run`, from the run's summary."""
-    return _stages(run, "build")
+    return ran(run, "build")
 
 
 def pushed(run: Run) -> list[str]:
     """Tier keys whose push stage ran (and finished) in `run`, from the run's summary."""
-    return _stages(run, "push")
+    return ran(run, "push")
 
 
 def image_as_stored_and_pushed(ws: Workspace, tier: str) -> tuple[Any, list[bytes]]:

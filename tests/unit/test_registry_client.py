@@ -637,6 +637,34 @@ def test_a_racing_writer_s_entry_and_ours_both_stay_listed(
     assert len(registry.seen("PUT", path)) == 2
 
 
+def test_an_entry_a_racing_writer_deleted_is_dropped_not_a_failure(registry: OciRegistry) -> None:
+    """Two runners verify one digest: the other replaces its artifact and deletes the old
+    one right after our read listed it. The registry refuses our index naming what is gone
+    (MANIFEST_BLOB_UNKNOWN); the entry is dropped and ours is listed, no error (CI saw
+    `verify:raced` fail on this under load)."""
+    registry.referrers_api = False
+    image = subject(registry)
+    assert image.digest is not None
+    tag = fallback_tag(image.digest)
+    path = f"/v2/{REPO}/manifests/{tag}"
+    theirs = foreign_artifact(registry, image.digest, "application/vnd.example.report")
+    listing = {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [theirs]}
+    registry.store_manifest(REPO, tag, json.dumps(listing).encode(), OCI_INDEX)
+    deleted: list[str] = []
+
+    def superseded_after_our_read(method: str, at: str) -> None:
+        if method == "GET" and at == path and not deleted:
+            deleted.append(theirs["digest"])
+            registry.repositories[REPO].manifests.pop(theirs["digest"])
+
+    registry.hook = superseded_after_our_read
+    _, artifact = artifacts.publish(ref(registry), image, "sbom", SBOM, b'{"bom": 4}', {})
+    assert deleted
+    refused = [s for s in registry.seen("PUT", path) if s.status == 400]
+    assert len(refused) == 1  # the registry did refuse the stale list once
+    assert [e["digest"] for e in fallback_index(registry, image.digest)] == [str(artifact)]
+
+
 def test_an_artifact_made_again_replaces_the_old_one_everywhere(registry: OciRegistry) -> None:
     registry.referrers_api = False
     image = subject(registry)
