@@ -153,6 +153,7 @@ class _Grant:
     value: str | None
     refusal: RegistryError | None
     until: float
+    transient: bool = False  # the realm could not answer (network, 5xx): ask it again
 
 
 class Tokens:
@@ -183,6 +184,7 @@ class Tokens:
                 grant is None
                 or (grant.value is not None and grant.until < time.monotonic())
                 or (refused is not None and grant.value == refused)
+                or grant.transient
             ):
                 grant = self._grants[key] = self._ask(host, challenge, scope, fetch)
         if grant.refusal is not None:
@@ -213,8 +215,18 @@ class Tokens:
         headers = {"Authorization": basic_header(creds)} if creds else {}
         try:
             status, body = fetch(f"{realm}{'&' if '?' in realm else '?'}{query}", headers)
-        except RegistryError as exc:
-            return _Grant(None, exc, 0.0)
+        except RegistryError as exc:  # unreachable for now: not a refusal to remember
+            return _Grant(None, exc, 0.0, transient=True)
+        if status >= 500:
+            return _Grant(
+                None,
+                RegistryError(
+                    f"the registry {host}'s token service failed (HTTP {status}); "
+                    "it is asked again on the next request"
+                ),
+                0.0,
+                transient=True,
+            )
         if status != 200:
             return _refusal(
                 f"the registry {host}'s token service refused a token for {scope} "

@@ -350,6 +350,9 @@ class Handler(BaseHTTPRequestHandler):
     def _token(self, query: dict[str, list[str]]) -> Reply:
         registry = self.registry
         registry.token_requests.append(urllib.parse.urlencode(query, doseq=True))
+        failed = registry.take_failure("GET", "/token")  # a token service down for a moment
+        if failed is not None:
+            return error(failed, "UNAVAILABLE", "the token service failed, as it was told to")
         if registry.refuse_tokens:
             return error(401, "UNAUTHORIZED", "the token service refused")
         scopes: set[tuple[str, str]] = set()

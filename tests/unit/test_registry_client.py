@@ -459,6 +459,20 @@ def test_a_refused_token_is_an_error_never_absent_and_is_asked_once(
     assert len(registry.token_requests) == 1  # remembered for the run
 
 
+def test_a_token_service_down_for_a_moment_is_asked_again_not_remembered_as_a_refusal(
+    registry: OciRegistry,
+) -> None:
+    """A 503 from the realm (or no answer) is not a refused login: the next request asks
+    again, so a blip in the token service does not end an hours-long run."""
+    body, _, _, _ = push_image(registry)
+    registry.token_auth = True
+    registry.fail("/token", 503)
+    first = api.head_manifest(ref(registry))
+    assert first.presence is Presence.ERROR and "HTTP 503" in str(first.error)
+    assert api.get_manifest(ref(registry)).body == body  # asked again, and granted
+    assert len(registry.token_requests) == 2
+
+
 def test_a_token_the_registry_stopped_honouring_is_asked_for_again(
     registry: OciRegistry,
 ) -> None:
