@@ -2,7 +2,7 @@
 
 Run after a full quickstart run (scripts/quickstart.sh). Prints medians and their ratio;
 both are measured in this one run, side by side, since these machines are noisy. Takes
-about 2 minutes on 2 cores (7 runs of each, after one warm-up of the naive script).
+about 75 s on 2 cores (7 runs of each, after one warm-up of the naive script).
 """
 
 from __future__ import annotations
