@@ -81,6 +81,7 @@ class CacheSync:
         self.stack_name = stack.name
         self.required = stack.cache.required
         self.transfer = Transfer()
+        self._restore_warnings = 0  # how many of transfer.warnings the restore gave
         self._exact_generation = 0  # generation of our key when restored; 0 = absent
         self._unread: Found | None = None  # an archive restore could not fetch, kept safe
         self._reseed = False  # the store lacks a readable archive of ours: save regardless
@@ -99,9 +100,13 @@ class CacheSync:
         except OSError as exc:  # local disk trouble: still never fail the build for it
             self._exact_generation = -1
             self._warn(f"local cache folder unusable ({exc})")
+        self._restore_warnings = len(self.transfer.warnings)
         if self.required:
-            if self.transfer.warnings:
-                raise EnvironmentProblem(self._refusal(self.transfer.warnings[0]))
+            # Unreadable (no store, no credentials, a local folder unusable): fail. A rejected
+            # archive (corrupt, over the limit) is not the store's fault: the compile goes on
+            # and its save replaces it.
+            if self._exact_generation < 0 or self._unread is not None:
+                raise EnvironmentProblem(self._refusal(self.transfer.warnings[-1]))
             problem = self.writable()
             if problem is not None:
                 raise EnvironmentProblem(self._refusal(problem))
@@ -276,8 +281,9 @@ class CacheSync:
         """What the run summary's cache cell adds when the cache did not do its job: why
         the compile ran cold, or why its result was not saved; '' when it did."""
         moved = self.transfer
-        if moved.warnings and moved.restored_from is None:
-            return f"; cold: {moved.warnings[0]}"
-        if moved.warnings:
-            return f"; {moved.warnings[-1]}"
-        return ""
+        restore, save = (
+            moved.warnings[: self._restore_warnings],
+            moved.warnings[self._restore_warnings :],
+        )
+        said = f"; cold: {restore[0]}" if restore and moved.restored_from is None else ""
+        return said + "".join(f"; {warning}" for warning in save[:1])

@@ -7,6 +7,7 @@ through the API (files.py chooses and copies).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 from build_graph.docker import files
 from build_graph.docker.connection import client, short_error
 from build_graph.docker.files import Mount as Mount
-from build_graph.errors import BuildFailed
+from build_graph.errors import BuildFailed, on_interrupt
 from build_graph.log import log
 
 READ_LIMIT = 64 << 20  # read_file: the probe's report and the like, never this large
@@ -73,6 +74,8 @@ def container(
             box = create()
     except docker.errors.APIError as exc:
         raise BuildFailed(f"could not start {image}: {short_error(exc)}") from None
+    with _live_lock:
+        _live.add(box)
     try:
         if copy and mounts:
             sent = files.send(box, mounts)
@@ -85,6 +88,26 @@ def container(
     finally:
         with suppress(docker.errors.DockerException):
             box.remove(force=True)
+        with _live_lock:
+            _live.discard(box)
+
+
+_live: set[Container] = set()  # started here and not yet removed, in any thread
+_live_lock = threading.Lock()
+
+
+def _remove_live() -> None:
+    """On an interrupt: remove the containers other threads still hold (doit -n)."""
+    import docker.errors
+
+    with _live_lock:
+        boxes = list(_live)
+    for box in boxes:
+        with suppress(docker.errors.DockerException):
+            box.remove(force=True)
+
+
+on_interrupt(_remove_live)
 
 
 def bring_back(box: Container, mount: Mount) -> int | None:

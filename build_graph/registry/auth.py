@@ -130,7 +130,8 @@ def token_scope(repository: str, action: str, path: str) -> str:
     """The scopes to ask a token for: this request's, and pull on the repository a
     cross-repository mount reads from (`from=` in the request's own query: a mount needs
     pull on its source, and the distribution registry and Docker Hub refuse it without).
-    Taken from our request, never from the registry's 401, which could name anything."""
+    Taken from our own request (a POST we wrote: the transport passes no other path),
+    never from the registry's 401 or an upload Location, which could name anything."""
     query = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query)
     sources = (
         [s for s in query.get("from", []) if s and s != repository] if "mount" in query else []
@@ -217,7 +218,7 @@ class Tokens:
             status, body = fetch(f"{realm}{'&' if '?' in realm else '?'}{query}", headers)
         except RegistryError as exc:  # unreachable for now: not a refusal to remember
             return _Grant(None, exc, 0.0, transient=True)
-        if status >= 500:
+        if status >= 500 or status == 429:
             return _Grant(
                 None,
                 RegistryError(

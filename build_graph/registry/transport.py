@@ -62,11 +62,11 @@ class Client:
 
     host: str
     _local: threading.local = field(default_factory=threading.local)
-    # The Authorization each (repository, action) last needed here, sent up front from then
+    # The Authorization each token scope last needed here, sent up front from then
     # on: a registry that wants a token answers an anonymous blob upload with 401 before
     # reading its body and closes the connection, so a chunk of megabytes could never reach
     # the retry that would carry the token.
-    _authorizations: dict[tuple[str, str], str] = field(default_factory=dict)
+    _authorizations: dict[str, str] = field(default_factory=dict)  # by token scope
 
     @property
     def secure(self) -> bool:
@@ -90,7 +90,8 @@ class Client:
         action = {"GET": "pull", "HEAD": "pull", "DELETE": "delete"}.get(method, "pull,push")
         url = f"/v2/{repository}/{path}"
         sent = dict(headers or {})
-        known = self._authorizations.get((repository, action))
+        scope = auth.token_scope(repository, action, path if method == "POST" else "")
+        known = self._authorizations.get(scope)
         if known is not None:
             sent["Authorization"] = known
         for attempt in range(1, READ_ATTEMPTS + 1):
@@ -99,12 +100,10 @@ class Client:
                 # The token this request carried, if any, was refused: a fresh one is asked
                 # for once, and only its refusal is "credentials refused".
                 granted = self._authorize(
-                    response.headers["www-authenticate"],
-                    auth.token_scope(repository, action, path),
-                    sent.get("Authorization"),
+                    response.headers["www-authenticate"], scope, sent.get("Authorization")
                 )
                 if granted is not None:
-                    self._authorizations[(repository, action)] = granted
+                    self._authorizations[scope] = granted
                     sent = {**sent, "Authorization": granted}
                     response = self._send(method, url, sent, body, limit)
             if method in ("GET", "HEAD") and response.status in REDIRECTS:

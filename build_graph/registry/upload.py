@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from build_graph.errors import RegistryError, UntrustedAnswer
+from build_graph.log import progress
 from build_graph.oci import problems
 from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Ref
@@ -146,11 +147,25 @@ def may_push(image: Ref) -> None:
 @functools.cache
 def _may_push(host: str, repository: str) -> None:
     image = Ref(host, repository, "latest")
-    location = start(image)
+    try:
+        started = client(image.api_host).request("POST", repository, "blobs/uploads/", body=b"")
+    except RegistryError as exc:  # unreachable for now: the push will say so if it lasts
+        progress(f"warning: could not ask {host} for push rights on {repository}: {exc}")
+        return
+    if started.status in (401, 403):  # refused: the only answer that fails the run here
+        raise problems.refused(
+            host, f"opening an upload to {repository} (push rights)", started.status, started.body
+        )
+    if started.status != 202 or not started.headers.get("location"):
+        progress(
+            f"warning: {host} answered HTTP {started.status} when asked for push rights on "
+            f"{repository}; compiling anyway"
+        )
+        return
     # Cancelled; any answer will do (a robot may push and not delete: its token service
     # refuses a delete scope; the session then expires on its own, holding nothing).
     with contextlib.suppress(RegistryError):
-        client(image.api_host).request("DELETE", repository, location)
+        client(image.api_host).request("DELETE", repository, _location(image, started))
 
 
 def finish(image: Ref, location: str, digest: Digest, body: bytes = b"") -> None:

@@ -235,3 +235,17 @@ def test_a_required_store_that_cannot_be_written_fails_before_the_compile(
     assert f"{sync.store.url} cannot be written" in str(caught.value)
     assert sync.store.stat(sync.key) == warm  # nothing of the warm archive was touched
     sync_required(tmp_path, tmp_path / "again").restore()  # writable again: no error
+
+
+def test_a_required_store_whose_archive_is_rejected_still_compiles(tmp_path: Path) -> None:
+    """A corrupt archive is not the store's fault: a required cache compiles (cold) and its
+    save replaces the archive; refusing would block every compile for good."""
+    warm_store(tmp_path)
+    sync = sync_required(tmp_path, tmp_path / "fresh")
+    found = sync.store.stat(sync.key)
+    assert found is not None
+    archive = tmp_path / "store" / sync.key
+    archive.write_bytes(b"not a zstd frame")  # corrupt, in place
+    sync.restore()  # no EnvironmentProblem
+    assert sync.transfer.warnings and sync.transfer.restored_from is None
+    assert sync.shortfall().startswith("; cold: ")

@@ -527,7 +527,7 @@ def test_push_rights_are_asked_before_a_compile_and_leave_nothing_behind(
     with pytest.raises(RegistryError) as caught:
         upload.may_push(ref(registry, "t", "team/read-only"))
     message = str(caught.value)
-    assert "HTTP 401" in message and "starting an upload to team/read-only" in message
+    assert "HTTP 401" in message and "opening an upload to team/read-only (push rights)" in message
     assert registry.uploads == {}
 
 

@@ -65,3 +65,28 @@ def test_a_second_sigterm_does_not_cut_the_save_the_first_started(tmp_path: Path
     assert proc.returncode == 143, err
     assert (tmp_path / "done").read_text() == "saved"
     assert "Traceback" not in err
+
+
+def test_sigint_then_sigterm_as_ci_cancels_does_not_cut_the_save(tmp_path: Path) -> None:
+    """GitHub cancels a job with SIGINT and follows with SIGTERM: the second signal, of the
+    other kind, is ignored while the first one's cleanup runs; the exit says Ctrl-C's."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RUN, str(tmp_path / "done"), "1.0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # as a terminal's job: a suite started in the background inherits SIGINT ignored
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "working\n"
+    proc.send_signal(signal.SIGINT)
+    assert proc.stdout.readline() == "saving\n"
+    time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert (tmp_path / "done").read_text() == "saved"
+    assert err.splitlines() == [
+        "interrupted during compile of fastext: stopped; nothing interrupted was recorded as done"
+    ]
