@@ -65,11 +65,25 @@ def one_error(folder: Path, text: str, key: str) -> str:
     return matching[0]
 
 
+def doit_command(manifest: Path, *args: str) -> list[str]:
+    """The command line of `doit` on `manifest` with this checkout's dodo.py; run it from
+    the repository root (where pyproject.toml registers the commands)."""
+    return [
+        sys.executable,
+        "-m",
+        "doit",
+        "-f",
+        str(REPO / "dodo.py"),
+        f"manifest={manifest}",
+        *args,
+    ]
+
+
 def doit(manifest: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`doit` on `manifest`, from the repository root (where pyproject.toml registers the
     commands); `list` without --status asks neither Docker nor the registry."""
     return subprocess.run(
-        [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), f"manifest={manifest}", *args],
+        doit_command(manifest, *args),
         capture_output=True,
         text=True,
         check=False,

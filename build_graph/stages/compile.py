@@ -129,12 +129,12 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
     shutil.rmtree(tier.folder.wheels, ignore_errors=True)
     staging.rename(tier.folder.wheels)
     log(f"[{tier.key}] wheels: {', '.join(p.name for p in outputs)}")
-    if stats is None:
-        return {"ccache": "no statistics" + sync.shortfall()}
-    return {
-        "ccache": f"{stats.hits} hits / {stats.misses} misses ({stats.hit_rate:.0%})"
-        + sync.shortfall()
-    }
+    said = (
+        "no statistics"
+        if stats is None
+        else f"{stats.hits} hits / {stats.misses} misses ({stats.hit_rate:.0%})"
+    )
+    return {"ccache": said + sync.shortfall()}
 
 
 def compile_env(stack: Stack, tier: PlannedTier, with_ca: bool) -> dict[str, str]:

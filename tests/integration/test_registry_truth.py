@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import doit_command
 from tests.support.engines import engine_events
 from tests.support.registry import Registry
 from tests.support.workspace import (
@@ -180,11 +181,11 @@ def test_racing_runners_on_one_new_hash_both_succeed_and_agree(
             "FROM {{ base_image }}\nRUN date +%s%N > /built-at\n"
         )
         ws.manifest.write_text(ws.manifest.read_text() + RACE_TIER)
-    command = [sys.executable, "-m", "doit", "-f", str(Path(__file__).parents[2] / "dodo.py")]
+
     env = {**os.environ, "BUILD_GRAPH_VERBOSE": "1"}
     runs = [
         subprocess.Popen(
-            [*command, f"manifest={ws.manifest}", "promote:raced"],
+            doit_command(ws.manifest, "promote:raced"),
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -10,13 +10,12 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
-from tests.helpers import REPO
+from tests.helpers import REPO, doit_command
 from tests.support.gcs import GcsEmulator
 from tests.support.registry import Registry
 from tests.support.workspace import Workspace, make_workspace
@@ -40,9 +39,8 @@ def test_sigterm_half_way_saves_the_finished_units_for_the_next_machine(
     assert ws.doit("build:builder", env=env).returncode == 0
     [builder] = [t.image for t in plan(load(ws.manifest)) if t.key == "builder"]
     cache = ws.root / "build" / "ccache"
-    command = [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), f"manifest={ws.manifest}"]
     with subprocess.Popen(
-        [*command, "compile:fastext"],
+        doit_command(ws.manifest, "compile:fastext"),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -10,7 +10,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from build_graph.errors import RegistryError
 from build_graph.oci.digest import Digest
 from build_graph.oci.refs import parse_ref
 from build_graph.registry import api, upload
-from tests.helpers import REPO, summary_rows
+from tests.helpers import REPO, doit_command, summary_rows
 from tests.integration.lying_proxy import Lies, lying_proxy
 from tests.support.registry import Registry
 from tests.support.workspace import Workspace
@@ -154,9 +153,8 @@ def test_a_push_killed_halfway_resumes_and_the_image_verifies(
     built = ws.doit("build:big")
     assert built.returncode == 0, built.stderr[-3000:]
 
-    command = [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py")]
     run = subprocess.Popen(
-        [*command, f"manifest={ws.manifest}", "push:big"],
+        doit_command(ws.manifest, "push:big"),
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -10,13 +10,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from build_graph.errors import EXIT_CONFIG, EXIT_ENVIRONMENT
-from tests.helpers import REPO, summary_rows
+from tests.helpers import REPO, doit_command, summary_rows
 from tests.support.registry import Registry
 
 SUMMARY = Path("build") / "summary.md"
@@ -46,10 +45,11 @@ def run_doit(
     before = summary.with_name("summary.md.before")
     if summary.exists():
         summary.replace(before)
-    command = [sys.executable, "-m", "doit", "-f", str(REPO / "dodo.py"), f"manifest={manifest}"]
     try:
         done = stopped_gently(
-            [*command, *args], {**os.environ, "BUILD_GRAPH_VERBOSE": "1", **env}, timeout
+            doit_command(manifest, *args),
+            {**os.environ, "BUILD_GRAPH_VERBOSE": "1", **env},
+            timeout,
         )
     finally:
         wrote = summary.exists()
