@@ -24,24 +24,44 @@ from build_graph.untar import replace_folder_from
 
 LEVEL = 1  # entries are zstd-compressed by ccache already; more effort buys little
 _CHUNK = 1 << 20
-_BOOKKEEPING = {"stats", "CACHEDIR.TAG", "ccache.conf"}
+# The last compile's timings (stages/compile_clock.py) travel in the archive; like ccache's
+# counters they change on every compile and say nothing of whether entries changed.
+HISTORY = "build-graph-compile.json"
+_BOOKKEEPING = {"stats", "CACHEDIR.TAG", "ccache.conf", HISTORY}
 
 
 def pack(folder: Path, dest: Path) -> int:
     """Write `folder`'s files to `dest` (tar + zstd); returns the archive's size in bytes.
 
     GNU tar walks and reads the files (Python's tarfile is several times slower per member);
-    zstandard compresses on every core.
+    zstandard compresses on every core. The folder may be in use (a save during a running
+    compile): ccache writes each entry to a temporary file and renames it, so an entry is
+    whole or absent; its temporary folder is left out, and a file that changed or vanished
+    while tar read it (a counter, an entry ccache's cleanup evicted) is tar's exit 1, not
+    a failure.
     """
     compressor = zstandard.ZstdCompressor(level=LEVEL, threads=-1)
     tar = subprocess.Popen(
-        ["tar", "-C", str(folder), "-cf", "-", "."], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [
+            "tar",
+            "-C",
+            str(folder),
+            "--exclude=./tmp",
+            "--ignore-failed-read",
+            "--warning=no-file-changed",
+            "--warning=no-file-removed",
+            "-cf",
+            "-",
+            ".",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     assert tar.stdout is not None
     with dest.open("wb") as raw:
         compressor.copy_stream(tar.stdout, raw, read_size=_CHUNK, write_size=_CHUNK)
     _, errors = tar.communicate()
-    if tar.returncode != 0:
+    if tar.returncode not in (0, 1):  # 1: some file changed while read (GNU tar's manual)
         raise OSError(f"tar could not read {folder}: {errors.decode(errors='replace')[-300:]}")
     return dest.stat().st_size
 
@@ -77,12 +97,22 @@ def fingerprint(folder: Path) -> str:
         relative = path.relative_to(folder)
         if path.name in _BOOKKEEPING or path.suffix == ".lock" or "tmp" in relative.parts:
             continue
-        digest.update(f"{relative}\0{path.lstat().st_size}\n".encode())
+        size = _size(path)
+        if size is not None:
+            digest.update(f"{relative}\0{size}\n".encode())
     return digest.hexdigest()
 
 
 def folder_size(folder: Path) -> int:
-    return sum(p.lstat().st_size for p in _files(folder))
+    return sum(_size(p) or 0 for p in _files(folder))
+
+
+def _size(path: Path) -> int | None:
+    """None for a file gone since the walk saw it (a running compile's cleanup)."""
+    try:
+        return path.lstat().st_size
+    except FileNotFoundError:
+        return None
 
 
 def _files(folder: Path) -> list[Path]:

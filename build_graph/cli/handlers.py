@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import sys
 from pathlib import Path
@@ -235,13 +236,16 @@ def run_reproduce(args: argparse.Namespace) -> int:
 
 
 def run_prune(args: argparse.Namespace) -> int:
-    from build_graph.oci.retention import parse_age
+    from build_graph.manifest.values import parse_duration
     from build_graph.stages import prune
 
-    try:
-        older_than = parse_age(args.older_than)
-    except ValueError as exc:
-        raise OptionError(str(exc)) from None
+    seconds = parse_duration(args.older_than)
+    if seconds is None:
+        raise OptionError(
+            f"--older-than {args.older_than!r}: expected a number and a unit, "
+            "e.g. 14d, 12h, 30m or 0s"
+        )
+    older_than = datetime.timedelta(seconds=seconds)
     if args.keep < 0:
         raise OptionError(f"--keep {args.keep}: expected 0 or more builds")
     stack = pipeline.load_stack(args.manifest)

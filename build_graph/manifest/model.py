@@ -150,6 +150,7 @@ class CacheSpec:
     url: str  # gs://bucket/prefix or file:///abs/path
     max_size_bytes: int
     required: bool = False  # no usable store: fail before compiling, not compile cold
+    save_every_s: float = 1200.0  # seconds between saves during a compile; 0: at its end only
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from build_graph.layout import BuildFolder
 from build_graph.manifest import schema, stack_schema
 from build_graph.manifest.model import CacheSpec, VariantSpec, VerifySpec
 from build_graph.manifest.rules import Report
-from build_graph.manifest.values import conforms, fill_fields
+from build_graph.manifest.values import conforms, fill_fields, parse_duration
 from build_graph.signing.keys import KMS_SCHEME
 from build_graph.signing.spec import SigningSpec
 
@@ -60,7 +60,19 @@ def resolve_cache(cache: stack_schema.Cache, manifest: Path, report: Report) -> 
     size = parse_size(cache.max_size)
     if size is None:
         report.error("cache.max_size", f"{cache.max_size!r} is not a size; write e.g. '20G'")
-    return CacheSpec(url=url, max_size_bytes=size or 0, required=cache.required)
+    every = parse_duration(cache.save_every)
+    if every is None:
+        report.error(
+            "cache.save_every",
+            f"{cache.save_every!r} is not a duration; write e.g. '20m', '1h' or '0s' "
+            "(saved only when the compile ends)",
+        )
+    return CacheSpec(
+        url=url,
+        max_size_bytes=size or 0,
+        required=cache.required,
+        save_every_s=every or 0.0,
+    )
 
 
 def resolve_signing(signing: stack_schema.Signing, manifest: Path, report: Report) -> SigningSpec:

@@ -49,6 +49,10 @@ class Cache(Strict):
     required: bool = False
     """a compile with no readable and writable store fails before it starts (exit 3),
     instead of compiling cold with a warning (the run summary then says "cold: why")"""
+    save_every: Text = "20m"
+    """how often a running compile's cache is also saved to the store (`30m`, `1h`; `0s`:
+    only when the compile ends or is stopped), so a killed machine (SIGKILL, a preempted
+    VM) loses at most this much compiling; each save packs and uploads the whole cache"""
 
 
 class Signing(Strict):

@@ -157,3 +157,14 @@ def fill_fields(text: str, fields: Mapping[str, str]) -> str:
         literal + (fields[name] if name is not None else "")
         for literal, name, _, _ in string.Formatter().parse(text)
     )
+
+
+_DURATION_RE = re.compile(r"(\d+)([dhms])")
+_UNIT_S = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+
+
+def parse_duration(text: str) -> float | None:
+    """'14d', '12h', '30m', '90s', '0s' -> seconds; None if unparseable (images.toml's
+    `[cache] save_every`, `prune --older-than`)."""
+    match = _DURATION_RE.fullmatch(text.strip())
+    return float(int(match[1]) * _UNIT_S[match[2]]) if match else None

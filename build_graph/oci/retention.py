@@ -287,14 +287,3 @@ def bytes_freed(decisions: Iterable[Decision], repos: Iterable[Repository]) -> i
                 else:
                     target[layer] = size
     return sum(size for layer, size in freed.items() if layer not in kept)
-
-
-def parse_age(text: str) -> datetime.timedelta:
-    """'14d', '12h', '30m', '0s' -> a timedelta; ValueError names the accepted forms."""
-    match = re.fullmatch(r"(\d+)([dhms])", text.strip())
-    if not match:
-        raise ValueError(
-            f"--older-than {text!r}: expected a number and a unit, e.g. 14d, 12h, 30m or 0s"
-        )
-    unit = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}[match[2]]
-    return datetime.timedelta(**{unit: int(match[1])})

@@ -13,16 +13,16 @@ does not (sources fetched there are fetched again next time).
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from build_graph import settings
-from build_graph.ccache.stats import CcacheStats, parse, read_stats
+from build_graph.ccache.archive import HISTORY
+from build_graph.ccache.stats import CcacheStats, read_stats
 from build_graph.ccache.sync import CacheSync
-from build_graph.docker import containers, daemon
+from build_graph.docker import containers, daemon, files
 from build_graph.docker.containers import Mount
 from build_graph.errors import BuildFailed, RegistryError
 from build_graph.fs import write_if_changed, write_record
@@ -36,14 +36,13 @@ from build_graph.registry import upload
 from build_graph.registry.availability import Availability
 from build_graph.stages import build
 from build_graph.stages.build import image_available
+from build_graph.stages.compile_clock import Clock, History, describe, read_ninja_log
+from build_graph.stages.compile_watch import Watch, tick_every
 from build_graph.stages.sources import stage_sources
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
 
-# Seconds between progress lines of a long compile (BUILD_GRAPH_PROGRESS_S overrides).
-PROGRESS_S = float(os.environ.get("BUILD_GRAPH_PROGRESS_S", "15"))
-_NINJA_RE = re.compile(r"^\[(\d+)/(\d+)\] ")
 STAMP = ".compile-hash"
 OUTPUT_LIMIT = 64 << 30  # bytes of wheels a compile may hand back through the API
 
@@ -97,7 +96,10 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
         mounts += (Mount(str(bundle.resolve()), HOST_CA, read_only=True),)
     env = compile_env(stack, tier, with_ca=bundle is not None)
     log(f"[{tier.key}] compiling in {builder.image}")
+    history = History.load(cache / HISTORY)
     started = time.monotonic()
+    clock = Clock(history, started)
+    code = -1
     try:
         with containers.container(
             builder.image,
@@ -107,13 +109,24 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
             env=env,
             platform=builder.platform,
         ) as box:
-            code, output = containers.run_to_end(box, Progress(tier.key, box).line)
+            with Watch(
+                tier.key,
+                box,
+                clock,
+                sync=sync if files.mode() == "bind" else None,
+                save_s=stack.cache.save_every_s,
+                tick_s=tick_every(),
+            ) as watch:
+                code, output = containers.run_to_end(box, watch.line)
             _bring_back(tier, box, cache_mount, out_mount if code == 0 else None)
     finally:  # a failed compile's partial cache is worth keeping too
-        elapsed = time.monotonic() - started
+        finished = time.monotonic()
         stats = read_stats(builder.image, cache, builder.platform)
+        if code == 0:  # only a whole compile's times say how long the next one takes
+            _keep_history(tier, cache, stats, finished - started)
         sync.save()
-        _report(tier, stats, sync, elapsed)
+        timing = clock.record(finished)
+        _report(tier, stats, sync, timing)
     if code != 0:
         raise BuildFailed(
             f"compile of {tier.key} failed (exit {code}); "
@@ -134,7 +147,7 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
         if stats is None
         else f"{stats.hits} hits / {stats.misses} misses ({stats.hit_rate:.0%})"
     )
-    return {"ccache": said + sync.shortfall()}
+    return {"ccache": said + sync.shortfall(), "compile_time": describe(timing)}
 
 
 def compile_env(stack: Stack, tier: PlannedTier, with_ca: bool) -> dict[str, str]:
@@ -167,39 +180,40 @@ def _bring_back(tier: PlannedTier, box: Container, cache: Mount, out: Mount | No
         containers.bring_back(box, out)
 
 
-class Progress:
-    """Logs each compile line; on the terminal, at most every PROGRESS_S seconds, 'N/M
-    files' from ninja's [N/M] counters and the compiler cache's hit rate so far (read by
-    ccache itself inside the running container), so a long compile shows it is alive."""
+def _keep_history(tier: PlannedTier, cache: Path, stats: CcacheStats | None, took: float) -> None:
+    """What this compile took, for the next one's estimate, kept in the cache folder so it
+    travels with the archive to the next machine: its time, its compilations and, where
+    ninja drove it, each unit's time from the .ninja_log files the sources' build folders
+    hold (found here only where the sources are this machine's: bind mode)."""
+    weights: dict[str, float] = {}
+    if files.mode() == "bind":
+        for found in ninja_logs(tier.folder.staged_sources):
+            weights.update(read_ninja_log(found.read_text(errors="replace")))
+    units = stats.hits + stats.misses if stats is not None else 0
+    try:
+        History(compile_s=took, units=units, weights=weights).save(cache / HISTORY)
+    except OSError as exc:  # only the next estimate is poorer for it
+        log(f"[{tier.key}] compile times not kept: {exc}")
 
-    def __init__(self, key: str, box: Container) -> None:
-        self.key, self.box, self.last = key, box, time.monotonic()
 
-    def line(self, text: str) -> None:
-        log(f"[{self.key}]   {text}")
-        match = _NINJA_RE.match(text)
-        if match and time.monotonic() - self.last >= PROGRESS_S:
-            self.last = time.monotonic()
-            done, total = int(match[1]), int(match[2])
-            progress(
-                f"..    compile:{self.key}  {done}/{total} files ({done / total:.0%})"
-                f"{self._hit_rate()}"
-            )
-
-    def _hit_rate(self) -> str:
-        code, output = containers.exec_in(
-            self.box, ["ccache", "--print-stats"], {"CCACHE_DIR": CCACHE_DIR}
-        )
-        if code != 0:
-            return ""
-        stats = parse(output)
-        return f", ccache {stats.hits} hits / {stats.misses} misses ({stats.hit_rate:.0%})"
+def ninja_logs(folder: Path, depth: int = 4) -> list[Path]:
+    """The .ninja_log files at most `depth` folders below `folder` (a CMake build folder is
+    a level or two under a source tree; PyTorch's is pytorch/build/), without walking a
+    whole source tree of a hundred thousand files."""
+    found: list[Path] = []
+    for root, dirs, names in os.walk(folder):
+        level = len(Path(root).relative_to(folder).parts)
+        if ".ninja_log" in names:
+            found.append(Path(root) / ".ninja_log")
+        dirs[:] = [] if level >= depth else [d for d in dirs if not d.startswith(".git")]
+    return sorted(found)
 
 
 def _report(
-    tier: PlannedTier, stats: CcacheStats | None, sync: CacheSync, compile_s: float
+    tier: PlannedTier, stats: CcacheStats | None, sync: CacheSync, timing: dict[str, object]
 ) -> None:
     """Print the cache's effect and record it in build/<variant>/<tier>/ccache-stats.json."""
+    compile_s = float(str(timing["compile_s"]))
     moved = sync.transfer
     if stats is None:
         progress(f"[{tier.key}] ccache: statistics unavailable (no ccache in the builder image?)")
@@ -215,6 +229,7 @@ def _report(
         tier.folder.ccache_stats,
         {
             "compile_s": round(compile_s, 2),
+            "clock": timing,
             "stats": stats.as_dict() if stats else None,
             "transfer": sync.summary(),
         },

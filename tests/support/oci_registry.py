@@ -243,6 +243,10 @@ class Handler(BaseHTTPRequestHandler):
 
     registry: ClassVar[OciRegistry]
     protocol_version = "HTTP/1.1"
+    # A request line that is not HTTP (the Docker daemon's TLS hello: it tries HTTPS first,
+    # even on loopback) is answered with a status line, not HTTP/0.9's bare body: Go's
+    # clients fall back to plain HTTP only when the answer starts with "HTTP/".
+    default_request_version = "HTTP/1.0"
     timeout = 10  # an idle kept-alive connection is closed after this many seconds
     disable_nagle_algorithm = True  # headers and body go out as two writes: no 40 ms stall
 

@@ -238,6 +238,8 @@ def test_registry_grammar(tmp_path: Path) -> None:
         ('url = "s3://bucket/x"', "cache.url", "gs://bucket/prefix"),
         ('url = "gs://B/x"', "cache.url", "not a cache location"),
         ('max_size = "lots"', "cache.max_size", "not a size"),
+        ('save_every = "20 minutes"', "cache.save_every", "not a duration; write e.g. '20m'"),
+        ('save_every = "-5m"', "cache.save_every", "not a duration"),
     ],
 )
 def test_cache_settings(tmp_path: Path, cache: str, key: str, fragment: str) -> None:
@@ -251,8 +253,12 @@ def test_cache_url_forms(tmp_path: Path) -> None:
     )
     assert stack.cache.url == "gs://team-cache/ccache"
     assert stack.cache.max_size_bytes == int(1.5 * 2**30)
-    stack = load_text(tmp_path, MINIMAL + '\n[cache]\nurl = "file://cache"\n')
+    assert stack.cache.save_every_s == 20 * 60  # the default: a killed compile loses <= 20 min
+    stack = load_text(tmp_path, MINIMAL + '\n[cache]\nurl = "file://cache"\nsave_every = "1h"\n')
+    assert stack.cache.save_every_s == 3600
     assert stack.cache.url == f"file://{tmp_path / 'cache'}"
+    stack = load_text(tmp_path, MINIMAL + '\n[cache]\nsave_every = "0s"\n')
+    assert stack.cache.save_every_s == 0  # saved when the compile ends only
 
 
 def test_variants_override_versions_and_gpu(tmp_path: Path) -> None:

@@ -1,0 +1,241 @@
+"""The compile clock: ninja logs read at the door, the history file, and the estimates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+from build_graph.ccache.archive import HISTORY
+from build_graph.stages.compile_clock import (
+    Clock,
+    History,
+    describe,
+    format_duration,
+    read_ninja_log,
+)
+
+CPU = "caffe2/CMakeFiles/torch_cpu.dir/__/aten/src/ATen"
+NINJA_LOG_V5 = dedent(f"""\
+    # ninja log v5
+    0\t1520\t1714000000\t{CPU}/native/Activation.cpp.o\t5f3d2a9c1b7e8d40
+    3\t726003\t1714000726\t{CPU}/native/cuda/Reduce.cu.o\t9e0c11aa2b3c4d5e
+    10\t2210\t1714000002\t{CPU}/native/Loss.cpp.o\ta1b2c3d4e5f60718
+    not\ta\tnumber\t{CPU}/bad.o\t0
+    5\t9
+    726010\t742000\t1714000742\tlib/libtorch_cpu.so\t77aa88bb99cc00dd
+    0\t2000\t1714001000\t{CPU}/native/Activation.cpp.o\t5f3d2a9c1b7e8d41
+    """)
+
+
+def test_a_ninja_log_v5_gives_each_outputs_seconds_the_last_entry_winning() -> None:
+    assert read_ninja_log(NINJA_LOG_V5) == {
+        f"{CPU}/native/Activation.cpp.o": 2.0,  # the second entry, appended by a rebuild
+        f"{CPU}/native/cuda/Reduce.cu.o": 726.0,
+        f"{CPU}/native/Loss.cpp.o": 2.2,
+        "lib/libtorch_cpu.so": 15.99,
+    }
+
+
+@pytest.mark.parametrize("version", ["6", "7"])
+def test_ninja_logs_v6_and_v7_read_the_same_columns(version: str) -> None:
+    text = dedent(f"""\
+        # ninja log v{version}
+        100\t350\t1714000000123456789\tcaffe2/x.cpp.o\t1f2e3d4c5b6a7980
+        200\t100\t1714000000123456789\tcaffe2/backwards.cpp.o\t1f2e3d4c5b6a7981
+        """)
+    assert read_ninja_log(text) == {"caffe2/x.cpp.o": 0.25}  # an end before its start: skipped
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        NINJA_LOG_V5.replace("v5", "v4"),
+        NINJA_LOG_V5.replace("v5", "v8"),
+        NINJA_LOG_V5.split("\n", 1)[1],  # no header at all
+        "",
+        "\x00\xff garbage\n1\t2\t3\t4\t5\n",
+    ],
+)
+def test_an_unknown_ninja_log_version_or_garbage_gives_nothing(text: str) -> None:
+    assert read_ninja_log(text) == {}
+
+
+def test_a_history_survives_a_save_and_load_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    history = History(compile_s=10_512.5, units=7410, weights={"a.o": 726.0, "b.o": 1.5})
+    path = tmp_path / "ccache" / HISTORY
+    history.save(path)
+    assert History.load(path) == history
+    assert json.loads(path.read_text())["weights"] == {"a.o": 726.0, "b.o": 1.5}
+    assert [p.name for p in path.parent.iterdir()] == [HISTORY]
+
+
+GOOD = {"compile_s": 100, "units": 3, "weights": {"a.o": 1}}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        None,  # no file
+        '{"compile_s": 100, "units": ',  # truncated
+        "[1, 2, 3]",
+        json.dumps({**GOOD, "compile_s": "100"}),
+        json.dumps({**GOOD, "compile_s": -1}),
+        json.dumps({**GOOD, "compile_s": True}),
+        '{"compile_s": NaN, "units": 3, "weights": {}}',
+        json.dumps({**GOOD, "units": 2.5}),
+        json.dumps({**GOOD, "units": -3}),
+        json.dumps({**GOOD, "weights": [["a.o", 1]]}),
+        json.dumps({**GOOD, "weights": {"a.o": -1}}),
+        json.dumps({**GOOD, "weights": {"a.o": "1"}}),
+        json.dumps({"compile_s": 100, "units": 3}),
+    ],
+)
+def test_a_missing_or_malformed_history_loads_as_none(tmp_path: Path, text: str | None) -> None:
+    path = tmp_path / HISTORY
+    if text is not None:
+        path.write_text(text)
+    assert History.load(path) is None
+
+
+def test_the_good_history_of_the_malformed_cases_does_load(tmp_path: Path) -> None:
+    (tmp_path / HISTORY).write_text(json.dumps(GOOD))
+    assert History.load(tmp_path / HISTORY) == History(100.0, 3, {"a.o": 1.0})
+
+
+SMALL = [f"caffe2/CMakeFiles/torch_cpu.dir/small_{i}.cpp.o" for i in range(50)]
+BIG = "caffe2/CMakeFiles/torch_cuda.dir/Reduce.cu.o"
+WEIGHTS = {BIG: 726.0, **dict.fromkeys(SMALL, 2.0)}  # 826 s in all
+
+
+def building(output: str, n: int) -> str:
+    return f"[{n}/51] Building CXX object {output}"
+
+
+def test_a_726_second_unit_weighs_as_much_as_it_took_last_time() -> None:
+    after_the_big_one = Clock(History(1000.0, 51, WEIGHTS), started=0.0)
+    for n, output in enumerate([BIG, SMALL[0]], start=1):
+        after_the_big_one.ninja_line(building(output, n))
+    before_it = Clock(History(1000.0, 51, WEIGHTS), started=0.0)
+    for n, output in enumerate(SMALL[:25], start=1):
+        before_it.ninja_line(building(output, n))
+    assert after_the_big_one.fraction() == pytest.approx(
+        (728 / 826, "weighted by the last compile")
+    )
+    assert before_it.fraction() == pytest.approx((50 / 826, "weighted by the last compile"))
+    # ninja's counts alone say the opposite: 2/51 against 25/51
+
+
+def test_outputs_match_by_path_suffix_and_count_once() -> None:
+    clock = Clock(History(1000.0, 0, {"lib/libtorch.so": 30.0, "x.o": 10.0}), started=0.0)
+    clock.ninja_line("[1/9] Linking CXX shared library /src/xlib/libtorch.so")  # not a folder
+    assert clock.fraction() == (1 / 9, "by ninja's counts")
+    clock.ninja_line("[2/9] Linking CXX shared library /src/pytorch/build/lib/libtorch.so")
+    clock.ninja_line("[3/9] Linking CXX shared library /src/pytorch/build/lib/libtorch.so")
+    assert clock.fraction() == pytest.approx((0.75, "weighted by the last compile"))
+
+
+def test_lines_that_are_not_ninja_status_lines_are_ignored() -> None:
+    clock = Clock(None, started=0.0)
+    for text in ["FAILED: x.o", "ninja: build stopped", "[3/x] y", " [1/2] indented", "[1/2]"]:
+        clock.ninja_line(text)
+    assert clock.fraction() is None
+
+
+def test_without_a_weight_match_ninja_counts_are_the_fraction() -> None:
+    clock = Clock(History(1000.0, 0, {"elsewhere.o": 5.0}), started=0.0)
+    clock.ninja_line("[30/120] Building CXX object new.o")
+    assert clock.fraction() == (0.25, "by ninja's counts")
+    assert clock.left(now=100.0) == (300.0, "by ninja's counts")  # the rate is this run's
+
+
+def test_ccache_units_are_the_fraction_without_ninja_until_more_ran_than_last_time() -> None:
+    clock = Clock(History(3600.0, units=200, weights={}), started=0.0)
+    clock.units_done(50)
+    assert clock.fraction() == (0.25, "by units, as many as last time")
+    clock.units_done(260)  # more than last time: the count says nothing, the time does
+    assert clock.fraction() is None
+    assert clock.left(now=600.0) == (3000.0, "by the last compile's time")
+    clock.ninja_line("[1/4] Building C object a.o")
+    assert clock.fraction() == (0.25, "by ninja's counts")  # ninja's counts outrank units
+
+
+def test_units_without_a_count_last_time_fall_back_to_the_last_time() -> None:
+    clock = Clock(History(3600.0, units=0, weights={}), started=100.0)
+    clock.units_done(50)
+    assert clock.fraction() is None
+    assert clock.left(now=1000.0) == (2700.0, "by the last compile's time")
+    assert clock.line(now=3800.0) == "1h01m elapsed, past the last compile's 1h00m"
+
+
+def test_a_finished_weighted_build_still_has_a_little_left() -> None:
+    clock = Clock(History(100.0, 0, {"a.o": 5.0}), started=0.0)
+    clock.ninja_line("[1/1] Linking a.o")
+    left = clock.left(now=999.0)
+    assert left is not None
+    assert left[0] == pytest.approx(999.0 / 0.999 - 999.0)
+
+
+def test_the_line_says_what_is_left_and_on_what_basis() -> None:
+    assert Clock(None, started=10.0).line(now=55.0) == "45s elapsed"
+    clock = Clock(History(3000.0, 51, WEIGHTS), started=0.0)
+    clock.ninja_line(building(BIG, 1))  # 726 of 826 done after 723 s: 100 s more
+    assert (
+        clock.line(now=723.0) == "12m03s elapsed, about 1m40s left (weighted by the last compile)"
+    )
+
+
+def test_the_record_judges_the_estimate_taken_a_quarter_of_the_way() -> None:
+    clock = Clock(History(4000.0, 51, WEIGHTS), started=1000.0)
+    clock.line(now=1100.0)  # by time, before a quarter: not the one judged
+    clock.ninja_line(building(BIG, 1))
+    clock.left(now=1000.0 + 726.0 * 1.1)  # 798.6 s: total 908.6 s
+    clock.line(now=2000.0)  # 1000 s, later than the first at or after a quarter
+    record = clock.record(finished=1000.0 + 950.0)
+    assert record == {
+        "compile_s": 950.0,
+        "estimate_s": pytest.approx(908.6, abs=0.1),
+        "estimated_at_s": 798.6,
+        "basis": "weighted by the last compile",
+        "off": pytest.approx((908.6 - 950) / 950, abs=1e-3),
+    }
+    assert describe(record) == "compiled in 15m50s; estimated 15m09s at 13m19s (4% under)"
+
+
+def test_a_run_without_estimates_records_and_describes_only_its_time() -> None:
+    clock = Clock(None, started=0.0)
+    clock.line(now=100.0)
+    record = clock.record(finished=725.0)
+    assert record["estimate_s"] is None and record["off"] is None
+    assert describe(record) == "compiled in 12m05s"
+
+
+@pytest.mark.parametrize(
+    ("off", "judged"), [(0.123, "12% over"), (-0.04, "4% under"), (0.004, "within 1%")]
+)
+def test_describe_says_over_or_under(off: float, judged: str) -> None:
+    record: dict[str, object] = {"compile_s": 60, "estimate_s": 60, "estimated_at_s": 15}
+    assert (
+        describe({**record, "off": off}) == f"compiled in 1m00s; estimated 1m00s at 15s ({judged})"
+    )
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (-5.0, "0s"),
+        (0.0, "0s"),
+        (45.0, "45s"),
+        (59.4, "59s"),
+        (59.6, "1m00s"),
+        (723.0, "12m03s"),
+        (3599.0, "59m59s"),
+        (3600.0, "1h00m"),
+        (10_959.0, "3h02m"),
+        (float("nan"), "0s"),
+    ],
+)
+def test_format_duration(seconds: float, shown: str) -> None:
+    assert format_duration(seconds) == shown
