@@ -67,6 +67,26 @@ def key_fields(key: str) -> tuple[str, str, str] | None:
     return (match[1], match[2], match[3]) if match else None
 
 
+def store_problem(store: Store, stack_name: str, scratch: Path) -> str | None:
+    """None when `store` can be read and written, else why not: a small marker under the
+    stack's prefix, outside every tier's archives, is read (stat) and written, so a run
+    learns before its compile, not after it, that the cache it builds cannot be saved.
+    `scratch`: a local folder for the marker's file."""
+    key = f"{stack_name}/.write-check"
+    try:
+        scratch.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=scratch) as tmp:
+            marker = Path(tmp) / "write-check"
+            marker.write_text(f"{time.time():.0f}\n")
+            there = store.stat(key)
+            store.upload(marker, key, there.generation if there else 0)
+    except CacheConflict:
+        return None  # another runner wrote it meanwhile: writes are taken
+    except (CacheUnavailable, OSError) as exc:
+        return f"{store.url} cannot be written ({exc})"
+    return None
+
+
 class CacheSync:
     def __init__(self, stack: Stack, tier: PlannedTier, builder: PlannedTier, folder: Path) -> None:
         self.store: Store = open_store(stack.cache.url)
@@ -119,21 +139,8 @@ class CacheSync:
         )
 
     def writable(self) -> str | None:
-        """None when the store takes a write (a small marker under the stack's prefix,
-        outside every tier's archives), else why not: a run learns before its compile,
-        not after it, that the cache it builds cannot be saved."""
-        key = f"{self.stack_name}/.write-check"
-        try:
-            with tempfile.TemporaryDirectory(dir=self.folder.parent) as tmp:
-                marker = Path(tmp) / "write-check"
-                marker.write_text(f"{time.time():.0f}\n")
-                there = self.store.stat(key)
-                self.store.upload(marker, key, there.generation if there else 0)
-        except CacheConflict:
-            return None  # another runner wrote it meanwhile: writes are taken
-        except (CacheUnavailable, OSError) as exc:
-            return f"{self.store.url} cannot be written ({exc})"
-        return None
+        """None when the store takes a write, else why not (store_problem)."""
+        return store_problem(self.store, self.stack_name, self.folder.parent)
 
     def _restore(self) -> None:
         started = time.monotonic()

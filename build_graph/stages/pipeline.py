@@ -20,7 +20,7 @@ from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.manifest.model import Stack
 from build_graph.oci.digest import Digest
 from build_graph.plan.plan import PlannedTier
-from build_graph.stages import build, promote, push, verify
+from build_graph.stages import build, preflight, promote, push, verify
 from build_graph.stages import compile as compile_stage
 from build_graph.stages import render as render_stage
 from build_graph.stages.work import Facts, Work
@@ -107,7 +107,13 @@ def _verify_cell(facts: Mapping[str, str], outcome: Outcome) -> str:
 
 def _compile(work: Work) -> Facts:
     assert work.builder is not None  # applies: tiers with a compile section
+    preflight.before_long_work(work)
     return compile_stage.compile_tier(work.stack, work.tier, work.builder)
+
+
+def _build(work: Work) -> Facts | None:
+    preflight.before_long_work(work)
+    return build.build(work.stack, work.tier, work.holdings)
 
 
 def _compile_says(work: Work) -> str:
@@ -149,12 +155,15 @@ STAGES: tuple[Stage, ...] = (
         applies=lambda tier: tier.builder_key is not None,
         done=lambda w: compile_stage.compiled(w.tier, w.holdings),
         says=_compile_says,
-        columns=(Column("compiler cache", _fact("ccache")),),
+        columns=(
+            Column("compiler cache", _fact("ccache")),
+            Column("compile time", _fact("compile_time")),
+        ),
     ),
     Stage(
         "build",
         "docker build a tier, tagged <registry>/<tier>:<content hash>",
-        act=lambda w: build.build(w.stack, w.tier, w.holdings),
+        act=_build,
         needs=(Need("render"), Need("build", of="parent"), Need("compile")),
         done=lambda w: build.image_available(w.tier, w.holdings),
         says=lambda w: f"the registry holds {w.tier.image}, or the daemon here has it",

@@ -1,0 +1,219 @@
+"""Pre-flight: what a run's later stages will need, asked in seconds before its first
+compile or build, so that hours of compiling never end in a failure that was there all
+along (a token without push scope, a cache bucket the credentials cannot write, a
+Dockerfile BuildKit refuses, a full disk).
+
+Asked once per run, by whichever compile or build acts first, for every planned image the
+registry does not hold yet (what the run will build and push):
+- push rights on each repository (registry/upload.py's may_push: an upload session opened
+  and cancelled; only a 401/403 fails, an unreachable registry is a warning);
+- the compiler cache's store, when a compile is still to run: read and written (a marker);
+  a failure fails the run with `[cache] required = true`, else it is a warning and the
+  summary's cache cell says why the compile ran cold;
+- each Dockerfile through BuildKit's own checks (`docker buildx build --call check`: parse
+  errors, unknown instructions, and the rules a Dockerfile makes errors with `# check=
+  error=true`); a parent tier not built yet is checked against its chain's root image,
+  since the check resolves every FROM; warnings are printed, not failed on;
+- free disk where the compiler cache and the daemon's data live.
+Every failure is one line naming the fix; all of them are said together (exit 3), before
+anything is built.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from build_graph.ccache.store import open_store
+from build_graph.ccache.sync import store_problem
+from build_graph.docker import buildkit, files
+from build_graph.docker.connection import daemon_info
+from build_graph.errors import BuildGraphError, EnvironmentProblem, RegistryError
+from build_graph.log import log, progress
+from build_graph.oci.refs import Presence, parse_ref
+from build_graph.plan.plan import PlannedTier
+from build_graph.registry import upload
+from build_graph.stages.compile import wheels_current
+from build_graph.stages.work import Work
+
+GIB = 1 << 30
+FLOOR = 1 * GIB  # less free than this fails: no compile or image build fits
+_lock = threading.Lock()
+_asked: set[int] = set()  # the runs (their registry answers' identity) already checked
+
+
+def before_long_work(work: Work) -> None:
+    """Check the run once (the first compile or build of it calls this); raises
+    EnvironmentProblem listing every failure, one line each."""
+    with _lock:
+        if id(work.holdings) in _asked:
+            return
+        _asked.add(id(work.holdings))
+    pending = [image for image in work.by_key.values() if _pending(work, image)]
+    if not pending:
+        return
+    problems = [
+        *_push_rights(pending),
+        *_cache_store(work, pending),
+        *_dockerfiles(work, pending),
+        *_disk(work, pending),
+    ]
+    if problems:
+        raise EnvironmentProblem(
+            "pre-flight: this run would fail later, so nothing was built:\n"
+            + "\n".join(f"  {problem}" for problem in problems)
+        )
+    log(f"pre-flight: {len(pending)} images to build: push rights, cache store, checks, disk ok")
+
+
+def _pending(work: Work, image: PlannedTier) -> bool:
+    """The run will build and push `image`: the registry does not hold it (or could not
+    say: then it is asked as if not)."""
+    return work.holdings.registry(image.image).presence is not Presence.PRESENT
+
+
+def _push_rights(pending: list[PlannedTier]) -> list[str]:
+    said: list[str] = []
+    for image in pending:
+        try:
+            upload.may_push(parse_ref(image.image))  # once per repository and run
+        except RegistryError as exc:
+            line = f"{image.key}: {exc}"
+            if line not in said:
+                said.append(line)
+    return said
+
+
+def _cache_store(work: Work, pending: list[PlannedTier]) -> list[str]:
+    compiles = [i for i in pending if i.builder_key is not None and not wheels_current(i)]
+    if not compiles:
+        return []
+    stack = work.stack
+    problem = store_problem(open_store(stack.cache.url), stack.name, stack.build_folder.root)
+    if problem is None:
+        return []
+    names = ", ".join(i.key for i in compiles)
+    if stack.cache.required:
+        return [
+            f"compiler cache of {names}: {problem}; [cache] required = true: fix the "
+            "store's credentials or permissions (or set required = false to compile cold)"
+        ]
+    progress(f"warning: compiler cache of {names}: {problem}; the compile will not be saved")
+    return []
+
+
+def _dockerfiles(work: Work, pending: list[PlannedTier]) -> list[str]:
+    command = buildkit.cli()
+    if command is None or "buildx" not in command:
+        log("pre-flight: Dockerfile checks not run (no docker buildx here)")
+        return []
+    build_command = list(command[: command.index("buildx") + 2])
+    if not _has_checks(build_command):
+        log("pre-flight: Dockerfile checks not run (docker buildx before 0.15 has no --call)")
+        return []
+    check = [*build_command, "--call", "check"]
+    images = {image.image for image in pending}
+    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(max_workers=4) as pool:
+        empty = Path(tmp) / "context"
+        empty.mkdir()
+        jobs = [
+            pool.submit(_check_one, check, image, images, Path(tmp), empty) for image in pending
+        ]
+        return [line for job in jobs if (line := job.result()) is not None]
+
+
+def _has_checks(build_command: list[str]) -> bool:
+    try:
+        helped = subprocess.run(
+            [*build_command, "--help"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+            env=buildkit.cli_env(),
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--call" in helped.stdout
+
+
+def _check_one(
+    check: list[str], image: PlannedTier, pending: set[str], tmp: Path, empty: Path
+) -> str | None:
+    text = image.dockerfile
+    if image.base_image in pending:  # not built yet: its chain's root stands in for it
+        text = text.replace(image.base_image, image.root_image)
+    dockerfile = tmp / f"{image.key.replace('/', '-')}.Dockerfile"
+    dockerfile.write_text(text)
+    try:
+        ran = subprocess.run(
+            [*check, "-f", str(dockerfile), str(empty)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env=buildkit.cli_env(),
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log(f"pre-flight: {image.key}: Dockerfile checks not run: {exc}")
+        return None
+    output = ran.stdout + ran.stderr
+    errors = [line for line in output.splitlines() if line.startswith("ERROR:")]
+    if ran.returncode == 0:
+        return None
+    if "failed to resolve source metadata" in output:
+        log(f"pre-flight: {image.key}: Dockerfile checks not run: {errors[:1]}")
+        return None
+    if not errors and "Check complete" in output:
+        for line in output.splitlines():
+            if line.startswith("WARNING:"):
+                progress(f"note: {image.key}: Dockerfile check: {line.removeprefix('WARNING: ')}")
+        return None
+    where = image.spec.template
+    said = errors[0].removeprefix("ERROR: ") if errors else output.strip()[-300:]
+    return (
+        f"{image.key}: its Dockerfile fails BuildKit's checks: {said}; fix the template "
+        f"{where} (the line is the rendered Dockerfile's, build/.../{image.key}/Dockerfile)"
+    )
+
+
+def _disk(work: Work, pending: list[PlannedTier]) -> list[str]:
+    said: list[str] = []
+    stack = work.stack
+    folder = stack.build_folder.root
+    folder.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(folder).free
+    compiles = any(i.builder_key is not None and not wheels_current(i) for i in pending)
+    need = stack.cache.max_size_bytes if compiles else 0
+    if free < FLOOR:
+        said.append(
+            f"{folder} has {free / GIB:.1f} GiB free: free some space (docker system prune, "
+            "old build folders) before building"
+        )
+    elif free < need:
+        progress(
+            f"warning: {folder} has {free / GIB:.1f} GiB free; the compiler cache may grow "
+            f"to {need / GIB:.1f} GiB ([cache] max_size) and its save packs a copy: free "
+            "space or lower max_size"
+        )
+    if files.mode() == "bind":  # the daemon is this machine's: its data root is here too
+        said.extend(_daemon_disk())
+    return said
+
+
+def _daemon_disk() -> list[str]:
+    try:
+        root = Path(str(daemon_info().get("DockerRootDir", "")))
+        free = shutil.disk_usage(root).free
+    except (BuildGraphError, OSError):
+        return []  # not readable from here (another mount namespace): not checked
+    if free < FLOOR:
+        return [
+            f"the Docker daemon's data root {root} has {free / GIB:.1f} GiB free: free "
+            "some space (docker system prune, docker builder prune) before building"
+        ]
+    return []
