@@ -10,8 +10,10 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
@@ -76,13 +78,104 @@ def test_sigterm_half_way_saves_the_finished_units_for_the_next_machine(
     assert not (ws.root / "build" / "default" / "fastext" / "wheels").exists()
 
     # A fresh machine: the same stack without its build folder, the same bucket.
-    fresh = Workspace(tmp_path / "second" / "quickstart", registry)
-    shutil.copytree(ws.root, fresh.root, ignore=shutil.ignore_patterns("build"))
+    fresh = fresh_copy(ws, tmp_path / "second", registry)
     again = fresh.doit("compile:fastext", env={"STORAGE_EMULATOR_HOST": gcs.url})
     assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
-    stats = json.loads(
-        (fresh.root / "build" / "default" / "fastext" / "ccache-stats.json").read_text()
-    )
+    stats = compile_record(fresh)
     assert stats["transfer"]["restored_from"] is not None, stats
     assert stats["stats"]["hits"] >= done_then, (done_then, stats)
     assert stats["stats"]["misses"] > 0, stats  # the rest was compiled now, not before
+
+
+def test_sigkill_loses_at_most_the_interval_and_the_next_compile_is_estimated(
+    tmp_path: Path, registry: Registry, gcs: GcsEmulator
+) -> None:
+    """SIGKILL (a preempted VM, a runner that dies) runs no handler: what is saved is what
+    the interval saves put in the bucket. The next machine hits those units; the one after
+    it, holding the history the last whole compile kept in the cache, shows an estimate,
+    and its summary says how far off it was."""
+    ws = make_workspace(tmp_path / "first", registry)
+    ws.edit('FASTEXT_KERNELS = "2"', f'FASTEXT_KERNELS = "{KERNELS}"')
+    ws.edit('max_size = "2G"', f'url = "gs://{BUCKET}/killed"\nsave_every = "3s"\nmax_size = "2G"')
+    env = {
+        **os.environ,
+        "STORAGE_EMULATOR_HOST": gcs.url,
+        "BUILD_GRAPH_VERBOSE": "1",
+        "BUILD_GRAPH_PROGRESS_S": "1",
+    }
+    assert ws.doit("build:builder", env=env).returncode == 0
+    [builder] = [t.image for t in plan(load(ws.manifest)) if t.key == "builder"]
+    cache = ws.root / "build" / "ccache"
+    lines: list[str] = []
+    with subprocess.Popen(
+        doit_command(ws.manifest, "compile:fastext"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=REPO,
+    ) as proc:
+        assert proc.stdout is not None
+        reader = threading.Thread(target=lambda: lines.extend(proc.stdout or ()), daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 600
+        while not (
+            results_in(cache) >= 4
+            and any("saved" in line and "during the compile" in line for line in lines)
+        ):
+            assert proc.poll() is None, "the compile ended before it could be killed"
+            assert time.monotonic() < deadline, "no interval save in 10 minutes"
+            time.sleep(0.2)
+        proc.kill()
+        proc.wait(timeout=60)
+        reader.join(timeout=60)
+    try:
+        assert proc.returncode == -signal.SIGKILL
+        saved = [b.name for b in gcs.client().list_blobs(BUCKET, prefix="killed/")]
+        assert saved, "no interval save reached the bucket"
+    finally:  # nobody was left to remove the compile's container: the test does
+        subprocess.run(
+            f"docker ps -aq --filter ancestor={builder} | xargs -r docker rm -f",
+            shell=True,
+            capture_output=True,
+            check=False,
+        )
+
+    # A fresh machine: the same stack without its build folder, the same bucket.
+    second = fresh_copy(ws, tmp_path / "second", registry)
+    again = second.doit("compile:fastext", env={"STORAGE_EMULATOR_HOST": gcs.url})
+    assert again.returncode == 0, (again.stdout + again.stderr)[-3000:]
+    stats = compile_record(second)
+    assert stats["transfer"]["restored_from"] is not None, stats
+    assert stats["stats"]["hits"] > 0, stats  # what the interval saves kept
+    assert stats["clock"]["estimate_s"] is None, stats  # no whole compile before it
+
+    # A third machine compiles four more units, with the history of the second's compile.
+    third = fresh_copy(second, tmp_path / "third", registry)
+    third.edit(f'FASTEXT_KERNELS = "{KERNELS}"', f'FASTEXT_KERNELS = "{KERNELS + 4}"')
+    last = third.doit(
+        "compile:fastext",
+        env={"STORAGE_EMULATOR_HOST": gcs.url, "BUILD_GRAPH_PROGRESS_S": "1"},
+    )
+    assert last.returncode == 0, (last.stdout + last.stderr)[-3000:]
+    said = last.stdout + last.stderr
+    assert any("elapsed, about" in line and " left (" in line for line in said.splitlines()), said
+    clock = compile_record(third)["clock"]
+    assert clock["estimate_s"] is not None and clock["off"] is not None, clock
+    assert last.summary is not None
+    cell = last.summary["fastext"]["compile time"]
+    assert cell.startswith("compiled in ") and "; estimated " in cell, cell
+
+
+def fresh_copy(ws: Workspace, folder: Path, registry: Registry) -> Workspace:
+    """The same stack on another machine: no build folder, the same bucket."""
+    fresh = Workspace(folder / "quickstart", registry)
+    shutil.copytree(ws.root, fresh.root, ignore=shutil.ignore_patterns("build"))
+    return fresh
+
+
+def compile_record(ws: Workspace) -> dict[str, Any]:
+    record: dict[str, Any] = json.loads(
+        (ws.root / "build" / "default" / "fastext" / "ccache-stats.json").read_text()
+    )
+    return record

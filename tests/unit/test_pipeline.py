@@ -173,8 +173,9 @@ def test_the_summary_shows_the_new_stage_s_column(with_scan: None) -> None:
     summary.ran("verify:base", 1.0, {"verify": "passed (5 checks)"})
     summary.ran("scan:base", 0.2, {"scan": "clean"})
     header, _, row = summary.markdown().splitlines()[4:7]
-    assert header.split(" | ")[3:9] == [
+    assert header.split(" | ")[3:10] == [
         "compiler cache",
+        "compile time",
         "built",
         "pushed",
         "pulled",

@@ -20,7 +20,11 @@ DIGEST = "sha256:" + "ab" * 32
 def test_a_tier_that_ran_shows_its_stages_time_cache_verify_digest_and_tags() -> None:
     summary = RunSummary("demo (images.toml)")
     summary.up_to_date("render:fastext")
-    summary.ran("compile:fastext", 12.25, {"ccache": "14 hits / 0 misses (100%)"})
+    summary.ran(
+        "compile:fastext",
+        12.25,
+        {"ccache": "14 hits / 0 misses (100%)", "compile_time": "compiled in 12s"},
+    )
     summary.ran("build:fastext", 3.0, {})
     pushed = "12.5 MB sent (1 of 3 blobs; 1 mounted, 1 there) in 1.0 s"
     summary.ran("push:fastext", 1.0, {"digest": DIGEST, "pushed": pushed})
@@ -37,6 +41,7 @@ def test_a_tier_that_ran_shows_its_stages_time_cache_verify_digest_and_tags() ->
         "ran": "compile, build, push, verify, promote",
         "time": "18.8 s",
         "compiler cache": "14 hits / 0 misses (100%)",
+        "compile time": "compiled in 12s",
         "built": "-",
         "pushed": pushed,
         "pulled": "-",
@@ -60,6 +65,7 @@ def test_up_to_date_failed_and_not_run_tiers_say_so() -> None:
     assert list(found["base"].values()) == [
         "base",
         "nothing (up to date)",
+        "-",
         "-",
         "-",
         "-",
@@ -97,7 +103,7 @@ def test_untrusted_text_cannot_become_markup_or_break_the_table(hostile: str) ->
     summary = RunSummary("demo")
     summary.failed("verify:t", hostile, 1.0)
     [row] = [line for line in summary.markdown().splitlines() if line.startswith("| t ")]
-    assert row.count(" | ") == 9  # still ten cells
+    assert row.count(" | ") == 10  # still eleven cells
 
 
 def test_a_long_message_is_cut() -> None:
