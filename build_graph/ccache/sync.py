@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -105,6 +106,7 @@ class CacheSync:
         self._exact_generation = 0  # generation of our key when restored; 0 = absent
         self._unread: Found | None = None  # an archive restore could not fetch, kept safe
         self._reseed = False  # the store lacks a readable archive of ours: save regardless
+        self._saving = threading.Lock()  # interval saves, the final one, an interrupt's
 
     def _warn(self, message: str) -> None:
         line = f"[{self.name}] warning: compiler cache: {message}; compiling without it"
@@ -225,10 +227,11 @@ class CacheSync:
         Never raises: any failure (store, local disk, packing) is one warning line, because
         the compile it follows has its result either way.
         """
-        try:
-            self._save()
-        except Exception as exc:  # the cache must never fail the build (README)
-            self._save_failed(f"{type(exc).__name__}: {exc}")
+        with self._saving:
+            try:
+                self._save()
+            except Exception as exc:  # the cache must never fail the build (README)
+                self._save_failed(f"{type(exc).__name__}: {exc}")
 
     def _save_failed(self, cause: str) -> None:
         progress(f"[{self.name}] warning: compiler cache not saved: {self.store.url}: {cause}")

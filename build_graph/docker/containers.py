@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from build_graph.docker import files
 from build_graph.docker.connection import client, short_error
 from build_graph.docker.files import Mount as Mount
-from build_graph.errors import BuildFailed, on_interrupt
+from build_graph.errors import BuildFailed
+from build_graph.interrupts import on_interrupt, stopping
 from build_graph.log import log
 
 READ_LIMIT = 64 << 20  # read_file: the probe's report and the like, never this large
@@ -74,7 +75,11 @@ def container(
             box = create()
     except docker.errors.APIError as exc:
         raise BuildFailed(f"could not start {image}: {short_error(exc)}") from None
-    with _live_lock:
+    with _live_lock:  # the interrupt's cleanup takes this lock: no box slips past it
+        if stopping():
+            with suppress(docker.errors.DockerException):
+                box.remove(force=True)
+            raise KeyboardInterrupt
         _live.add(box)
     try:
         if copy and mounts:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from build_graph import settings
 from build_graph.docker import buildkit
-from build_graph.errors import BuildGraphError, quiet_interrupts, report
+from build_graph.errors import BuildGraphError, report
+from build_graph.interrupts import quiet_interrupts
 from build_graph.layout import DEFAULT_MANIFEST
 from build_graph.log import progress
 from build_graph.plan.cache import load_plan

@@ -19,7 +19,8 @@ from typing import Any
 from doit.exceptions import TaskFailed
 from doit.tools import config_changed
 
-from build_graph.errors import BuildGraphError, DaemonUnreachable, interrupted
+from build_graph.errors import BuildGraphError, DaemonUnreachable
+from build_graph.interrupts import doing, interrupted
 from build_graph.layout import TierFolder
 from build_graph.log import log, task_log
 from build_graph.manifest.model import Stack
@@ -66,7 +67,7 @@ def action(
     path = folder.log(stage)
 
     def run() -> TaskFailed | Facts:
-        with task_log(path):
+        with task_log(path), doing(f"{stage} of {key}"):
             try:
                 facts = fn() or {}
             except BuildGraphError as exc:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -26,6 +27,7 @@ from build_graph.docker import containers, daemon, files
 from build_graph.docker.containers import Mount
 from build_graph.errors import BuildFailed, RegistryError
 from build_graph.fs import write_if_changed, write_record
+from build_graph.interrupts import on_interrupt
 from build_graph.layout import CCACHE_DIR, COMPILE_SCRIPT, HOST_CA, OUT_DIR, SOURCES_DIR, SRC_DIR
 from build_graph.log import last_output, log, progress
 from build_graph.manifest.model import Stack
@@ -81,6 +83,8 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
     daemon.ensure_local(builder.image, builder.platform)
     sync = CacheSync(stack, tier, builder, cache)
     sync.restore()
+    with _compiling_lock:
+        _compiling.add(sync)
     # ccache overshoots its max_size between cleanups; twice that is far from a sane cache.
     cache_mount = Mount(str(cache), CCACHE_DIR, back_limit=2 * stack.cache.max_size_bytes)
     out_mount = Mount(str(staging), OUT_DIR, back_limit=OUTPUT_LIMIT)
@@ -125,6 +129,8 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
         if code == 0:  # only a whole compile's times say how long the next one takes
             _keep_history(tier, cache, stats, finished - started)
         sync.save()
+        with _compiling_lock:
+            _compiling.discard(sync)
         timing = clock.record(finished)
         _report(tier, stats, sync, timing)
     if code != 0:
@@ -148,6 +154,23 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
         else f"{stats.hits} hits / {stats.misses} misses ({stats.hit_rate:.0%})"
     )
     return {"ccache": said + sync.shortfall(), "compile_time": describe(timing)}
+
+
+_compiling: set[CacheSync] = set()  # compiles under way, in any thread
+_compiling_lock = threading.Lock()
+
+
+def _save_compiling() -> None:
+    """On an interrupt, after the containers were removed (containers.py registered its
+    cleanup first): save the caches of the compiles other threads run (doit -n), which do
+    not see the signal and would not get to their own save before the run exits."""
+    with _compiling_lock:
+        syncs = list(_compiling)
+    for sync in syncs:
+        sync.save()
+
+
+on_interrupt(_save_compiling)
 
 
 def compile_env(stack: Stack, tier: PlannedTier, with_ca: bool) -> dict[str, str]:

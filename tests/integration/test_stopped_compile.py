@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
 from tests.helpers import REPO, doit_command
@@ -31,24 +33,26 @@ def results_in(cache: Path) -> int:
     return sum(1 for p in cache.rglob("*R") if p.is_file()) if cache.is_dir() else 0
 
 
+@pytest.mark.parametrize(
+    "options",
+    [(), ("-n", "2")],
+    ids=["one-task-at-a-time", "doit-n-2-threads"],
+)
 def test_sigterm_half_way_saves_the_finished_units_for_the_next_machine(
-    tmp_path: Path, registry: Registry, gcs: GcsEmulator
+    tmp_path: Path, registry: Registry, gcs: GcsEmulator, options: tuple[str, ...]
 ) -> None:
+    """Without -n the compile runs in the thread the signal unwinds; with -n 2 in a worker
+    thread that never sees it, whose container and cache the run's interrupt cleanups
+    remove and save."""
     ws = make_workspace(tmp_path / "first", registry)
     ws.edit('FASTEXT_KERNELS = "2"', f'FASTEXT_KERNELS = "{KERNELS}"')
-    ws.edit('max_size = "2G"', f'url = "gs://{BUCKET}/stopped"\nmax_size = "2G"')
+    prefix = "stopped-threads" if options else "stopped"  # the module's bucket is shared
+    ws.edit('max_size = "2G"', f'url = "gs://{BUCKET}/{prefix}"\nmax_size = "2G"')
     env = {**os.environ, "STORAGE_EMULATOR_HOST": gcs.url, "BUILD_GRAPH_VERBOSE": "1"}
     assert ws.doit("build:builder", env=env).returncode == 0
     [builder] = [t.image for t in plan(load(ws.manifest)) if t.key == "builder"]
     cache = ws.root / "build" / "ccache"
-    with subprocess.Popen(
-        doit_command(ws.manifest, "compile:fastext"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-        cwd=REPO,
-    ) as proc:
+    with compiling(ws, env, *options) as proc:
         deadline = time.monotonic() + 600
         while results_in(cache) < 4:  # some units done, most not
             assert proc.poll() is None, "the compile ended before it could be stopped"
@@ -73,7 +77,7 @@ def test_sigterm_half_way_saves_the_finished_units_for_the_next_machine(
         check=True,
     ).stdout.split()
     assert left == [], left
-    saved = [b.name for b in gcs.client().list_blobs(BUCKET, prefix="stopped/")]
+    saved = [b.name for b in gcs.client().list_blobs(BUCKET, prefix=f"{prefix}/")]
     assert saved, "the finished units' cache was not saved"
     assert not (ws.root / "build" / "default" / "fastext" / "wheels").exists()
 
@@ -107,14 +111,7 @@ def test_sigkill_loses_at_most_the_interval_and_the_next_compile_is_estimated(
     [builder] = [t.image for t in plan(load(ws.manifest)) if t.key == "builder"]
     cache = ws.root / "build" / "ccache"
     lines: list[str] = []
-    with subprocess.Popen(
-        doit_command(ws.manifest, "compile:fastext"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=env,
-        cwd=REPO,
-    ) as proc:
+    with compiling(ws, env) as proc:
         assert proc.stdout is not None
         reader = threading.Thread(target=lambda: lines.extend(proc.stdout or ()), daemon=True)
         reader.start()
@@ -165,6 +162,18 @@ def test_sigkill_loses_at_most_the_interval_and_the_next_compile_is_estimated(
     assert last.summary is not None
     cell = last.summary["fastext"]["compile time"]
     assert cell.startswith("compiled in ") and "; estimated " in cell, cell
+
+
+def compiling(ws: Workspace, env: dict[str, str], *options: str) -> subprocess.Popen[str]:
+    """`doit compile:fastext` started, its output (stderr too) on a pipe."""
+    return subprocess.Popen(
+        doit_command(ws.manifest, *options, "compile:fastext"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        cwd=REPO,
+    )
 
 
 def fresh_copy(ws: Workspace, folder: Path, registry: Registry) -> Workspace:

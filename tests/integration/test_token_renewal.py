@@ -26,18 +26,16 @@ that met a revoked token.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
 from build_graph.registry.auth import token_scope
-from tests.support.oci_registry import DIGEST, Handler, OciRegistry, Reply, Seen
+from tests.support.oci_registry import DIGEST, Handler, OciRegistry, Reply, Seen, running_registry
 from tests.support.registry import Registry
 from tests.support.workspace import built, make_workspace, pushed, ran
 
@@ -110,18 +108,9 @@ def token_registry() -> Iterator[tuple[OciRegistry, Realm]]:
     class Bound(RecordingHandler):
         pass
 
-    Bound.registry = registry
     Bound.realm = realm
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Bound)
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    registry.address = f"127.0.0.1:{server.server_address[1]}"
-    try:
+    with running_registry(registry, Bound):
         yield registry, realm
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 def per_scope(asked: list[Asked]) -> dict[tuple[str, ...], int]:

@@ -686,13 +686,16 @@ def _route(path: str) -> tuple[str, str, str] | None:
 
 
 @contextmanager
-def running_registry() -> Iterator[OciRegistry]:
-    """A registry serving on 127.0.0.1 (a free port: `.address`) until the block ends.
-    (tests/loopback_http.py's `serving`, but polled every 20 ms, not 500: a unit test that
-    starts one per test must not wait half a second to stop it.)"""
-    registry = OciRegistry()
+def running_registry(
+    registry: OciRegistry | None = None, handler: type[Handler] | None = None
+) -> Iterator[OciRegistry]:
+    """A registry serving on 127.0.0.1 (a free port: `.address`) until the block ends;
+    `handler`: a subclass of Handler that records or answers more. (tests/loopback_http.py's
+    `serving`, but polled every 20 ms, not 500: a unit test that starts one per test must
+    not wait half a second to stop it.)"""
+    registry = registry or OciRegistry()
 
-    class Bound(Handler):
+    class Bound(handler or Handler):  # type: ignore[misc]
         pass
 
     Bound.registry = registry

@@ -15,7 +15,7 @@ from build_graph.errors import EXIT_TERMINATED
 RUN = """
 import sys, time
 from pathlib import Path
-from build_graph.errors import interrupted, quiet_interrupts
+from build_graph.interrupts import interrupted, quiet_interrupts
 quiet_interrupts()
 done = Path(sys.argv[1])
 try:
