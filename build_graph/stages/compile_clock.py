@@ -19,6 +19,8 @@ from build_graph.fs import read_record, write_record
 
 _NINJA_LOG_VERSIONS = ("5", "6", "7")  # the same five columns in each
 _STATUS_RE = re.compile(r"^\[(\d+)/(\d+)\] ")
+WEIGHTED = "weighted by the last compile"
+_TRUSTED = 0.1  # of last time's unit time done: from there this run's own speed is used
 _QUARTER = 0.25  # record() judges the estimate a person saw a quarter of the way through
 
 
@@ -115,16 +117,19 @@ class Clock:
             self._by_name.setdefault(key.rsplit("/", 1)[-1], []).append(key)
         self._matched: set[str] = set()
         self._done = 0.0
+        self._finished_at: float | None = None  # when the last unit finished, if known
         self._counts: tuple[int, int] | None = None
         self._units: int | None = None
         self._estimates: list[tuple[float, float, str]] = []  # (elapsed, total, basis)
 
-    def ninja_line(self, text: str) -> None:
-        """Take one '[N/M] <description>' line (printed as an edge finishes); others ignored."""
+    def ninja_line(self, text: str, at: float | None = None) -> None:
+        """Take one '[N/M] <description>' line (printed as an edge finishes, `at` that
+        time.monotonic(), when known); others ignored."""
         found = _STATUS_RE.match(text)
         if not found:
             return
         self._counts = (int(found[1]), int(found[2]))
+        self._finished_at = at
         tokens = text[found.end() :].split()
         if tokens:
             self._count_output(tokens[-1])
@@ -148,7 +153,7 @@ class Clock:
     def fraction(self) -> tuple[float, str] | None:
         """How much is done and on what basis, the best basis available."""
         if self._counts and self._matched and self._total > 0:
-            return self._done / self._total, "weighted by the last compile"
+            return self._done / self._total, WEIGHTED
         if self._counts and self._counts[1] > 0:
             return self._counts[0] / self._counts[1], "by ninja's counts"
         if self._units is not None and self.history and 0 < self._units < self.history.units:
@@ -160,7 +165,9 @@ class Clock:
         """Seconds left and the basis; each estimate is remembered for record()."""
         elapsed = max(now - self.started, 0.0)
         share = self.fraction()
-        if share and share[0] > 0:
+        if share and share[1] == WEIGHTED and self.history:
+            estimate = (self._weighted_left(now, share[0], self.history), WEIGHTED)
+        elif share and share[0] > 0:
             done = min(share[0], 0.999)
             estimate = (elapsed / done - elapsed, share[1])
         elif self.history and self.history.compile_s > 0:
@@ -169,6 +176,20 @@ class Clock:
             return None
         self._estimates.append((elapsed, elapsed + estimate[0], estimate[1]))
         return estimate
+
+    def _weighted_left(self, now: float, share: float, history: History) -> float:
+        """What the units not done took last time, at this run's speed, less the time the
+        units now running have had since the last one finished (a 726 s unit counts down).
+        This run's speed is its wall seconds per second of last time's unit time, once a
+        tenth is done; before, last time's (a warm cache's first units are hits that take
+        next to nothing, and the container's start is in the elapsed time). Below 1 where
+        ninja ran units in parallel."""
+        last = self._finished_at if self._finished_at is not None else now
+        if share >= _TRUSTED:
+            speed = max(last - self.started, 0.0) / self._done
+        else:
+            speed = history.compile_s / self._total
+        return max((self._total - self._done) * speed - max(now - last, 0.0), 0.0)
 
     def line(self, now: float) -> str:
         """One progress line: elapsed, and what is left when there is a basis for it."""
@@ -180,6 +201,8 @@ class Clock:
         seconds, basis = estimate
         if self.history and basis == "by the last compile's time" and seconds == 0:
             return f"{shown}, past the last compile's {format_duration(self.history.compile_s)}"
+        if seconds < 1:  # the estimate is spent; the compile is not
+            return f"{shown}, due now ({basis})"
         return f"{shown}, about {format_duration(seconds)} left ({basis})"
 
     def record(self, finished: float) -> dict[str, object]:

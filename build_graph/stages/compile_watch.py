@@ -80,7 +80,7 @@ class Watch:
 
     def line(self, text: str) -> None:
         log(f"[{self.key}]   {text}")
-        self.clock.ninja_line(text)
+        self.clock.ninja_line(text, at=time.monotonic())
 
     def _run(self) -> None:
         now = time.monotonic()

@@ -170,12 +170,38 @@ def test_units_without_a_count_last_time_fall_back_to_the_last_time() -> None:
     assert clock.line(now=3800.0) == "1h01m elapsed, past the last compile's 1h00m"
 
 
-def test_a_finished_weighted_build_still_has_a_little_left() -> None:
+def test_when_every_unit_is_done_nothing_of_them_is_left() -> None:
     clock = Clock(History(100.0, 0, {"a.o": 5.0}), started=0.0)
     clock.ninja_line("[1/1] Linking a.o")
-    left = clock.left(now=999.0)
-    assert left is not None
-    assert left[0] == pytest.approx(999.0 / 0.999 - 999.0)
+    assert clock.left(now=999.0) == (0.0, "weighted by the last compile")
+
+
+def test_a_long_unit_counts_down_while_it_runs() -> None:
+    clock = Clock(History(826.0, 51, WEIGHTS), started=0.0)
+    for n, output in enumerate(SMALL, start=1):  # 100 of 826 s, done at 100 s
+        clock.ninja_line(building(output, n), at=100.0)
+    assert clock.left(now=100.0) == pytest.approx((726.0, "weighted by the last compile"))
+    assert clock.left(now=500.0) == pytest.approx((326.0, "weighted by the last compile"))
+    assert clock.left(now=900.0) == pytest.approx((0.0, "weighted by the last compile"))
+
+
+def test_before_a_tenth_is_done_last_times_speed_is_used() -> None:
+    """A warm cache's first units are hits that take next to nothing, and the elapsed time
+    holds the container's start: this run's rate from them says hours for minutes."""
+    clock = Clock(History(1000.0, 51, WEIGHTS), started=0.0)
+    for n, output in enumerate(SMALL[:25], start=1):  # 50 of 826 s: 6%
+        clock.ninja_line(building(output, n))
+    left = clock.left(now=5.0)
+    assert left == pytest.approx(((826 - 50) * 1000 / 826, "weighted by the last compile"))
+    # ninja ran units 8 at a time last time: its wall time was an eighth of the units' time
+    parallel = Clock(History(826.0 / 8, 51, WEIGHTS), started=0.0)
+    parallel.ninja_line(building(SMALL[0], 1))
+    assert parallel.left(now=1.0) == pytest.approx((824 / 8, "weighted by the last compile"))
+    # from a tenth on, this run's own speed: 776 of 826 s done in 364 s, about half as long
+    clock.ninja_line(building(BIG, 26))
+    assert clock.left(now=364.0) == pytest.approx(
+        (364 / (776 / 826) - 364, "weighted by the last compile")
+    )
 
 
 def test_the_line_says_what_is_left_and_on_what_basis() -> None:
