@@ -16,6 +16,7 @@ import pytest
 FIRST = (
     "tests/integration/test_cuda_stack.py",
     "tests/integration/test_platforms.py",
+    "tests/integration/test_stopped_compile.py",
     "tests/integration/test_sources.py",
     "tests/integration/test_ccache_bucket.py",
     "tests/integration/test_engines.py",
@@ -23,6 +24,8 @@ FIRST = (
     "tests/integration/test_runs.py",
     "tests/integration/test_remote_builder.py",
     "tests/integration/test_registry_redirects.py",
+    "tests/integration/test_compile_estimate.py",
+    "tests/integration/test_token_renewal.py",
     "tests/integration/test_compiler_cache.py",
     "tests/integration/test_verify_catches.py",
 )
