@@ -11,6 +11,7 @@ import fcntl
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,3 +174,23 @@ class GcsStore:
 
         blob = self._call(f"{self.url}/{key}", put)
         return Found(key, int(blob.generation), int(blob.size or src.stat().st_size))
+
+
+def store_problem(store: Store, stack_name: str, scratch: Path) -> str | None:
+    """None when `store` can be read and written, else why not: a small marker under the
+    stack's prefix, outside every tier's archives, is read (stat) and written, so a run
+    learns before its compile, not after it, that the cache it builds cannot be saved.
+    `scratch`: a local folder for the marker's file."""
+    key = f"{stack_name}/.write-check"
+    try:
+        scratch.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=scratch) as tmp:
+            marker = Path(tmp) / "write-check"
+            marker.write_text(f"{time.time():.0f}\n")
+            there = store.stat(key)
+            store.upload(marker, key, there.generation if there else 0)
+    except CacheConflict:
+        return None  # another runner wrote it meanwhile: writes are taken
+    except (CacheUnavailable, OSError) as exc:
+        return f"{store.url} cannot be written ({exc})"
+    return None

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from build_graph.ccache import archive as ccache_archive
-from build_graph.ccache.store import Found, Store, open_store
+from build_graph.ccache.store import Found, Store, open_store, store_problem
 from build_graph.errors import CacheConflict, CacheUnavailable, EnvironmentProblem
 from build_graph.fs import read_record, write_record
 from build_graph.log import log, progress
@@ -66,26 +66,6 @@ def key_fields(key: str) -> tuple[str, str, str] | None:
     """(stack, tier, variant) of an archive key, None when `key` is not one of ours."""
     match = _KEY_RE.match(key)
     return (match[1], match[2], match[3]) if match else None
-
-
-def store_problem(store: Store, stack_name: str, scratch: Path) -> str | None:
-    """None when `store` can be read and written, else why not: a small marker under the
-    stack's prefix, outside every tier's archives, is read (stat) and written, so a run
-    learns before its compile, not after it, that the cache it builds cannot be saved.
-    `scratch`: a local folder for the marker's file."""
-    key = f"{stack_name}/.write-check"
-    try:
-        scratch.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=scratch) as tmp:
-            marker = Path(tmp) / "write-check"
-            marker.write_text(f"{time.time():.0f}\n")
-            there = store.stat(key)
-            store.upload(marker, key, there.generation if there else 0)
-    except CacheConflict:
-        return None  # another runner wrote it meanwhile: writes are taken
-    except (CacheUnavailable, OSError) as exc:
-        return f"{store.url} cannot be written ({exc})"
-    return None
 
 
 class CacheSync:
@@ -172,6 +152,12 @@ class CacheSync:
             and (current := ccache_archive.fingerprint(self.folder)) == state.get("fingerprint")
         ):
             log(f"[{self.name}] compiler cache: local copy is {found.key}")
+        elif self._grew_here(state, found):
+            # What this machine saved, and compiled on since (a run killed after an interval
+            # save): richer than the archive. The state keeps the old fingerprint: its save
+            # sees the difference and uploads.
+            log(f"[{self.name}] compiler cache: local copy is {found.key} and more")
+            return
         else:
             outcome = self._download(found)
             # Unless restored, the folder does not hold `found`: the state must not claim it,
@@ -182,6 +168,16 @@ class CacheSync:
                 self._reseed = True  # unreadable: replace it (its generation, no newer one)
             found, current = (found, None) if outcome == "restored" else (None, current)
         self._write_state(found, current)
+
+    def _grew_here(self, state: dict[str, object], found: Found) -> bool:
+        """The folder held `found` (the state says so) and holds at least as much now."""
+        held = state.get("bytes")
+        return (
+            state.get("key") == found.key
+            and state.get("generation") == found.generation
+            and isinstance(held, int)
+            and ccache_archive.folder_size(self.folder) >= held
+        )
 
     def _same_tier(self, key: str) -> bool:
         """A fallback candidate: the same stack, tier and variant, parsed, not prefixed."""
@@ -218,6 +214,7 @@ class CacheSync:
                 "key": found.key if found else None,
                 "generation": found.generation if found else 0,
                 "fingerprint": fingerprint or ccache_archive.fingerprint(self.folder),
+                "bytes": ccache_archive.folder_size(self.folder),
             },
         )
 

@@ -28,8 +28,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from build_graph.ccache.store import open_store
-from build_graph.ccache.sync import store_problem
+from build_graph.ccache.store import open_store, store_problem
 from build_graph.docker import buildkit, files
 from build_graph.docker.connection import daemon_info
 from build_graph.errors import BuildGraphError, EnvironmentProblem, RegistryError

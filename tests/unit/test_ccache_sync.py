@@ -117,15 +117,32 @@ def test_archive_keys_name_stack_tier_variant_and_toolchain(tmp_path: Path) -> N
     assert sync.key.startswith(sync.prefix)
 
 
-def test_a_restore_over_a_changed_folder_records_what_it_restored(tmp_path: Path) -> None:
+def test_a_folder_that_grew_here_since_its_save_is_kept_and_saved(tmp_path: Path) -> None:
+    """A run killed after an interval save leaves the folder richer than the archive it
+    saved: the next run on this machine keeps it (not replaced by the poorer archive) and
+    its save uploads it."""
     warm_store(tmp_path)
     local = tmp_path / "local"
     first = sync_for(tmp_path, "a", local)
     first.restore()
-    (local / "f" / "strayR").write_bytes(b"x")  # the folder no longer matches its state
+    (local / "f" / "compiled-since-R").write_bytes(b"x")
     again = sync_for(tmp_path, "a", local)
     again.restore()
-    assert again.transfer.restored_from == again.key and not (local / "f" / "strayR").exists()
+    assert again.transfer.restored_from is None and (local / "f" / "compiled-since-R").exists()
+    again.save()
+    assert again.transfer.saved == f"saved {again.key}"
+
+
+def test_a_folder_that_lost_entries_since_its_restore_is_restored_again(tmp_path: Path) -> None:
+    warm_store(tmp_path)
+    local = tmp_path / "local"
+    first = sync_for(tmp_path, "a", local)
+    first.restore()
+    entry = next(p for p in local.rglob("*") if p.is_file() and p.stat().st_size > 0)
+    entry.unlink()  # `ccache -C`, a disk cleanup: poorer than the archive
+    again = sync_for(tmp_path, "a", local)
+    again.restore()
+    assert again.transfer.restored_from == again.key and entry.exists()
     again.save()
     assert again.transfer.saved == "unchanged: not uploaded"
 
