@@ -38,6 +38,8 @@ def progress(message: str) -> None:
 def _emit(message: str, always: bool) -> None:
     """To the running task's log file if any; to stderr when `always`, verbose, or no task."""
     handle: IO[str] | None = getattr(_local, "handle", None)
+    if handle is not None and handle.closed:  # a watching thread outlived its task
+        handle = None
     if handle is not None:
         handle.write(message + "\n")
         handle.flush()
@@ -57,6 +59,22 @@ def task_log(path: Path) -> Iterator[Path]:
             yield path
         finally:
             _local.handle = previous
+
+
+def current_handle() -> IO[str] | None:
+    """This thread's task log, for a thread it starts to write to (task_log_of)."""
+    return getattr(_local, "handle", None)
+
+
+@contextmanager
+def task_log_of(handle: IO[str] | None) -> Iterator[None]:
+    """This thread's log lines to `handle`, another thread's task log (current_handle)."""
+    previous = getattr(_local, "handle", None)
+    _local.handle = handle
+    try:
+        yield
+    finally:
+        _local.handle = previous
 
 
 def tail(path: Path, lines: int = 20, before: str | None = None) -> list[str]:

@@ -14,7 +14,6 @@ each problem is one warning line.
 
 from __future__ import annotations
 
-import re
 import tempfile
 import threading
 import time
@@ -23,16 +22,13 @@ from pathlib import Path
 from typing import Literal
 
 from build_graph.ccache import archive as ccache_archive
+from build_graph.ccache.keys import cache_key, key_fields, tier_prefix
 from build_graph.ccache.store import Found, Store, open_store, store_problem
 from build_graph.errors import CacheConflict, CacheUnavailable, EnvironmentProblem
 from build_graph.fs import read_record, write_record
 from build_graph.log import log, progress
 from build_graph.manifest.model import Stack
-from build_graph.plan.hashing import TAG_LENGTH
 from build_graph.plan.plan import PlannedTier
-
-# 'stack/tier/variant-<toolchain>.tar.zst'; the toolchain hash is the last '-' field.
-_KEY_RE = re.compile(rf"^([^/]+)/([^/]+)/([^/]+)-[0-9a-f]{{{TAG_LENGTH}}}\.tar\.zst$")
 
 
 @dataclass
@@ -46,26 +42,6 @@ class Transfer:
     save_s: float = 0.0
     saved: str = "not saved"
     warnings: list[str] = field(default_factory=list)
-
-
-def cache_key(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> str:
-    """'stack/tier/variant-<builder hash>.tar.zst': one archive per toolchain (the builder's
-    files' hash: [layers] changes its tag, not its compilers)."""
-    return f"{tier_prefix(stack, tier)}{builder.files_hash}.tar.zst"
-
-
-def tier_prefix(stack: Stack, tier: PlannedTier) -> str:
-    """Where fallbacks are listed: keys starting so, of which `same_tier` keeps the right ones.
-    One platform's compile of a tier built per platform has 'variant@os-arch' in place of
-    the variant ('@' is in no name): another architecture's objects are only misses."""
-    where = f"@{tier.platform.replace('/', '-')}" if tier.platform else ""
-    return f"{stack.name}/{tier.spec.name}/{tier.spec.variant}{where}-"
-
-
-def key_fields(key: str) -> tuple[str, str, str] | None:
-    """(stack, tier, variant) of an archive key, None when `key` is not one of ours."""
-    match = _KEY_RE.match(key)
-    return (match[1], match[2], match[3]) if match else None
 
 
 class CacheSync:
@@ -263,6 +239,10 @@ class CacheSync:
                 self._save_failed(str(exc))
                 return
         self._exact_generation, self._reseed = saved.generation, False
+        later = self.transfer.warnings[self._restore_warnings :]  # an interval save's blip
+        self.transfer.warnings[self._restore_warnings :] = [
+            w for w in later if not w.startswith("not saved: ")
+        ]
         self.transfer.bytes_up, self.transfer.save_s = saved.size, time.monotonic() - started
         self.transfer.saved = f"saved {saved.key}"
         self._write_state(saved, current)  # packing read the folder; it did not change it

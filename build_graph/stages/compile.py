@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import threading
 import time
 from pathlib import Path
@@ -125,12 +126,14 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
             _bring_back(tier, box, cache_mount, out_mount if code == 0 else None)
     finally:  # a failed compile's partial cache is worth keeping too
         finished = time.monotonic()
-        stats = read_stats(builder.image, cache, builder.platform)
-        if code == 0:  # only a whole compile's times say how long the next one takes
-            _keep_history(tier, cache, stats, finished - started)
-        sync.save()
-        with _compiling_lock:
-            _compiling.discard(sync)
+        try:
+            stats = read_stats(builder.image, cache, builder.platform)
+            if code == 0:  # only a whole compile's times say how long the next one takes
+                _keep_history(tier, cache, stats, finished - started)
+        finally:  # the save comes whatever happened above: it is the compile's hours
+            sync.save()
+            with _compiling_lock:
+                _compiling.discard(sync)
         timing = clock.record(finished)
         _report(tier, stats, sync, timing)
     if code != 0:
@@ -208,15 +211,25 @@ def _keep_history(tier: PlannedTier, cache: Path, stats: CcacheStats | None, too
     travels with the archive to the next machine: its time, its compilations and, where
     ninja drove it, each unit's time from the .ninja_log files the sources' build folders
     hold (found here only where the sources are this machine's: bind mode)."""
-    weights: dict[str, float] = {}
-    if files.mode() == "bind":
-        for found in ninja_logs(tier.folder.staged_sources):
-            weights.update(read_ninja_log(found.read_text(errors="replace")))
-    units = stats.hits + stats.misses if stats is not None else 0
     try:
+        weights: dict[str, float] = {}
+        if files.mode() == "bind":
+            for found in ninja_logs(tier.folder.staged_sources):
+                weights.update(read_ninja_log(read_log_safely(found)))
+        units = stats.hits + stats.misses if stats is not None else 0
         History(compile_s=took, units=units, weights=weights).save(cache / HISTORY)
-    except OSError as exc:  # only the next estimate is poorer for it
-        log(f"[{tier.key}] compile times not kept: {exc}")
+    except Exception as exc:  # only the next estimate is poorer for it, never the compile
+        log(f"[{tier.key}] compile times not kept: {type(exc).__name__}: {exc}")
+
+
+def read_log_safely(path: Path, limit: int = 64 << 20) -> str:
+    """A .ninja_log the compile wrote (the container writes the sources folder, so it may
+    be anything): a regular file, not through a link, at most `limit` bytes."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return handle.read(limit).decode("utf-8", "replace")
 
 
 def ninja_logs(folder: Path, depth: int = 4) -> list[Path]:

@@ -18,7 +18,12 @@ from pathlib import Path
 from build_graph.fs import read_record, write_record
 
 _NINJA_LOG_VERSIONS = ("5", "6", "7")  # the same five columns in each
-_STATUS_RE = re.compile(r"^\[(\d+)/(\d+)\] ")
+# ninja's status line, '[N/M] ' by default; pip -v indents the build's output (PyTorch's
+# compile runs under it) and NINJA_STATUS may add fields ('[%f/%t %es] ').
+_STATUS_RE = re.compile(r"^\s*\[(\d{1,9})/(\d{1,9})[^\]]{0,40}\]\s")
+MAX_UNIT_S = 86400.0  # a unit's time past a day is no measurement (a log, or a history, lies)
+MAX_HISTORY_BYTES = 16 << 20  # PyTorch's .ninja_log is a few MiB; more is not a history
+MAX_WEIGHTS = 200_000
 WEIGHTED = "weighted by the last compile"
 _TRUSTED = 0.1  # of last time's unit time done: from there this run's own speed is used
 _QUARTER = 0.25  # record() judges the estimate a person saw a quarter of the way through
@@ -28,7 +33,7 @@ def read_ninja_log(text: str) -> dict[str, float]:
     """A `.ninja_log` -> {output path: seconds it took}; the last entry for an output wins,
     as ninja appends. Unparsable lines are skipped; an unknown version gives {}. Never raises.
     """
-    lines = text.splitlines()
+    lines = text.splitlines()[: MAX_WEIGHTS * 4]
     header = lines[0].strip() if lines else ""
     if header.removeprefix("# ninja log v") not in _NINJA_LOG_VERSIONS:
         return {}
@@ -37,27 +42,34 @@ def read_ninja_log(text: str) -> dict[str, float]:
         fields = line.split("\t")
         if len(fields) != 5 or not fields[3]:
             continue
+        if len(fields[0]) > 15 or len(fields[1]) > 15:  # ms since the build began
+            continue
         try:
             start, end = int(fields[0]), int(fields[1])
         except ValueError:
             continue
-        if 0 <= start <= end:
-            took[fields[3]] = (end - start) / 1000
-    return took
+        if 0 <= start <= end and (end - start) / 1000 <= MAX_UNIT_S:
+            took[fields[3][:1000]] = (end - start) / 1000
+    return dict(list(took.items())[-MAX_WEIGHTS:])
 
 
-def _seconds(value: object) -> float | None:
-    """A finite, non-negative number from JSON (a bool is not one), else None."""
+def _seconds(value: object, most: float = 30 * MAX_UNIT_S) -> float | None:
+    """A non-negative number of seconds from JSON, at most `most` (a bool is not one),
+    else None."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) and value >= 0 else None
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int of hundreds of digits
+        return None
+    return seconds if 0 <= seconds <= most else None
 
 
 def _weights(raw: object) -> dict[str, float] | None:
     """{output: seconds} from JSON, or None when any entry is not a duration."""
-    if not isinstance(raw, dict):
+    if not isinstance(raw, dict) or len(raw) > MAX_WEIGHTS:
         return None
-    weights = {str(key): _seconds(value) for key, value in raw.items()}
+    weights = {str(key): _seconds(value, MAX_UNIT_S) for key, value in raw.items()}
     kept = {key: value for key, value in weights.items() if value is not None}
     return kept if len(kept) == len(weights) else None
 
@@ -75,7 +87,17 @@ class History:
 
     @classmethod
     def load(cls, path: Path) -> History | None:
-        """None when missing, unreadable or malformed: a bad history only costs the estimate."""
+        """None when missing, unreadable or malformed: a bad history only costs the estimate.
+        It comes from the cache's archive, which is untrusted: never raises."""
+        try:
+            return cls._load(path)
+        except (Exception, RecursionError):
+            return None
+
+    @classmethod
+    def _load(cls, path: Path) -> History | None:
+        if not path.is_file() or path.is_symlink() or path.stat().st_size > MAX_HISTORY_BYTES:
+            return None
         data = read_record(path) or {}
         compile_s, units = _seconds(data.get("compile_s")), data.get("units")
         weights = _weights(data.get("weights"))
@@ -99,6 +121,14 @@ def format_duration(seconds: float) -> str:
         return f"{total // 60}m{total % 60:02d}s"
     hours, minutes = divmod(total // 60, 60)
     return f"{hours}h{minutes:02d}m"
+
+
+def _output_of(tokens: list[str]) -> str:
+    """The output a status line names: the last word (CMake's 'Building CXX object x.o'),
+    or what follows '-o' where ninja prints the command (torch.utils.cpp_extension)."""
+    if "-o" in tokens[:-1]:
+        return tokens[tokens.index("-o") + 1]
+    return tokens[-1]
 
 
 class Clock:
@@ -132,7 +162,7 @@ class Clock:
         self._finished_at = at
         tokens = text[found.end() :].split()
         if tokens:
-            self._count_output(tokens[-1])
+            self._count_output(_output_of(tokens))
 
     def _count_output(self, token: str) -> None:
         for key in self._by_name.get(token.rsplit("/", 1)[-1], []):

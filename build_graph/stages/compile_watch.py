@@ -15,10 +15,12 @@ goes out every BUILD_GRAPH_PROGRESS_S seconds: 15 on a terminal, 60 in a log (CI
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -26,7 +28,7 @@ from build_graph.ccache.stats import parse
 from build_graph.ccache.sync import CacheSync
 from build_graph.docker import containers
 from build_graph.layout import CCACHE_DIR
-from build_graph.log import log, progress
+from build_graph.log import current_handle, log, progress, task_log_of
 from build_graph.stages.compile_clock import Clock, format_duration
 
 if TYPE_CHECKING:
@@ -36,9 +38,13 @@ if TYPE_CHECKING:
 def tick_every() -> float:
     """Seconds between progress lines: BUILD_GRAPH_PROGRESS_S, else a terminal's 15 or a
     log's 60 (a line a minute keeps CI's log readable and shows the job is alive)."""
-    given = os.environ.get("BUILD_GRAPH_PROGRESS_S")
-    if given:
-        return max(float(given), 0.1)
+    given = os.environ.get("BUILD_GRAPH_PROGRESS_S", "")
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = 0.0
+    if 0.1 <= seconds <= 3600:
+        return seconds
     return 15.0 if sys.stderr.isatty() else 60.0
 
 
@@ -62,6 +68,7 @@ class Watch:
         self.key, self.box, self.clock = key, box, clock
         self.sync, self.save_s, self.tick_s = sync, save_s, tick_s
         self.saves = 0
+        self._handle = current_handle()  # the compile task's log: its lines go there too
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"watch {key}", daemon=True)
 
@@ -76,29 +83,35 @@ class Watch:
         tb: TracebackType | None,
     ) -> None:
         self._stop.set()
-        self._thread.join()
+        if kind is None:
+            self._thread.join()
+        # else (Ctrl-C, SIGTERM, a failure): not waiting for a save under way, so that the
+        # container is removed at once; the save after the compile waits for it instead
+        # (CacheSync saves one at a time).
 
     def line(self, text: str) -> None:
         log(f"[{self.key}]   {text}")
         self.clock.ninja_line(text, at=time.monotonic())
 
     def _run(self) -> None:
-        now = time.monotonic()
-        next_tick = now + self.tick_s
-        next_save = now + self.save_s if self.sync is not None and self.save_s > 0 else None
-        while True:
-            due = next_tick if next_save is None else min(next_tick, next_save)
-            if self._stop.wait(max(due - time.monotonic(), 0.0)):
-                return
-            try:
+        with task_log_of(self._handle):
+            now = time.monotonic()
+            next_tick = now + self.tick_s
+            saving = self.sync is not None and self.save_s > 0
+            next_save = now + self.save_s if saving else math.inf
+            while not self._stop.wait(max(min(next_tick, next_save) - time.monotonic(), 0)):
                 if time.monotonic() >= next_tick:
-                    self._tick()
-                    next_tick = time.monotonic() + self.tick_s
-                if next_save is not None and time.monotonic() >= next_save:
-                    self._save()
+                    next_tick = time.monotonic() + self.tick_s  # a failing tick waits too
+                    self._guarded(self._tick)
+                if time.monotonic() >= next_save:
                     next_save = time.monotonic() + self.save_s
-            except Exception as exc:  # a watcher's trouble must never touch the compile
-                log(f"[{self.key}] progress: {type(exc).__name__}: {exc}")
+                    self._guarded(self._save)
+
+    def _guarded(self, step: Callable[[], None]) -> None:
+        try:
+            step()
+        except Exception as exc:  # a watcher's trouble must never touch the compile
+            log(f"[{self.key}] {step.__name__.strip('_')}: {type(exc).__name__}: {exc}")
 
     def _tick(self) -> None:
         files = self.clock.counts
@@ -119,7 +132,13 @@ class Watch:
         assert self.sync is not None
         self.sync.save()
         self.saves += 1
-        progress(
-            f"[{self.key}] compiler cache: {self.sync.transfer.saved} during the compile "
-            f"(every {format_duration(self.save_s)}: a killed run loses at most that)"
-        )
+        moved = self.sync.transfer
+        if moved.saved.startswith("saved "):
+            said = (
+                f"{moved.saved} during the compile ({moved.bytes_up / 2**20:.1f} MiB in "
+                f"{moved.save_s:.1f} s; every {format_duration(self.save_s)}, so a killed "
+                "run loses at most that)"
+            )
+        else:
+            said = f"{moved.saved} (a save during the compile)"
+        progress(f"[{self.key}] compiler cache: {said}")

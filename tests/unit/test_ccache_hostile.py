@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from build_graph.ccache import archive as ccache_archive
+from build_graph.ccache.keys import key_fields
 from build_graph.ccache.store import FileStore
-from build_graph.ccache.sync import CacheSync, key_fields
+from build_graph.ccache.sync import CacheSync
 from build_graph.plan.plan import plan
 from tests.helpers import MINIMAL, load_text
 from tests.hostile_archives import CASES, accepted_links, accepted_owners_and_modes

@@ -139,7 +139,7 @@ def test_outputs_match_by_path_suffix_and_count_once() -> None:
 
 def test_lines_that_are_not_ninja_status_lines_are_ignored() -> None:
     clock = Clock(None, started=0.0)
-    for text in ["FAILED: x.o", "ninja: build stopped", "[3/x] y", " [1/2] indented", "[1/2]"]:
+    for text in ["FAILED: x.o", "ninja: build stopped", "[3/x] y", "[1/2]", "x [1/2] y"]:
         clock.ninja_line(text)
     assert clock.fraction() is None
 
@@ -265,3 +265,55 @@ def test_describe_says_over_or_under(off: float, judged: str) -> None:
 )
 def test_format_duration(seconds: float, shown: str) -> None:
     assert format_duration(seconds) == shown
+
+
+def test_pip_s_indented_lines_and_a_custom_ninja_status_are_read() -> None:
+    """PyTorch's compile runs ninja under `pip wheel -v`, which indents the build's output;
+    NINJA_STATUS may add fields."""
+    clock = Clock(History(1000.0, 51, WEIGHTS), started=0.0)
+    clock.ninja_line(f"  [1/51] Building CXX object {BIG}")
+    assert clock.counts == (1, 51)
+    assert clock.fraction() == pytest.approx((726 / 826, "weighted by the last compile"))
+    custom = Clock(None, started=0.0)
+    custom.ninja_line("[7/9 12.3s] CXX a.o")
+    assert custom.counts == (7, 9)
+
+
+def test_a_line_that_prints_the_command_is_matched_by_its_output() -> None:
+    """torch.utils.cpp_extension's ninja prints the command: the output follows -o."""
+    clock = Clock(History(100.0, 2, {"vision.o": 30.0, "nms.o": 10.0}), started=0.0)
+    clock.ninja_line("[1/2] c++ -MMD -MF vision.o.d -c /src/vision.cpp -o vision.o -O2 -fPIC")
+    assert clock.fraction() == pytest.approx((0.75, "weighted by the last compile"))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"compile_s": 1' + "0" * 400 + ', "units": 1, "weights": {}}',
+        "[" * 100_000 + "]" * 100_000,
+        '{"compile_s": 10, "units": 1, "weights": {"a.o": 1e308, "b.o": 1e308}}',
+        '{"compile_s": 1e308, "units": 1, "weights": {}}',
+    ],
+    ids=["overflowing-int", "deep-nesting", "huge-weights", "huge-time"],
+)
+def test_a_hostile_history_from_the_archive_is_no_history(tmp_path: Path, text: str) -> None:
+    path = tmp_path / HISTORY
+    path.write_text(text)
+    assert History.load(path) is None
+
+
+def test_a_history_too_big_or_not_a_file_is_not_read(tmp_path: Path) -> None:
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps(GOOD) + " " * (16 << 20))
+    assert History.load(big) is None
+    link = tmp_path / "link.json"
+    link.symlink_to(tmp_path / "elsewhere.json")
+    (tmp_path / "elsewhere.json").write_text(json.dumps(GOOD))
+    assert History.load(link) is None
+
+
+def test_a_ninja_log_with_absurd_times_keeps_only_sane_ones() -> None:
+    text = (
+        "# ninja log v5\n0\t" + "9" * 400 + "\t0\ta.o\th\n0\t90000000\t0\tb.o\th\n0\t5\t0\tc.o\th\n"
+    )
+    assert read_ninja_log(text) == {"c.o": 0.005}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from build_graph.ccache.sync import cache_key, key_fields
+from build_graph.ccache.keys import cache_key, key_fields
 from build_graph.manifest.load import load
 from build_graph.oci.digest import Digest
 from build_graph.oci.index import (
