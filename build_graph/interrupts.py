@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import NoReturn
@@ -56,7 +57,10 @@ def interrupted(where: str = "") -> NoReturn:
     what other threads still hold.
     """
     global _stopping
-    _stopping = True
+    with _exiting:
+        second, _stopping = _stopping, True
+    while second:  # another thread is ending the run (doit -n): it says so, once
+        time.sleep(3600)
     where = where or ", ".join(sorted(set(_doing.values())))
     for cleanup in _cleanups:
         with contextlib.suppress(Exception):
@@ -77,6 +81,7 @@ def interrupted(where: str = "") -> NoReturn:
 
 _terminated = False
 _stopping = False
+_exiting = threading.Lock()
 
 
 def stopping() -> bool:

@@ -61,8 +61,11 @@ def pack(folder: Path, dest: Path) -> int:
     with dest.open("wb") as raw:
         compressor.copy_stream(tar.stdout, raw, read_size=_CHUNK, write_size=_CHUNK)
     _, errors = tar.communicate()
-    if tar.returncode not in (0, 1):  # 1: some file changed while read (GNU tar's manual)
-        raise OSError(f"tar could not read {folder}: {errors.decode(errors='replace')[-300:]}")
+    said = errors.decode(errors="replace")
+    # 1: some file changed while read (GNU tar's manual); a file it may not read is no
+    # such change: an archive without it would be saved as whole
+    if tar.returncode not in (0, 1) or "Permission denied" in said:
+        raise OSError(f"tar could not read {folder}: {said[-300:]}")
     return dest.stat().st_size
 
 

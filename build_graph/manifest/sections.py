@@ -67,6 +67,12 @@ def resolve_cache(cache: stack_schema.Cache, manifest: Path, report: Report) -> 
             f"{cache.save_every!r} is not a duration; write e.g. '20m', '1h' or '0s' "
             "(saved only when the compile ends)",
         )
+    elif 0 < every < 300:
+        report.note(
+            "cache.save_every",
+            f"{cache.save_every!r}: each save packs and uploads the whole cache on every core "
+            "beside the compile; under 5m it may cost more than a killed run would lose",
+        )
     return CacheSpec(
         url=url,
         max_size_bytes=size or 0,

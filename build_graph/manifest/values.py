@@ -159,7 +159,7 @@ def fill_fields(text: str, fields: Mapping[str, str]) -> str:
     )
 
 
-_DURATION_RE = re.compile(r"(\d+)([dhms])")
+_DURATION_RE = re.compile(r"(\d{1,9})([dhms])")
 _UNIT_S = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 
 

@@ -152,14 +152,18 @@ def _may_push(host: str, repository: str) -> None:
     except RegistryError as exc:  # unreachable for now: the push will say so if it lasts
         progress(f"warning: could not ask {host} for push rights on {repository}: {exc}")
         return
-    if started.status in (401, 403):  # refused: the only answer that fails the run here
-        raise problems.refused(
-            host, f"opening an upload to {repository} (push rights)", started.status, started.body
-        )
+    if started.status in (401, 403, 404, 405):  # a push would meet the same answer first
+        what = f"opening an upload to {repository} (push rights)"
+        if started.status in (404, 405):  # no such repository (ECR), a read-only mirror
+            raise RegistryError(
+                f"the registry {host} answered HTTP {started.status} to {what}: the repository "
+                "takes no pushes (create it, or point the stack's registry at one that does)"
+            )
+        raise problems.refused(host, what, started.status, started.body)
     if started.status != 202 or not started.headers.get("location"):
         progress(
             f"warning: {host} answered HTTP {started.status} when asked for push rights on "
-            f"{repository}; compiling anyway"
+            f"{repository}; going on (the push will say if it lasts)"
         )
         return
     # Cancelled; any answer will do (a robot may push and not delete: its token service

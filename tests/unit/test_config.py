@@ -240,6 +240,7 @@ def test_registry_grammar(tmp_path: Path) -> None:
         ('max_size = "lots"', "cache.max_size", "not a size"),
         ('save_every = "20 minutes"', "cache.save_every", "not a duration; write e.g. '20m'"),
         ('save_every = "-5m"', "cache.save_every", "not a duration"),
+        ('save_every = "9999999999999m"', "cache.save_every", "not a duration"),
     ],
 )
 def test_cache_settings(tmp_path: Path, cache: str, key: str, fragment: str) -> None:

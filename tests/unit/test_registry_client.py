@@ -531,6 +531,19 @@ def test_push_rights_are_asked_before_a_compile_and_leave_nothing_behind(
     assert registry.uploads == {}
 
 
+@pytest.mark.parametrize("status", [404, 405])
+def test_a_repository_that_takes_no_pushes_fails_before_a_compile(
+    registry: OciRegistry, status: int
+) -> None:
+    """ECR answers 404 for a repository nobody created, a read-only mirror 405: the push
+    would meet the same answer first."""
+    registry.fail(r"/v2/team/nowhere/blobs/uploads/", status, method="POST")
+    with pytest.raises(RegistryError, match=f"HTTP {status} .* takes no pushes"):
+        upload.may_push(ref(registry, "t", "team/nowhere"))
+    registry.fail(r"/v2/team/flaky/blobs/uploads/", 503, method="POST", times=10)
+    upload.may_push(ref(registry, "t", "team/flaky"))  # a 5xx: a warning, the run goes on
+
+
 def test_a_mount_under_token_auth_asks_for_the_source_repository_too(
     registry: OciRegistry, tmp_path: Path
 ) -> None:
