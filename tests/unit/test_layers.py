@@ -171,4 +171,26 @@ def test_every_package_folder_ships_in_the_wheel() -> None:
         ".".join(("build_graph", *p.parent.relative_to(PACKAGE).parts))
         for p in PACKAGE.rglob("__init__.py")
     }
-    assert folders | set(setuptools["package-dir"]) == listed
+    assert folders | set(setuptools["package-dir"]) == {
+        name for name in listed if not name.startswith("build_graph.examples.")
+    }
+
+
+def test_every_example_folder_with_files_is_listed_so_the_install_is_quiet() -> None:
+    """setuptools warns (40 lines each) for every folder of package data whose path reads
+    as a package name and is not listed as one: the example stacks' folders are listed."""
+    listed = set(
+        tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    examples = REPO / "examples"
+    skipped = {"build", "__pycache__", "gen"}  # a checkout's own state (never shipped)
+    wanted = {
+        ".".join(("build_graph.examples", *folder.relative_to(examples).parts))
+        for folder in examples.rglob("*")
+        if folder.is_dir()
+        and not skipped & set(folder.relative_to(examples).parts)
+        and all(part.isidentifier() for part in folder.relative_to(examples).parts)
+        and any(child.is_file() for child in folder.iterdir())
+    }
+    assert wanted - listed == set(), "add these to pyproject.toml's packages"
+    assert {n for n in listed if n.startswith("build_graph.examples.")} - wanted == set()
