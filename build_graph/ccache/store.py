@@ -176,18 +176,23 @@ class GcsStore:
         return Found(key, int(blob.generation), int(blob.size or src.stat().st_size))
 
 
-def store_problem(store: Store, stack_name: str, scratch: Path) -> str | None:
-    """None when `store` can be read and written, else why not: a small marker under the
-    stack's prefix, outside every tier's archives, is read (stat) and written, so a run
-    learns before its compile, not after it, that the cache it builds cannot be saved.
-    `scratch`: a local folder for the marker's file."""
+def store_problem(store: Store, stack_name: str, scratch: Path, write: bool = True) -> str | None:
+    """None when `store` can be read (and, with `write`, written), else why not: a small
+    marker under the stack's prefix, outside every tier's archives, is read (stat) and
+    written, so a run learns before its compile, not after it, that the cache it builds
+    cannot be saved. `scratch`: a local folder for the marker's file."""
     key = f"{stack_name}/.write-check"
+    try:
+        there = store.stat(key)
+    except CacheUnavailable as exc:
+        return f"{store.url} cannot be read ({exc})"
+    if not write:
+        return None
     try:
         scratch.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=scratch) as tmp:
             marker = Path(tmp) / "write-check"
             marker.write_text(f"{time.time():.0f}\n")
-            there = store.stat(key)
             store.upload(marker, key, there.generation if there else 0)
     except CacheConflict:
         return None  # another runner wrote it meanwhile: writes are taken

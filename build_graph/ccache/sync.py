@@ -62,6 +62,10 @@ class CacheSync:
         self._exact_generation = 0  # generation of our key when restored; 0 = absent
         self._unread: Found | None = None  # an archive restore could not fetch, kept safe
         self._reseed = False  # the store lacks a readable archive of ours: save regardless
+        # This run uploaded during its compile, before the compile's times were kept: the
+        # archive lacks them, so the last save uploads whatever the fingerprint says.
+        self.times_behind = False
+        self.uploaded = False  # by this run, so far
         self._saving = threading.Lock()  # interval saves, the final one, an interrupt's
 
     def _warn(self, message: str) -> None:
@@ -214,7 +218,7 @@ class CacheSync:
     def _save(self) -> None:
         state = read_record(self.state_path) or {}
         current = ccache_archive.fingerprint(self.folder)
-        if current == state.get("fingerprint") and not self._reseed:
+        if current == state.get("fingerprint") and not (self._reseed or self.times_behind):
             self.transfer.saved = "unchanged: not uploaded"
             return
         if self._exact_generation < 0:
@@ -238,7 +242,8 @@ class CacheSync:
             except (CacheUnavailable, OSError) as exc:
                 self._save_failed(str(exc))
                 return
-        self._exact_generation, self._reseed = saved.generation, False
+        self._exact_generation, self._reseed, self.times_behind = saved.generation, False, False
+        self.uploaded = True
         later = self.transfer.warnings[self._restore_warnings :]  # an interval save's blip
         self.transfer.warnings[self._restore_warnings :] = [
             w for w in later if not w.startswith("not saved: ")

@@ -130,6 +130,7 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
             stats = read_stats(builder.image, cache, builder.platform)
             if code == 0:  # only a whole compile's times say how long the next one takes
                 _keep_history(tier, cache, stats, finished - started)
+                sync.times_behind = sync.uploaded  # an interval save went up without them
         finally:  # the save comes whatever happened above: it is the compile's hours
             sync.save()
             with _compiling_lock:

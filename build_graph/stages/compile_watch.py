@@ -115,7 +115,7 @@ class Watch:
 
     def _tick(self) -> None:
         files = self.clock.counts
-        counts = [f"{files[0]}/{files[1]} files"] if files else []
+        counts = [f"{files[0]}/{files[1]} files ({files[0] / files[1]:.0%})"] if files else []
         code, output = containers.exec_in(
             self.box, ["ccache", "--print-stats"], {"CCACHE_DIR": CCACHE_DIR}
         )

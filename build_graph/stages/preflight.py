@@ -106,7 +106,11 @@ def _cache_store(work: Work, pending: list[PlannedTier]) -> list[str]:
     if not compiles:
         return []
     stack = work.stack
-    problem = store_problem(open_store(stack.cache.url), stack.name, stack.build_folder.root)
+    # Written only where the cache is required: a run of a stack that is not leaves the
+    # store as it found it until it has a cache to save (which then says if it cannot).
+    problem = store_problem(
+        open_store(stack.cache.url), stack.name, stack.build_folder.root, stack.cache.required
+    )
     if problem is None:
         return []
     names = ", ".join(i.key for i in compiles)
@@ -115,11 +119,15 @@ def _cache_store(work: Work, pending: list[PlannedTier]) -> list[str]:
             f"compiler cache of {names}: {problem}; [cache] required = true: fix the "
             "store's credentials or permissions (or set required = false to compile cold)"
         ]
-    progress(f"warning: compiler cache of {names}: {problem}; the compile will not be saved")
+    progress(f"warning: compiler cache of {names}: {problem}; compiling without it")
     return []
 
 
 def _dockerfiles(work: Work, pending: list[PlannedTier]) -> list[str]:
+    try:
+        daemon_info()
+    except BuildGraphError:  # the build says so, in its one line naming the daemon
+        return []
     command = buildkit.cli()
     if command is None or "buildx" not in command:
         progress("note: pre-flight: Dockerfile checks not run (no docker buildx here)")
