@@ -7,6 +7,8 @@ through the API (files.py chooses and copies).
 
 from __future__ import annotations
 
+import os
+import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -19,10 +21,18 @@ from build_graph.errors import BuildFailed
 from build_graph.interrupts import on_interrupt, stopping
 from build_graph.log import log
 
+# Who started a container: a run killed where nothing could remove it (SIGKILL) leaves it
+# behind, and this says whose it was (`docker ps --filter label=io.build-graph.owner=...`).
+OWNER_LABEL = "io.build-graph.owner"
 READ_LIMIT = 64 << 20  # read_file: the probe's report and the like, never this large
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
+
+
+def owner(pid: int | None = None) -> str:
+    """'host:pid' of this process (or `pid`), the owner label's value."""
+    return f"{socket.gethostname()}:{pid if pid is not None else os.getpid()}"
 
 
 @contextmanager
@@ -63,6 +73,7 @@ def container(
             entrypoint=entrypoint,
             device_requests=device_requests,
             platform=platform,
+            labels={OWNER_LABEL: owner()},
         )
 
     try:

@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from build_graph.manifest.load import load
-from build_graph.plan.plan import plan
+from build_graph.docker.containers import OWNER_LABEL, owner
 from tests.helpers import REPO, doit_command
 from tests.support.gcs import GcsEmulator
 from tests.support.registry import Registry
@@ -50,7 +49,6 @@ def test_sigterm_half_way_saves_the_finished_units_for_the_next_machine(
     ws.edit('max_size = "2G"', f'url = "gs://{BUCKET}/{prefix}"\nmax_size = "2G"')
     env = {**os.environ, "STORAGE_EMULATOR_HOST": gcs.url, "BUILD_GRAPH_VERBOSE": "1"}
     assert ws.doit("build:builder", env=env).returncode == 0
-    [builder] = [t.image for t in plan(load(ws.manifest)) if t.key == "builder"]
     cache = ws.root / "build" / "ccache"
     with compiling(ws, env, *options) as proc:
         deadline = time.monotonic() + 600
@@ -69,14 +67,8 @@ def test_sigterm_half_way_saves_the_finished_units_for_the_next_machine(
         "nothing interrupted was recorded as done"
     ], output[-3000:]
     assert done_then < KERNELS, "stopped too late to tell"
-    # no container outlives the run
-    left = subprocess.run(
-        ["docker", "ps", "-aq", "--filter", f"ancestor={builder}"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    assert left == [], left
+    # no container outlives the run (its own: other tests' run beside it)
+    assert containers_of(proc.pid) == [], "a container outlived the run"
     saved = [b.name for b in gcs.client().list_blobs(BUCKET, prefix=f"{prefix}/")]
     assert saved, "the finished units' cache was not saved"
     assert not (ws.root / "build" / "default" / "fastext" / "wheels").exists()
@@ -108,7 +100,6 @@ def test_sigkill_loses_at_most_the_interval_and_the_next_compile_is_estimated(
         "BUILD_GRAPH_PROGRESS_S": "1",
     }
     assert ws.doit("build:builder", env=env).returncode == 0
-    [builder] = [t.image for t in plan(load(ws.manifest)) if t.key == "builder"]
     cache = ws.root / "build" / "ccache"
     lines: list[str] = []
     with compiling(ws, env) as proc:
@@ -131,12 +122,10 @@ def test_sigkill_loses_at_most_the_interval_and_the_next_compile_is_estimated(
         saved = [b.name for b in gcs.client().list_blobs(BUCKET, prefix="killed/")]
         assert saved, "no interval save reached the bucket"
     finally:  # nobody was left to remove the compile's container: the test does
-        subprocess.run(
-            f"docker ps -aq --filter ancestor={builder} | xargs -r docker rm -f",
-            shell=True,
-            capture_output=True,
-            check=False,
-        )
+        left = containers_of(proc.pid)
+        if left:
+            subprocess.run(["docker", "rm", "-f", *left], capture_output=True, check=False)
+    assert left, "the killed run's compile container was not labelled as its own"
 
     # A fresh machine: the same stack without its build folder, the same bucket.
     second = fresh_copy(ws, tmp_path / "second", registry)
@@ -162,6 +151,14 @@ def test_sigkill_loses_at_most_the_interval_and_the_next_compile_is_estimated(
     assert last.summary is not None
     cell = last.summary["fastext"]["compile time"]
     assert cell.startswith("compiled in ") and "; estimated " in cell, cell
+
+
+def containers_of(pid: int) -> list[str]:
+    """The containers the run of process `pid` started, by their owner label."""
+    label = f"label={OWNER_LABEL}={owner(pid)}"
+    return subprocess.run(
+        ["docker", "ps", "-aq", "--filter", label], capture_output=True, text=True, check=True
+    ).stdout.split()
 
 
 def compiling(ws: Workspace, env: dict[str, str], *options: str) -> subprocess.Popen[str]:
