@@ -37,7 +37,7 @@ from build_graph.oci.refs import Ref
 from build_graph.registry import api
 from build_graph.registry.transport import client
 
-ATTEMPTS = 8
+ATTEMPTS = 12
 SETTLE = 3  # reads in a row that must list an added entry
 SETTLE_GAP = 0.05  # seconds between them (jittered)
 _ACCEPT = {"Accept": OCI_INDEX}
@@ -79,8 +79,10 @@ def attach(image: Ref, subject: Digest, referrer: Referrer) -> None:
                 f"replaced the referrers index {ATTEMPTS} times while {referrer.digest} was "
                 "added; run again"
             )
-        if writes:  # another writer won the last round: let the writers fall out of step
-            time.sleep(random.uniform(0, SETTLE_GAP * writes))
+        if writes:  # another writer won the last round: let the writers fall out of step,
+            # by as long as a round takes here (a loaded CI machine's is far over SETTLE_GAP:
+            # jitter below it kept two racing runners in step for ATTEMPTS rounds)
+            time.sleep(random.uniform(0, max(gap, SETTLE_GAP) * writes))
         _write_tag(image, subject, amended)
         writes, settled = writes + 1, 0
         # Another writer's read-modify-write takes about as long as ours did: on a loaded
