@@ -33,6 +33,9 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+# Every label of ours, on images (stages/build.py) and containers (docker/containers.py),
+# and what the registry's catalog reads back (registry/catalog.py).
+LABEL_PREFIX = "io.build-graph"
 DEFAULT_MANIFEST = "images.toml"
 OWN_FOLDER = "build"  # below the manifest's folder; never sent, never hashed
 PLAN_CACHE = ".plan-cache.pickle"

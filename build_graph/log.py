@@ -51,14 +51,9 @@ def _emit(message: str, always: bool) -> None:
 def task_log(path: Path) -> Iterator[Path]:
     """Send this thread's log lines to `path` (replaced: the log of the latest attempt)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as handle:
+    with path.open("w", encoding="utf-8") as handle, task_log_of(handle):
         handle.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
-        previous = getattr(_local, "handle", None)
-        _local.handle = handle
-        try:
-            yield path
-        finally:
-            _local.handle = previous
+        yield path
 
 
 def current_handle() -> IO[str] | None:

@@ -62,10 +62,8 @@ class CacheSync:
         self._exact_generation = 0  # generation of our key when restored; 0 = absent
         self._unread: Found | None = None  # an archive restore could not fetch, kept safe
         self._reseed = False  # the store lacks a readable archive of ours: save regardless
-        # This run uploaded during its compile, before the compile's times were kept: the
-        # archive lacks them, so the last save uploads whatever the fingerprint says.
-        self.times_behind = False
-        self.uploaded = False  # by this run, so far
+        self._uploaded = False  # by this run, so far
+        self._times_behind = False  # the store's archive lacks the compile's kept times
         self._saving = threading.Lock()  # interval saves, the final one, an interrupt's
 
     def _warn(self, message: str) -> None:
@@ -198,6 +196,12 @@ class CacheSync:
             },
         )
 
+    def times_kept(self) -> None:
+        """The compile's times were just written into the folder (they are not in its
+        fingerprint). If this run already uploaded during the compile, that archive lacks
+        them: the next save uploads whatever the fingerprint says."""
+        self._times_behind = self._uploaded
+
     def save(self) -> None:
         """Upload the cache if it changed or the store needs it, never over a newer archive.
 
@@ -218,7 +222,7 @@ class CacheSync:
     def _save(self) -> None:
         state = read_record(self.state_path) or {}
         current = ccache_archive.fingerprint(self.folder)
-        if current == state.get("fingerprint") and not (self._reseed or self.times_behind):
+        if current == state.get("fingerprint") and not (self._reseed or self._times_behind):
             self.transfer.saved = "unchanged: not uploaded"
             return
         if self._exact_generation < 0:
@@ -242,8 +246,8 @@ class CacheSync:
             except (CacheUnavailable, OSError) as exc:
                 self._save_failed(str(exc))
                 return
-        self._exact_generation, self._reseed, self.times_behind = saved.generation, False, False
-        self.uploaded = True
+        self._exact_generation, self._reseed, self._times_behind = saved.generation, False, False
+        self._uploaded = True
         later = self.transfer.warnings[self._restore_warnings :]  # an interval save's blip
         self.transfer.warnings[self._restore_warnings :] = [
             w for w in later if not w.startswith("not saved: ")

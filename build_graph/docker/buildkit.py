@@ -53,10 +53,10 @@ def cli() -> tuple[str, ...] | None:
     floor = _daemon_floor()
     usable = [exe for exe in found if floor is None or _client_api(exe) >= floor]
     for exe in usable:
-        if _run([exe, "buildx", "version"]).returncode == 0:
+        if run([exe, "buildx", "version"]).returncode == 0:
             return (exe, "buildx", "build", "--load")
     for exe in usable:
-        if "--secret" in _run([exe, "build", "--help"]).stdout:
+        if "--secret" in run([exe, "build", "--help"]).stdout:
             return (exe, "build")
     if found and floor is not None and len(usable) < len(found):
         refused = ", ".join(
@@ -86,7 +86,7 @@ def _daemon_floor() -> tuple[int, ...] | None:
 def _client_api(exe: str) -> tuple[int, ...]:
     """The API version a docker CLI speaks at most; (0,) when it cannot say. Printed even
     when the daemon then refuses that CLI (it exits 1 after the client's part)."""
-    out = _run([exe, "version", "--format", "{{.Client.APIVersion}}"]).stdout.strip()
+    out = run([exe, "version", "--format", "{{.Client.APIVersion}}"]).stdout.strip()
     return _version(out.splitlines()[0] if out else "") or (0,)
 
 
@@ -98,10 +98,12 @@ def _version(text: str) -> tuple[int, ...] | None:
     return tuple(int(p) for p in parts)
 
 
-def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
+def run(command: list[str], timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """A docker CLI command against our daemon; a CLI that cannot start or answer in time
+    reads as exit 1 with the reason on stderr."""
     try:
         return subprocess.run(
-            command, capture_output=True, text=True, timeout=30, check=False, env=cli_env()
+            command, capture_output=True, text=True, timeout=timeout, check=False, env=cli_env()
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return subprocess.CompletedProcess(command, 1, "", str(exc))

@@ -19,11 +19,12 @@ from build_graph.docker.connection import client, short_error
 from build_graph.docker.files import Mount as Mount
 from build_graph.errors import BuildFailed
 from build_graph.interrupts import on_interrupt, stopping
+from build_graph.layout import LABEL_PREFIX
 from build_graph.log import log
 
 # Who started a container: a run killed where nothing could remove it (SIGKILL) leaves it
 # behind, and this says whose it was (`docker ps --filter label=io.build-graph.owner=...`).
-OWNER_LABEL = "io.build-graph.owner"
+OWNER_LABEL = f"{LABEL_PREFIX}.owner"
 READ_LIMIT = 64 << 20  # read_file: the probe's report and the like, never this large
 
 if TYPE_CHECKING:

@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from build_graph.errors import RegistryError, UntrustedAnswer
+from build_graph.layout import LABEL_PREFIX
 from build_graph.oci import contents, json_door
 from build_graph.oci.contents import CREATED, OCI_INDEX, OCI_MANIFEST
 from build_graph.oci.digest import Digest
@@ -26,8 +27,8 @@ from build_graph.oci.retention import Image, Repository, tag_kind
 from build_graph.registry import api
 from build_graph.registry.tags import list_tags
 
-# The label every build of ours carries (stages/build.py's labels: LABEL_PREFIX + ".stack").
-STACK_LABEL = "io.build-graph.stack"
+# The label every build of ours carries (stages/build.py's labels).
+STACK_LABEL = f"{LABEL_PREFIX}.stack"
 
 
 def read_repository(repository: str) -> Repository:

@@ -17,6 +17,7 @@ from build_graph import settings
 from build_graph.docker import buildkit, daemon, oci_layout
 from build_graph.docker.build_context import context_tar
 from build_graph.errors import BuildFailed, DaemonUnreachable, NameTaken
+from build_graph.layout import LABEL_PREFIX
 from build_graph.log import log, progress
 from build_graph.manifest.model import Stack
 from build_graph.oci.contents import CREATED
@@ -27,7 +28,6 @@ from build_graph.registry.availability import Availability
 from build_graph.stages import base_platform, figures
 from build_graph.stages.work import Facts
 
-LABEL_PREFIX = "io.build-graph"
 # Every image's time: its config's `created`, its history, every file in its layers (where
 # the engine rewrites timestamps: buildkit.reproducible_here), and SOURCE_DATE_EPOCH for the
 # templates' RUN steps (.pyc files with checked-hash invalidation, wheels' zip entries). A

@@ -130,13 +130,13 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
             stats = read_stats(builder.image, cache, builder.platform)
             if code == 0:  # only a whole compile's times say how long the next one takes
                 _keep_history(tier, cache, stats, finished - started)
-                sync.times_behind = sync.uploaded  # an interval save went up without them
+                sync.times_kept()
         finally:  # the save comes whatever happened above: it is the compile's hours
             sync.save()
             with _compiling_lock:
                 _compiling.discard(sync)
         timing = clock.record(finished)
-        _report(tier, stats, sync, timing)
+        _report(tier, stats, sync, finished - started, timing)
     if code != 0:
         raise BuildFailed(
             f"compile of {tier.key} failed (exit {code}); "
@@ -247,10 +247,13 @@ def ninja_logs(folder: Path, depth: int = 4) -> list[Path]:
 
 
 def _report(
-    tier: PlannedTier, stats: CcacheStats | None, sync: CacheSync, timing: dict[str, object]
+    tier: PlannedTier,
+    stats: CcacheStats | None,
+    sync: CacheSync,
+    compile_s: float,
+    timing: dict[str, object],
 ) -> None:
     """Print the cache's effect and record it in build/<variant>/<tier>/ccache-stats.json."""
-    compile_s = float(str(timing["compile_s"]))
     moved = sync.transfer
     if stats is None:
         progress(f"[{tier.key}] ccache: statistics unavailable (no ccache in the builder image?)")

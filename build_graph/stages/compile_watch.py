@@ -52,8 +52,9 @@ class Watch:
     """Feeds the compile's output lines to its clock (line(), from the thread that reads
     them) and, from its own thread, writes a progress line every `tick_s` and saves the
     cache through `sync` every `save_s` (None or 0: no saves on the way). Used as a
-    context manager around the wait for the compile; leaving it stops the thread, waiting
-    for a save under way, so the save after the compile never races one."""
+    context manager around the wait for the compile; leaving it stops the thread (waiting
+    for a save under way only when the compile ended: an interrupt goes on to remove the
+    container at once; CacheSync runs one save at a time either way)."""
 
     def __init__(
         self,
@@ -67,7 +68,6 @@ class Watch:
     ) -> None:
         self.key, self.box, self.clock = key, box, clock
         self.sync, self.save_s, self.tick_s = sync, save_s, tick_s
-        self.saves = 0
         self._handle = current_handle()  # the compile task's log: its lines go there too
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"watch {key}", daemon=True)
@@ -131,7 +131,6 @@ class Watch:
     def _save(self) -> None:
         assert self.sync is not None
         self.sync.save()
-        self.saves += 1
         moved = self.sync.transfer
         if moved.saved.startswith("saved "):
             said = (

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -72,11 +71,12 @@ def _check(work: Work) -> list[str]:
     pending = [image for image in work.by_key.values() if _pending(work, image)]
     if not pending:
         return []
+    compiles = [i for i in pending if i.builder_key is not None and not wheels_current(i)]
     problems = [
         *_push_rights(pending),
-        *_cache_store(work, pending),
-        *_dockerfiles(work, pending),
-        *_disk(work, pending),
+        *_cache_store(work, compiles),
+        *_dockerfiles(pending),
+        *_disk(work, compiles),
     ]
     if not problems:
         log(f"pre-flight: {len(pending)} images to build: push rights, store, checks, disk ok")
@@ -101,8 +101,7 @@ def _push_rights(pending: list[PlannedTier]) -> list[str]:
     return said
 
 
-def _cache_store(work: Work, pending: list[PlannedTier]) -> list[str]:
-    compiles = [i for i in pending if i.builder_key is not None and not wheels_current(i)]
+def _cache_store(work: Work, compiles: list[PlannedTier]) -> list[str]:
     if not compiles:
         return []
     stack = work.stack
@@ -123,7 +122,7 @@ def _cache_store(work: Work, pending: list[PlannedTier]) -> list[str]:
     return []
 
 
-def _dockerfiles(work: Work, pending: list[PlannedTier]) -> list[str]:
+def _dockerfiles(pending: list[PlannedTier]) -> list[str]:
     try:
         daemon_info()
     except BuildGraphError:  # the build says so, in its one line naming the daemon
@@ -150,18 +149,7 @@ def _dockerfiles(work: Work, pending: list[PlannedTier]) -> list[str]:
 
 
 def _has_checks(build_command: list[str]) -> bool:
-    try:
-        helped = subprocess.run(
-            [*build_command, "--help"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-            env=buildkit.cli_env(),
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return "--call" in helped.stdout
+    return "--call" in buildkit.run([*build_command, "--help"]).stdout
 
 
 def _check_one(
@@ -175,18 +163,8 @@ def _check_one(
     dockerfile = tmp / f"{image.key.replace('/', '-')}.Dockerfile"
     dockerfile.write_text(text)
     platform = ["--platform", image.platform] if image.platform else []
-    try:
-        ran = subprocess.run(
-            [*check, *platform, "-f", str(dockerfile), str(empty)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-            env=buildkit.cli_env(),
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        progress(f"note: {image.key}: Dockerfile checks not run: {exc}")
-        return None
+    # a CLI that cannot start or answer reads as exit 1, its reason said below as a note
+    ran = buildkit.run([*check, *platform, "-f", str(dockerfile), str(empty)], timeout=120)
     output = ran.stdout + ran.stderr
     lines = output.splitlines()
     errors = [line.removeprefix("ERROR: ") for line in lines if line.startswith("ERROR:")]
@@ -211,13 +189,12 @@ def _check_one(
     )
 
 
-def _disk(work: Work, pending: list[PlannedTier]) -> list[str]:
+def _disk(work: Work, compiles: list[PlannedTier]) -> list[str]:
     said: list[str] = []
     stack = work.stack
     folder = stack.build_folder.root
     folder.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(folder).free
-    compiles = any(i.builder_key is not None and not wheels_current(i) for i in pending)
     need = stack.cache.max_size_bytes if compiles else 0
     if free < FLOOR:
         said.append(

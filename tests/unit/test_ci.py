@@ -17,6 +17,7 @@ from build_graph.cli.ci import job_id
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
 from tests.helpers import MINIMAL, REPO, write_manifest
+from tests.helpers import doit_command as doit_here
 
 
 @pytest.mark.parametrize(
@@ -359,16 +360,7 @@ def test_every_doit_target_of_the_workflow_and_the_cloud_build_is_a_task(tmp_pat
     assert set(targets) == set(step_targets) == expected
     assert len(targets) == len(step_targets) == len(expected)  # each once
     listed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "doit",
-            "-f",
-            str(REPO / "dodo.py"),
-            f"manifest={manifest}",
-            "list",
-            "--all",
-        ],
+        doit_here(manifest, "list", "--all"),
         capture_output=True,
         text=True,
         check=True,
