@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,3 +42,36 @@ def _encode(value: object) -> object:
     if isinstance(value, FileDigest):
         return [value.path, value.executable, value.sha256]
     raise TypeError(f"cannot hash {type(value).__name__}")
+
+
+# A heredoc opener in an instruction line: <<EOF, <<-EOF, <<"EOF", <<'EOF'
+# (https://docs.docker.com/reference/dockerfile/#here-documents).
+_HEREDOC = re.compile(r"<<(-?)([\"']?)([A-Za-z_][A-Za-z0-9_]*)\2")
+_DIRECTIVE = re.compile(r"#\s*[A-Za-z_]+\s*=")
+
+
+def instructions(dockerfile: str) -> str:
+    """What BuildKit reads of a Dockerfile: its parser directives and instructions, without
+    comment lines and blank lines, so a comment (or a file name in one) never changes a tag.
+    Here-document bodies are kept byte for byte, since there a '#' line is content. Only
+    ever drops lines; where a line's role is in doubt it is kept (hashing more is safe)."""
+    kept: list[str] = []
+    closing: list[tuple[str, bool]] = []  # heredoc terminators still to come, in order
+    directives = True
+    for line in dockerfile.splitlines():
+        if closing:
+            kept.append(line)
+            word, dash = closing[0]
+            if (line.lstrip("\t") if dash else line) == word:
+                closing.pop(0)
+            continue
+        stripped = line.strip()
+        if directives and _DIRECTIVE.match(stripped):
+            kept.append(line)
+            continue
+        directives = False
+        if not stripped or stripped.startswith("#"):
+            continue
+        kept.append(line)
+        closing.extend((m.group(3), m.group(1) == "-") for m in _HEREDOC.finditer(line))
+    return "\n".join(kept)

@@ -20,7 +20,7 @@ from build_graph.oci.compression import DEFAULT as GZIP
 from build_graph.oci.compression import Compression
 from build_graph.oci.platforms import Platform, parse_platform
 from build_graph.plan.context import ContextError, context_files, source_files
-from build_graph.plan.hashing import content_hash, file_digest
+from build_graph.plan.hashing import content_hash, file_digest, instructions
 from build_graph.plan.lock import LOCAL, Lock, lock_path, pinned_image, read_lock
 from build_graph.plan.render import environment, render, tier_context
 from build_graph.pylock.state import NO_LOCK, LockState, lock_state
@@ -198,8 +198,11 @@ def _plan_tier(
     # The platform is an input only where images.toml names platforms: the hashes of a
     # stack built for the build host alone stay what they always were.
     per_platform = {"platform": platform} if platform else {}
+    # What BuildKit reads, not the comments: a comment, or the manifest's file name in
+    # one ("# Locked in gpu.pylock/..."), never changes a tag.
+    read = instructions(dockerfile)
     recipe = {
-        "dockerfile": dockerfile,
+        "dockerfile": read,
         "context": digests,
         "build_args": dict(tier.build_args),
         "compile": compile_hash,
@@ -223,12 +226,12 @@ def _plan_tier(
         {
             **recipe,
             # FROM names the parent's tag, which carries [layers]: its files' hash instead
-            "dockerfile": _files_view(dockerfile, parent, builder),
+            "dockerfile": _files_view(read, parent, builder),
             "parent": parent.files_hash if parent else None,
         }
     )
     inputs = (
-        ("dockerfile", _short(dockerfile)),
+        ("dockerfile", _short(read)),
         ("build_args", _short(json.dumps(dict(tier.build_args), sort_keys=True))),
         ("parent", parent.content_hash if parent else f"{base_image} ({pin or 'unpinned'})"),
         ("compile", compile_hash or "-"),

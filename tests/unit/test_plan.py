@@ -93,3 +93,31 @@ def test_variants_get_their_own_keys_and_latest_goes_to_the_default() -> None:
     assert by_key["base@cu124"].human_tags == ("2.6.0-cu124", "latest")
     assert by_key["base@cu128"].human_tags == ("2.7.0-cu128",)
     assert by_key["base@cu124"].content_hash != by_key["base@cu128"].content_hash
+
+
+def test_renaming_the_manifest_keeps_every_tag(tmp_path: Path) -> None:
+    """gpu.toml beside images.toml, with its locks copied: the Dockerfiles name
+    gpu.pylock/..., but what the build reads is the same, and so are the tags."""
+    manifest = quickstart_copy(tmp_path)
+    folder = manifest.parent
+    shutil.copy(manifest, folder / "gpu.toml")
+    shutil.copy(folder / "images.lock", folder / "gpu.lock")
+    shutil.copytree(folder / "images.pylock", folder / "gpu.pylock")
+    renamed = plan(load(folder / "gpu.toml"))
+    assert any("gpu.pylock/" in p.dockerfile for p in renamed)  # the comment did change
+    assert {p.key: p.content_hash for p in renamed} == hashes(manifest)
+
+
+def test_a_comment_in_a_template_keeps_the_tag_and_an_instruction_does_not(
+    tmp_path: Path,
+) -> None:
+    manifest = quickstart_copy(tmp_path)
+    before = hashes(manifest)
+    templates = manifest.parent / "templates"
+    override = templates / "runner.Dockerfile.j2"
+    shipped = REPO / "templates" / "runner.Dockerfile.j2"
+    override.write_text(shipped.read_text() + "\n# a note for the next reader\n\n")
+    assert hashes(manifest) == before
+    override.write_text(shipped.read_text() + "\nLABEL team=vision\n")
+    after = hashes(manifest)
+    assert {k for k in before if before[k] != after[k]} == {"runner"}
