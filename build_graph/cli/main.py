@@ -1,5 +1,5 @@
-"""`python -m build_graph check|plan|doctor|lock|ci|init|prune|outdated|sbom|reproduce|gate|keygen`:
-commands outside doit."""
+"""`python -m build_graph check|plan|graph|size|doctor|lock|ci|init|prune|outdated|sbom|reproduce|
+gate|keygen`: commands outside doit."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from build_graph.cli import graph
 from build_graph.cli.ci import ARM64_GPU_RUNS_ON, ARM64_RUNS_ON, LOGIN_USER
 from build_graph.cli.cloudbuild import DEFAULT_HOURS, DEFAULT_MACHINE, STEP_IMAGE
 from build_graph.cli.handlers import (
@@ -44,6 +45,7 @@ def parser() -> argparse.ArgumentParser:
         "--offline", action="store_true", help="do not ask the Docker daemon or the registry"
     )
     show.set_defaults(run=run_plan)
+    graph.add(sub)
     doc = sub.add_parser("doctor", help="check this machine against a tier of the stack")
     doc.add_argument("--tier", required=True, help="the tier whose promises to check")
     doc.add_argument("--variant", help="the variant (default: the stack's default)")

@@ -24,6 +24,7 @@ from doit.reporter import ConsoleReporter
 
 from build_graph.errors import EXIT_BUILD, EXIT_CONFIG, EXIT_ENVIRONMENT
 from build_graph.log import progress, tail, verbose
+from build_graph.run.diagrams import Node
 from build_graph.run.summary import RunSummary
 
 TAIL_LINES = 15
@@ -52,17 +53,20 @@ class ExitCodeReporter(ConsoleReporter):  # type: ignore[misc]
     # it reads the digest of a tier that ran nothing. None: no summary (unit tests).
     summary_file: ClassVar[Path | None] = None
     summary_title: ClassVar[str] = ""
+    summary_graph: ClassVar[tuple[Node, ...]] = ()
 
     def __init__(self, outstream: Any, options: dict[str, Any]) -> None:
         super().__init__(outstream, options)
         self.started: dict[str, float] = {}
+        self.began: dict[str, float] = {}  # the same starts on the wall clock, for the timeline
         self.live = bool(getattr(outstream, "isatty", lambda: False)()) and not verbose()
-        self.summary = RunSummary(self.summary_title)
+        self.summary = RunSummary(self.summary_title, graph=self.summary_graph)
 
     def execute_task(self, task: Any) -> None:
         if not task.actions or task.name.startswith("_"):
             return
         self.started[task.name] = time.monotonic()
+        self.began[task.name] = time.time()
         if verbose():
             self.write(f".  {task.title()}\n")
         elif self.live:
@@ -77,7 +81,8 @@ class ExitCodeReporter(ConsoleReporter):  # type: ignore[misc]
 
     def add_success(self, task: Any) -> None:
         if task.actions and not task.name.startswith("_"):
-            self.summary.ran(task.name, self._done(task, "ok"), task.values)
+            began = self.began.pop(task.name, time.time())
+            self.summary.ran(task.name, self._done(task, "ok"), task.values, began)
 
     def skip_uptodate(self, task: Any) -> None:
         super().skip_uptodate(task)
@@ -93,7 +98,8 @@ class ExitCodeReporter(ConsoleReporter):  # type: ignore[misc]
             return
         self.failures.append({"task": task, "exception": fail})
         if task.name in self.started:
-            self.summary.failed(task.name, fail.get_msg(), self._done(task, "FAIL"))
+            began = self.began.pop(task.name, time.time())
+            self.summary.failed(task.name, fail.get_msg(), self._done(task, "FAIL"), began)
         else:
             self.summary.failed(task.name, fail.get_msg(), None)
             self.write(f"FAIL  {task.title()}\n")

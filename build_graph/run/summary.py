@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from build_graph.fs import write_if_changed
+from build_graph.run import diagrams
+from build_graph.run.diagrams import Node, Span
 from build_graph.stages import pipeline
 from build_graph.stages.pipeline import Outcome
 from build_graph.stages.work import Facts
@@ -59,6 +61,8 @@ class RunSummary:
 
     title: str
     rows: dict[str, TierRow] = field(default_factory=dict)
+    graph: tuple[Node, ...] = ()  # the stack's tiers and edges (empty: no picture of them)
+    spans: list[Span] = field(default_factory=list)  # every stage that ran, for the timeline
 
     def _row(self, task_name: str) -> tuple[str, TierRow] | None:
         stage, _, key = task_name.partition(":")
@@ -66,10 +70,12 @@ class RunSummary:
             return None  # a tier's own task (`doit <tier>`), or not ours
         return stage, self.rows.setdefault(key, TierRow())
 
-    def ran(self, task_name: str, seconds: float, facts: object) -> None:
+    def ran(self, task_name: str, seconds: float, facts: object, began: float = 0.0) -> None:
+        """A stage that ran to its end: `began` is its start (seconds since the epoch)."""
         if (found := self._row(task_name)) is not None:
             stage, row = found
             row.ran[stage] = seconds
+            self.spans.append(Span(task_name.partition(":")[2], stage, began, seconds))
             if isinstance(facts, dict):
                 row.facts.update({str(k): str(v) for k, v in facts.items()})
 
@@ -79,7 +85,9 @@ class RunSummary:
             found[1].up_to_date.append(found[0])
             found[1].facts.update(facts or {})
 
-    def failed(self, task_name: str, message: str, seconds: float | None) -> None:
+    def failed(
+        self, task_name: str, message: str, seconds: float | None, began: float = 0.0
+    ) -> None:
         if (found := self._row(task_name)) is None:
             return
         stage, row = found
@@ -88,6 +96,7 @@ class RunSummary:
         else:
             row.ran[stage] = seconds
             row.failed[stage] = (message.strip().splitlines() or [""])[0]
+            self.spans.append(Span(task_name.partition(":")[2], stage, began, seconds, True))
 
     def markdown(self) -> str:
         counts = {
@@ -108,7 +117,22 @@ class RunSummary:
         ]
         for key, row in self.rows.items():
             lines.append("| " + " | ".join(cell(c) for c in self._cells(key, row)) + " |")
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines + self._pictures()) + "\n"
+
+    def _pictures(self) -> list[str]:
+        """The stack coloured by what happened to each tier, and the timeline of what ran:
+        Mermaid blocks, which GitHub draws on the run's page."""
+        lines: list[str] = []
+        if self.graph:
+            state = {key: row.outcome for key, row in self.rows.items()}
+            times = {k: f"{sum(r.ran.values()):.1f} s" for k, r in self.rows.items() if r.ran}
+            chart = diagrams.flowchart(self.graph, state, notes=times)
+            lines += ["", "#### The stack", "", diagrams.LEGEND + ".", "", "```mermaid"]
+            lines += [chart.rstrip("\n"), "```"]
+        if self.spans:
+            lines += ["", "#### Where the time went", "", "```mermaid"]
+            lines += [diagrams.gantt(self.spans).rstrip("\n"), "```"]
+        return lines
 
     def _cells(self, key: str, row: TierRow) -> list[str]:
         ran = ", ".join(f"{s} FAILED" if s in row.failed else s for s in row.ran)

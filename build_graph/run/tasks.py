@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from doit.exceptions import TaskFailed
@@ -24,6 +25,7 @@ from build_graph.interrupts import doing, interrupted
 from build_graph.layout import TierFolder
 from build_graph.log import log, task_log
 from build_graph.manifest.model import Stack
+from build_graph.run.diagrams import Node, nodes_of
 from build_graph.run.reporter import ExitCodeReporter, StageFailed
 from build_graph.run.tier_tasks import DoitTask, TierTasks
 from build_graph.stages import pipeline
@@ -33,6 +35,9 @@ from build_graph.stages.work import Facts, Work
 # The stages a dodo.py written before stages/pipeline.py named, one `task_` function each,
 # `promote` last: frozen, whatever the table holds now (its last generator yields the rest).
 _BEFORE_THE_TABLE = ("render", "compile", "build", "push", "verify", "promote")
+# The graph of the stack each StackTasks planned, by manifest: what the run summary draws.
+# doit_config takes the stack alone (every team's dodo.py calls it so), and finds it here.
+_GRAPHS: dict[Path, tuple[Node, ...]] = {}
 
 
 def doit_config(stack: Stack) -> dict[str, Any]:
@@ -42,6 +47,7 @@ def doit_config(stack: Stack) -> dict[str, Any]:
         {
             "summary_file": stack.build_folder.run_summary,
             "summary_title": f"{stack.name} ({stack.manifest.name})",
+            "summary_graph": _GRAPHS.get(stack.manifest, ()),
         },
     )
     return {
@@ -125,6 +131,9 @@ class Condition:
 
 @dataclass
 class StackTasks(TierTasks):
+    def __post_init__(self) -> None:
+        _GRAPHS[self.stack.manifest] = tuple(nodes_of(self.planned))
+
     def all(self) -> Iterator[DoitTask]:
         """Every task of the stack: `doit <tier>`, then each stage's, in pipeline order."""
         yield from self.tiers()

@@ -1,0 +1,56 @@
+"""`python -m build_graph graph`: the stack's tiers as a picture, from the plan alone.
+
+Mermaid (for Markdown: GitHub, GitLab and mkdocs-material draw it) or Graphviz's dot
+(`| dot -Tsvg > stack.svg`). Each box names the tier and its hash tag; a solid edge runs
+from a tier's parent, a dashed one from the builder whose wheels it installs. Reads
+images.toml and its locks only: no Docker daemon, no registry.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from build_graph.layout import DEFAULT_MANIFEST
+from build_graph.plan.plan import plan
+from build_graph.run import diagrams
+from build_graph.stages import pipeline
+
+FORMATS = ("mermaid", "dot")
+
+
+def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """The command's options; `run` is what it does."""
+    command = commands.add_parser(
+        "graph",
+        help="print the stack's tier graph (Mermaid or Graphviz dot) from the plan, without Docker",
+    )
+    command.add_argument(
+        "--format", choices=FORMATS, default="mermaid", help="mermaid (default) or dot"
+    )
+    command.add_argument(
+        "--fenced",
+        action="store_true",
+        help="wrap Mermaid in a ```mermaid block, ready to paste into Markdown",
+    )
+    command.add_argument(
+        "--manifest",
+        type=Path,
+        default=Path(DEFAULT_MANIFEST),
+        help="the stack's images.toml (default: ./images.toml)",
+    )
+    command.set_defaults(run=run)
+    return command
+
+
+def run(args: argparse.Namespace) -> int:
+    planned = plan(pipeline.load_stack(args.manifest))
+    nodes = diagrams.nodes_of(planned)
+    tags = {tier.key: f":{tier.content_hash[:12]}" for tier in planned}
+    if args.format == "dot":
+        sys.stdout.write(diagrams.dot(nodes, tags))
+        return 0
+    chart = diagrams.flowchart(nodes, notes=tags)
+    sys.stdout.write(f"```mermaid\n{chart}```\n" if args.fenced else chart)
+    return 0
