@@ -9,6 +9,7 @@ from packaging.utils import canonicalize_name
 
 from build_graph.gpu.archs import parse_target, split_arch_list
 from build_graph.manifest.model import VariantSpec, VerifySpec
+from build_graph.oci.layer_limits import LayerLimit
 
 GpuPolicy = Literal["required", "optional"]
 # A GPU image is called verified only once a kernel really ran: "not checked" is never a
@@ -42,6 +43,9 @@ class Expectation:
     # (name, version) of every distribution the tier's and its ancestors' Python locks hold:
     # installed at exactly that version, and nothing else installed from the index
     locked: tuple[tuple[str, str], ...] = ()
+    # the largest compressed layer the stack's registry takes ([layers] max_size or its
+    # known limit); None: no limit
+    max_layer: LayerLimit | None = None
 
     @property
     def wants_gpu(self) -> bool:

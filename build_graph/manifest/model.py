@@ -12,6 +12,7 @@ from build_graph.gpu.archs import torch_cuda_arch_list
 from build_graph.layout import BuildFolder
 from build_graph.oci.compression import DEFAULT as GZIP
 from build_graph.oci.compression import Compression
+from build_graph.oci.layer_limits import LayerLimit
 from build_graph.signing.spec import NO_SIGNING, SigningSpec
 
 DEFAULT_VARIANT = "default"
@@ -167,6 +168,7 @@ class Stack:
     notes: tuple[str, ...] = field(default=())
     signing: SigningSpec = NO_SIGNING
     compression: Compression = GZIP  # [layers]
+    layer_limit: LayerLimit | None = None  # [layers] max_size, or the registry's known limit
 
     @property
     def root(self) -> Path:

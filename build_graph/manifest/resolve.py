@@ -30,6 +30,7 @@ from build_graph.manifest.sections import (
     check_tags,
     fill,
     resolve_cache,
+    resolve_layer_limit,
     resolve_signing,
     resolve_verify,
 )
@@ -81,6 +82,7 @@ def resolve_stack(path: Path, manifest: schema.Manifest, lookup: Lookup = shippe
     check_files(manifest, root, template_dirs, report)
     cache = resolve_cache(manifest.cache, path, report)
     signing = resolve_signing(manifest.signing, path, report)
+    layer_limit = resolve_layer_limit(manifest, report)
     names = list(manifest.variants) or [DEFAULT_VARIANT]
     for taken in sorted(TOOL_NAMES.intersection(manifest.variants)):
         report.error(
@@ -110,6 +112,7 @@ def resolve_stack(path: Path, manifest: schema.Manifest, lookup: Lookup = shippe
         notes=tuple(report.notes),
         signing=signing,
         compression=Compression(manifest.layers.compression, manifest.layers.level),
+        layer_limit=layer_limit,
     )
 
 

@@ -12,6 +12,7 @@ from build_graph.manifest import schema, stack_schema
 from build_graph.manifest.model import CacheSpec, VariantSpec, VerifySpec
 from build_graph.manifest.rules import Report
 from build_graph.manifest.values import conforms, fill_fields, parse_duration
+from build_graph.oci.layer_limits import LayerLimit, known_limit
 from build_graph.signing.keys import KMS_SCHEME
 from build_graph.signing.spec import SigningSpec
 
@@ -26,6 +27,18 @@ def parse_size(text: str) -> int | None:
         return None
     power = " KMGT".index(match[2].upper() or " ")
     return int(float(match[1]) * 1024**power)
+
+
+def resolve_layer_limit(manifest: schema.Manifest, report: Report) -> LayerLimit | None:
+    """[layers] max_size, else the stack's registry's published limit, else none."""
+    text = manifest.layers.max_size
+    if text is None:
+        return known_limit(manifest.stack.registry)
+    size = parse_size(text)
+    if not size:
+        report.error("layers.max_size", f"{text!r} is not a size; write e.g. '9G'")
+        return None
+    return LayerLimit(size, "[layers] max_size")
 
 
 def fill(text: str, fields: Mapping[str, str], key: str, report: Report) -> str:

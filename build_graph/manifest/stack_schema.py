@@ -82,6 +82,12 @@ class Layers(Strict):
     """gzip 0-9, zstd 1-22 (not set: BuildKit's default, gzip 6 / zstd 3); it applies to the
     layers BuildKit compresses in a build, and a layer its cache already holds in that
     compression may keep the level it was made with (moby/buildkit#5458)"""
+    max_size: Text | None = None
+    """the largest compressed layer the registry takes (`9G`; binary units, as `max_size`
+    elsewhere): verify fails a larger layer before promote, and push fails before sending
+    anything, naming the layer and the step that made it. Not set: the registry's published
+    limit where build-graph knows it (ghcr.io 10 GB, Artifact Registry 9.9 GB per request),
+    else none. Not part of any hash"""
 
     @field_validator("level")
     @classmethod

@@ -266,6 +266,7 @@ def _plan_tier(
             locked=python.chain,
             platform=platform,
             machine=parse_platform(platform).machine if platform else None,
+            max_layer=stack.layer_limit,
         ),
         inputs=inputs,
         signing=stack.signing,

@@ -14,12 +14,10 @@ from pathlib import Path
 
 from build_graph.fs import read_record, write_record
 from build_graph.oci.compression import of_layer
+from build_graph.oci.layer_limits import amount
+
+__all__ = ["amount", "layer_kinds", "note", "sized"]
 from build_graph.plan.plan import PlannedTier
-
-
-def amount(size: int) -> str:
-    """'812.4 MB', '4.9 kB' (decimal units, as registries and `docker images` count)."""
-    return f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.1f} kB"
 
 
 def sized(paths: Iterable[Path]) -> int:

@@ -16,9 +16,10 @@ from __future__ import annotations
 import time
 
 from build_graph.docker import daemon, oci_layout
-from build_graph.errors import RegistryError
+from build_graph.errors import BuildFailed, RegistryError
 from build_graph.fs import write_record
 from build_graph.log import log
+from build_graph.oci import contents, json_door, layer_limits
 from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Presence, parse_ref
 from build_graph.plan.plan import PlannedTier
@@ -87,9 +88,28 @@ def _from_layout(
     ref = parse_ref(tier.image)
     base = parse_ref(tier.base_image)
     mount_from = (base.repository,) if base.host == ref.host else ()
+    _check_layers(tier, image)
     log(f"+ push {tier.image} from the OCI layout ({len(image.blobs)} blobs)")
     moved = upload.push_blobs(ref, image.blobs, mount_from, tier.folder.uploads)
     return moved, api.put_manifest(ref, image.manifest, image.media_type)
+
+
+def _check_layers(tier: PlannedTier, image: oci_layout.LayoutImage) -> None:
+    """Before anything is sent: no layer past the largest the registry takes (an image the
+    daemon pushes is checked by verify, from the manifest it pulls)."""
+    limit = tier.expect.max_layer
+    found = contents.parse(image.manifest, image.media_type, Digest.of(image.manifest))
+    sizes = [size for _, size in found.layers]
+    if limit is None or found.config is None or not layer_limits.over(sizes, limit):
+        return
+    blobs = dict(image.blobs)
+    try:  # the steps only name the layers: a config that cannot be read names none
+        steps = layer_limits.layer_steps(json_door.loads(blobs[found.config].read_bytes()))
+    except (KeyError, OSError, ValueError):
+        steps = []
+    raise BuildFailed(
+        f"push of {tier.key}: {layer_limits.problem(sizes, limit, steps)}; nothing was sent"
+    )
 
 
 def moved_line(moved: list[upload.Moved], seconds: float) -> str:

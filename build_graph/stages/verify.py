@@ -103,6 +103,7 @@ def verify(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
             )
         )
     probe["image_size_bytes"] = daemon.image_size(ref, tier.platform)
+    probe["layer_sizes"] = [size for _, size in found.layers]
     probe["baseline"] = baseline(tier)
     probe["smoke"] = [run_smoke(ref, command, tier.platform) for command in want.smoke]
     results = evaluate(want, probe)

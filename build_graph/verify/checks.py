@@ -11,6 +11,7 @@ from collections.abc import Callable
 from packaging.utils import canonicalize_name
 
 from build_graph.manifest.expectation import Expectation
+from build_graph.oci.layer_limits import amount, over, problem
 from build_graph.verify.device import (
     check_arch_list,
     check_binaries,
@@ -230,6 +231,22 @@ def check_size(want: Expectation, probe: ProbeOutput) -> list[Result]:
     ]
 
 
+def check_layers(want: Expectation, probe: ProbeOutput) -> list[Result]:
+    """Every layer within the largest the registry takes: a registry that refuses or serves
+    in part a bigger one fails a later push or pull, not this one (oci/layer_limits.py)."""
+    if want.max_layer is None:
+        return []
+    sizes = [int(s) for s in probe.get("layer_sizes") or []]
+    expected = f"<= {want.max_layer}"
+    if not sizes:
+        return [Result("layer size", "not checked", expected, "no layers were read")]
+    if over(sizes, want.max_layer):
+        return [Result("layer size", "fail", expected, problem(sizes, want.max_layer))]
+    largest = max(range(len(sizes)), key=sizes.__getitem__)
+    said = f"largest: layer {largest + 1} of {len(sizes)}, {amount(sizes[largest])}"
+    return [Result("layer size", "pass", expected, said)]
+
+
 def check_smoke(want: Expectation, probe: ProbeOutput) -> list[Result]:
     return [
         Result(
@@ -261,6 +278,7 @@ CHECKS: tuple[Check, ...] = (
     check_targets,
     check_gpu,
     check_size,
+    check_layers,
     check_smoke,
 )
 

@@ -34,6 +34,7 @@ class ProbeOutput(TypedDict, total=False):
     image_platform: str | None
     gpu_absent_reason: str
     image_size_bytes: int | None
+    layer_sizes: list[int]  # compressed, base first, as the manifest verify pulled states them
     baseline: Any  # name -> version of what the root `from` image had installed (pip's)
     smoke: list[dict[str, Any]]
 

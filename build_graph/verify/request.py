@@ -27,7 +27,8 @@ PACKAGE = HERE.parent
 # gpu/archs.py, and its tables); found by reading the imports, so a module merely placed
 # beside them (gpu/releases.py, which verify never runs) does not re-verify every image.
 ROOTS = ("verify/request.py", "verify/checks.py", "verify/results.py", "verify/device.py")
-RULE_PACKAGES = ("build_graph.verify", "build_graph.gpu")
+# and the registry's layer limit (a check's verdict reads it)
+RULE_PACKAGES = ("build_graph.verify", "build_graph.gpu", "build_graph.oci.layer_limits")
 
 
 def probe_request(
