@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from build_graph.layout import DEFAULT_MANIFEST
+from build_graph.cli import options
 from build_graph.plan.plan import plan
 from build_graph.run import diagrams
 from build_graph.stages import pipeline
@@ -34,12 +33,7 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> argpar
         action="store_true",
         help="wrap Mermaid in a ```mermaid block, ready to paste into Markdown",
     )
-    command.add_argument(
-        "--manifest",
-        type=Path,
-        default=Path(DEFAULT_MANIFEST),
-        help="the stack's images.toml (default: ./images.toml)",
-    )
+    options.manifest(command)
     command.set_defaults(run=run)
     return command
 

@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from build_graph.cli import graph
+from build_graph.cli import graph, options, size
 from build_graph.cli.ci import ARM64_GPU_RUNS_ON, ARM64_RUNS_ON, LOGIN_USER
 from build_graph.cli.cloudbuild import DEFAULT_HOURS, DEFAULT_MACHINE, STEP_IMAGE
 from build_graph.cli.handlers import (
@@ -25,7 +25,6 @@ from build_graph.cli.handlers import (
     run_sbom,
 )
 from build_graph.errors import run_cli
-from build_graph.layout import DEFAULT_MANIFEST
 
 
 def parser() -> argparse.ArgumentParser:
@@ -46,6 +45,7 @@ def parser() -> argparse.ArgumentParser:
     )
     show.set_defaults(run=run_plan)
     graph.add(sub)
+    size.add(sub)
     doc = sub.add_parser("doctor", help="check this machine against a tier of the stack")
     doc.add_argument("--tier", required=True, help="the tier whose promises to check")
     doc.add_argument("--variant", help="the variant (default: the stack's default)")
@@ -270,12 +270,7 @@ def parser() -> argparse.ArgumentParser:
     keys.add_argument("--name", default="verify", help="file name stem (default: verify)")
     keys.set_defaults(run=run_keygen)
     for command in (check, show, doc, lock, ci, prune, newer, bom, again, gated):
-        command.add_argument(
-            "--manifest",
-            type=Path,
-            default=Path(DEFAULT_MANIFEST),
-            help="the stack's images.toml (default: ./images.toml)",
-        )
+        options.manifest(command)
     return top
 
 

@@ -81,12 +81,21 @@ def layer_files(archive: Path, layer: Digest) -> dict[str, FileEntry]:
     zstd and uncompressed layers are read."""
     try:
         with tarfile.open(archive) as outer, _blob_stream(outer, layer) as raw:
-            checked = _Hashing(raw)
-            files: dict[str, FileEntry] = {}
-            with _unpacked(checked) as stream, tarfile.open(fileobj=stream, mode="r|*") as tar:
-                for member in tar:
-                    files["/" + member.name.removeprefix("./").lstrip("/")] = _entry(tar, member)
-            checked.drain()
+            return read_layer(raw, layer)
+    except (OSError, tarfile.TarError) as exc:
+        raise BadArchive(f"layer {layer}: not a tar we can read ({exc})") from None
+
+
+def read_layer(raw: IO[bytes], layer: Digest) -> dict[str, FileEntry]:
+    """layer_files of a layer blob read from `raw` (a file, a stream): every path, each
+    file's content hashed; the blob's bytes must hash to `layer`."""
+    try:
+        checked = _Hashing(raw)
+        files: dict[str, FileEntry] = {}
+        with _unpacked(checked) as stream, tarfile.open(fileobj=stream, mode="r|*") as tar:
+            for member in tar:
+                files["/" + member.name.removeprefix("./").lstrip("/")] = _entry(tar, member)
+        checked.drain()
     except (OSError, tarfile.TarError, EOFError) as exc:
         raise BadArchive(f"layer {layer}: not a tar we can read ({exc})") from None
     if checked.digest != layer:

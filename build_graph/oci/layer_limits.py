@@ -9,10 +9,12 @@ promote, and push checks it before sending anything.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 GB = 1000**3
+_BUILD_ARGS = re.compile(r"^RUN \|(\d+) ")  # a RUN's build args, as BuildKit's history says
 
 # Hosts whose limit is published. GitHub: "The Container registry has a 10 GB size limit for
 # each layer" (docs.github.com/en/packages/working-with-a-github-packages-registry/
@@ -58,7 +60,7 @@ def problem(sizes: Sequence[int], limit: LayerLimit, steps: Sequence[str] = ()) 
     named = []
     for index, size in over(sizes, limit):
         step = steps[index] if index < len(steps) and steps[index] else ""
-        made = f", made by `{_short(step)}`" if step else ""
+        made = f", made by `{step_text(step)}`" if step else ""
         named.append(f"layer {index + 1} of {len(sizes)} is {amount(size)} compressed{made}")
     return (
         "; ".join(named)
@@ -90,6 +92,14 @@ def amount(size: int) -> str:
     return f"{size / 1000:.1f} kB"
 
 
-def _short(step: str) -> str:
-    text = " ".join(step.replace("|", " ").split()).removeprefix("/bin/sh -c ")
-    return text if len(text) <= 80 else text[:77] + "..."
+def step_text(step: str, width: int = 80) -> str:
+    """A history step as a person reads it: BuildKit's `RUN |4 A= B= C= D= /bin/sh -c cmd
+    # buildkit` as `RUN cmd`, on one line, cut at `width`."""
+    text = " ".join(step.split()).removesuffix(" # buildkit")
+    if match := _BUILD_ARGS.match(text):
+        words = text[match.end() :].split(" ")
+        count = int(match[1])
+        if all("=" in word for word in words[:count]):
+            text = "RUN " + " ".join(words[count:])
+    text = text.replace("/bin/sh -c ", "", 1)
+    return text if len(text) <= width else text[: width - 3] + "..."

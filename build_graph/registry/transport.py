@@ -22,10 +22,22 @@ from dataclasses import dataclass, field
 
 from build_graph.errors import UntrustedAnswer
 from build_graph.oci import hosts, problems
-from build_graph.oci.digest import Digest, parse_digest
+from build_graph.oci.digest import Digest
 from build_graph.registry import auth
+from build_graph.registry.wire import (
+    MAX_REDIRECTS,
+    REDIRECTS,
+    TIMEOUT_S,
+    Response,
+    Sink,
+    body_of,
+    check_hop,
+    elsewhere,
+    fetch,
+)
 
-TIMEOUT_S = 30.0
+__all__ = ["TOKENS", "Client", "Response", "Sink", "blob_response", "check_hop", "client"]
+
 # A connection the server closed while it sat idle: over TLS a request with a body meets it
 # while sending, as an EOF of the TLS stream (a blob upload's first chunk after a long
 # build, seen against distribution over HTTPS), where plain HTTP says BrokenPipe.
@@ -38,22 +50,7 @@ _RETRYABLE = (
 )
 READ_ATTEMPTS = 3
 _TRANSIENT = frozenset({500, 502, 503, 504})
-REDIRECTS = frozenset({301, 302, 303, 307, 308})
-MAX_REDIRECTS = 5
 TOKENS = auth.Tokens()
-
-
-@dataclass
-class Response:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-    def digest_header(self) -> Digest | None:
-        """The Docker-Content-Digest header, parsed; None when there is none.
-        Raises ValueError when it is there but is not a sha256 digest."""
-        value = self.headers.get("docker-content-digest")
-        return None if value is None else parse_digest(value)
 
 
 @dataclass
@@ -81,11 +78,13 @@ class Client:
         headers: dict[str, str] | None = None,
         body: bytes | None = None,
         limit: int | None = None,
+        sink: Sink | None = None,
     ) -> Response:
         """`method` on /v2/<repository>/<path>; on a 401, authenticates (where credentials
         may go) and asks once more. Raises RegistryError, in words, when the host cannot
         be reached or a login was refused; UntrustedAnswer when a body passes `limit`
-        bytes."""
+        bytes. With `sink`, a 200's body goes there as it arrives (the Response's is
+        empty): a multi-GB blob never sits in memory."""
         # The token scope each method needs (distribution asks `delete` for a DELETE).
         action = {"GET": "pull", "HEAD": "pull", "DELETE": "delete"}.get(method, "pull,push")
         url = f"/v2/{repository}/{path}"
@@ -95,7 +94,7 @@ class Client:
         if known is not None:
             sent["Authorization"] = known
         for attempt in range(1, READ_ATTEMPTS + 1):
-            response = self._send(method, url, sent, body, limit)
+            response = self._send(method, url, sent, body, limit, sink)
             if response.status == 401 and "www-authenticate" in response.headers:
                 # The token this request carried, if any, was refused: a fresh one is asked
                 # for once, and only its refusal is "credentials refused".
@@ -105,9 +104,9 @@ class Client:
                 if granted is not None:
                     self._authorizations[scope] = granted
                     sent = {**sent, "Authorization": granted}
-                    response = self._send(method, url, sent, body, limit)
+                    response = self._send(method, url, sent, body, limit, sink)
             if method in ("GET", "HEAD") and response.status in REDIRECTS:
-                response = self._follow(method, url, sent, response, limit)
+                response = self._follow(method, url, sent, response, limit, sink)
             # A read that met a registry failing for a moment (distribution 2.8 answered 500
             # to a manifest read while a racing runner wrote the same tag) is asked again;
             # writes are not, and the last answer is returned as it is.
@@ -121,7 +120,13 @@ class Client:
         raise AssertionError("unreachable")
 
     def _follow(
-        self, method: str, url: str, headers: dict[str, str], response: Response, limit: int | None
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        response: Response,
+        limit: int | None,
+        sink: Sink | None = None,
     ) -> Response:
         """A read the registry redirected, as the distribution spec allows (blobs sent to
         object storage, with a signed URL): followed on this host with our headers, on any
@@ -136,9 +141,9 @@ class Client:
             here = check_hop(here, urllib.parse.urljoin(here, location))
             parts = urllib.parse.urlsplit(here)
             if f"{parts.scheme}://{parts.netloc}" != origin:
-                return elsewhere(method, here, {}, limit=limit)
+                return elsewhere(method, here, {}, limit=limit, sink=sink)
             path = parts.path + (f"?{parts.query}" if parts.query else "")
-            response = self._send(method, path, headers, None, limit)
+            response = self._send(method, path, headers, None, limit, sink)
         return response
 
     def _send(
@@ -148,6 +153,7 @@ class Client:
         headers: dict[str, str],
         body: bytes | None,
         limit: int | None = None,
+        sink: Sink | None = None,
     ) -> Response:
         """One request on this thread's connection; a connection the server closed while
         idle is reopened once. A body over `limit` bytes is not read on (nor kept)."""
@@ -156,7 +162,7 @@ class Client:
             try:
                 conn.request(method, url, body=body, headers=headers)
                 raw = conn.getresponse()
-                data = raw.read() if limit is None else raw.read(limit + 1)
+                data = body_of(raw, limit, sink)
                 if limit is not None and len(data) > limit:
                     conn.close()  # the rest of the body is left unread: not reusable
                     self._local.conn = None
@@ -203,81 +209,6 @@ _clients_lock = threading.Lock()
 def client(host: str) -> Client:
     with _clients_lock:
         return _clients.setdefault(host, Client(host))
-
-
-def fetch(
-    url: str, headers: dict[str, str] | None = None, redirects: int = MAX_REDIRECTS
-) -> tuple[int, bytes]:
-    """GET an absolute URL (a token service); follows redirects without `headers`.
-    Raises RegistryError, in words, when the host cannot be reached."""
-    response = elsewhere("GET", url, headers or {}, redirects=redirects)
-    return response.status, response.body
-
-
-def elsewhere(
-    method: str,
-    url: str,
-    headers: dict[str, str],
-    *,
-    limit: int | None = None,
-    redirects: int = MAX_REDIRECTS,
-) -> Response:
-    """`method` on an absolute URL another host serves (a token realm, a blob's storage), on
-    a connection of its own; redirects are followed with no headers at all: a storage
-    redirect is a signed URL, and nothing of ours (credentials above all) goes further."""
-    parts = urllib.parse.urlsplit(url)
-    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    try:  # a URL a registry named (a realm, a redirect) may be malformed: that is its error
-        conn = cls(parts.netloc, timeout=TIMEOUT_S)
-    except (ValueError, http.client.HTTPException) as exc:
-        raise problems.unreachable(parts.netloc, exc) from None
-    try:
-        conn.request(
-            method, parts.path + (f"?{parts.query}" if parts.query else ""), headers=headers
-        )
-        raw = conn.getresponse()
-        body = raw.read() if limit is None else raw.read(limit + 1)
-        answer = Response(raw.status, {k.lower(): v for k, v in raw.getheaders()}, body)
-    except (OSError, ValueError, http.client.HTTPException) as exc:
-        raise problems.unreachable(parts.netloc, exc) from None
-    finally:
-        conn.close()
-    if limit is not None and len(body) > limit:
-        raise UntrustedAnswer(
-            f"{parts.netloc} answered {url[:120]} with more than {limit} bytes; refusing it"
-        )
-    location = answer.headers.get("location")
-    if answer.status in REDIRECTS and location and redirects > 0:
-        return elsewhere(
-            method,
-            check_hop(url, urllib.parse.urljoin(url, location)),
-            {},
-            limit=limit,
-            redirects=redirects - 1,
-        )
-    return answer
-
-
-def check_hop(current: str, target: str) -> str:
-    """`target`, where a redirect from `current` may lead; UntrustedAnswer otherwise: only to
-    HTTP(S), never from HTTPS down to plain HTTP off this machine (a manifest read by tag
-    could then be changed on the way), and never from a registry elsewhere into this
-    machine or its link-local network (a cloud's metadata service lives there)."""
-    here, there = urllib.parse.urlsplit(current), urllib.parse.urlsplit(target)
-    if there.scheme not in ("http", "https") or not there.netloc:
-        raise UntrustedAnswer(
-            f"{here.netloc} sent us to {target[:200]!r}, which is no HTTP URL; refusing it"
-        )
-    if here.scheme == "https" and there.scheme == "http" and not hosts.is_loopback(there.netloc):
-        raise UntrustedAnswer(
-            f"{here.netloc} sent us from HTTPS to plain HTTP ({target[:200]}); refusing it"
-        )
-    if not hosts.is_loopback(here.netloc) and hosts.is_internal(there.netloc):
-        raise UntrustedAnswer(
-            f"{here.netloc} sent us to {there.netloc}, an address of this "
-            "machine or its link-local network; refusing it"
-        )
-    return target
 
 
 def blob_response(

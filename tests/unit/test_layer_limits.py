@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from build_graph.manifest.expectation import Expectation
-from build_graph.oci.layer_limits import GB, LayerLimit, known_limit, layer_steps, over, problem
+from build_graph.oci.layer_limits import (
+    GB,
+    LayerLimit,
+    known_limit,
+    layer_steps,
+    over,
+    problem,
+    step_text,
+)
 from build_graph.plan.plan import plan
 from build_graph.verify.checks import check_layers
 from build_graph.verify.probe_output import ProbeOutput
@@ -58,10 +66,18 @@ def test_the_problem_names_each_layer_past_the_limit_its_step_and_the_fix() -> N
     steps = ["ADD rootfs.tar /", "RUN /bin/sh -c pip install torch  # big", "COPY x /", "RUN y"]
     assert over(sizes, limit) == [(1, 12_300_000_000)]  # at the limit is within it
     line = problem(sizes, limit, steps)
-    assert line.startswith("layer 2 of 4 is 12.3 GB compressed, made by `RUN /bin/sh -c pip")
+    assert line.startswith("layer 2 of 4 is 12.3 GB compressed, made by `RUN pip install torch")
     assert "at most 10.0 GB per layer (ghcr.io's limit)" in line
     assert "Split the step that makes it" in line and "[layers] max_size" in line
     assert "\n" not in line
+
+
+def test_a_step_reads_as_its_command() -> None:
+    buildkit = "RUN |3 A= B=x C=1 /bin/sh -c pip install torch \\\n  && rm -rf /tmp/x # buildkit"
+    assert step_text(buildkit) == "RUN pip install torch \\ && rm -rf /tmp/x"
+    assert step_text("COPY wheels/ /tmp/wheels/ # buildkit") == "COPY wheels/ /tmp/wheels/"
+    assert step_text("RUN |2 A=1 notanarg /bin/sh -c x") == "RUN |2 A=1 notanarg x"
+    assert step_text("x" * 100, 10) == "xxxxxxx..."
 
 
 def test_steps_come_from_the_history_entries_that_made_a_layer() -> None:

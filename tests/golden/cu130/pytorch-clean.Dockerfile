@@ -34,6 +34,4 @@ RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=secret,id=h
  && python3 -m pip install --no-deps --require-hashes --only-binary :all: -r /tmp/requirements.lock \
  && rm /tmp/requirements.lock
 
-COPY wheels/ /tmp/wheels/
-RUN --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=secret,id=hostca,target=/run/build-graph/host-ca.pem --mount=type=cache,target=/root/.cache/pip,sharing=locked [ ! -f /run/build-graph/host-ca.pem ] || export PIP_CERT=/run/build-graph/host-ca.pem SSL_CERT_FILE=/run/build-graph/host-ca.pem REQUESTS_CA_BUNDLE=/run/build-graph/host-ca.pem CURL_CA_BUNDLE=/run/build-graph/host-ca.pem GIT_SSL_CAINFO=/run/build-graph/host-ca.pem && python3 -m pip install --no-cache-dir --no-deps /tmp/wheels/*.whl \
- && rm -rf /tmp/wheels
+RUN --mount=type=bind,source=wheels,target=/tmp/wheels --mount=type=secret,id=pipconf,target=/etc/pip.conf --mount=type=secret,id=hostca,target=/run/build-graph/host-ca.pem --mount=type=cache,target=/root/.cache/pip,sharing=locked [ ! -f /run/build-graph/host-ca.pem ] || export PIP_CERT=/run/build-graph/host-ca.pem SSL_CERT_FILE=/run/build-graph/host-ca.pem REQUESTS_CA_BUNDLE=/run/build-graph/host-ca.pem CURL_CA_BUNDLE=/run/build-graph/host-ca.pem GIT_SSL_CAINFO=/run/build-graph/host-ca.pem && python3 -m pip install --no-cache-dir --no-deps /tmp/wheels/*.whl
