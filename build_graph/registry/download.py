@@ -29,8 +29,11 @@ def download_blob(ref: Ref, digest: Digest, size: int, dest: Path) -> None:
         response = client(ref.api_host).request(
             "GET", ref.repository, f"blobs/{digest}", limit=BLOB_LIMIT, sink=sink
         )
-    finally:
+    except BaseException:
         sink.close()
+        dest.unlink(missing_ok=True)
+        raise
+    sink.close()
     problem = (
         None
         if response.status != 200

@@ -108,6 +108,8 @@ def body_of(raw: http.client.HTTPResponse, limit: int | None, sink: Sink | None)
     sink.start()
     while piece := raw.read(1 << 20):
         sink.write(piece)
+    if raw.length:  # read(n) ends quietly where the connection did: say it ended short
+        raise http.client.IncompleteRead(b"", raw.length)
     return b""
 
 
