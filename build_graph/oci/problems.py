@@ -36,6 +36,8 @@ def cause(exc: BaseException) -> str:
             return "it did not answer in time"
         case http.client.RemoteDisconnected() | ConnectionResetError() | BrokenPipeError():
             return "it closed the connection"
+        case http.client.IncompleteRead():
+            return f"the connection ended {exc.expected} bytes before the body did"
         case http.client.HTTPException():
             return "its answer is not valid HTTP"
         case OSError() if exc.strerror:
@@ -45,6 +47,8 @@ def cause(exc: BaseException) -> str:
 
 def advice(host: str, exc: BaseException) -> str:
     """What to do about `exc`, a failure to reach `host`."""
+    if isinstance(exc, http.client.IncompleteRead):
+        return "run again (a blob read starts over); if it keeps happening, see the network"
     if isinstance(exc, ssl.SSLError):
         if "WRONG_VERSION_NUMBER" in str(exc):
             return f"if {host} is a plain-HTTP registry you trust, list it in {INSECURE_ENV}"
