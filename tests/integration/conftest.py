@@ -5,10 +5,12 @@ Needs `scripts/services.sh up` (the Docker engine, the base image)."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 
 import pytest
 
+from tests.browser import BROWSER_SH, browser_ready
 from tests.support.gcs import GcsEmulator
 from tests.support.registry import Registry
 from tests.support.servers import started_on_a_free_port
@@ -29,3 +31,12 @@ def gcs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GcsEmulator]:
     emulator.client().create_bucket("team-ccache")
     yield emulator
     emulator.stop()
+
+
+@pytest.fixture(scope="session")
+def browser() -> None:
+    """Chromium and Mermaid's bundle, installed by scripts/browser.sh when missing: a test
+    that renders diagrams fails when it cannot, it is never skipped."""
+    subprocess.run(["bash", str(BROWSER_SH)], check=True, timeout=900)
+    reason = browser_ready()
+    assert reason is None, reason

@@ -16,6 +16,7 @@ from pathlib import Path
 import docker
 import pytest
 
+from tests.browser import mermaid_blocks, render_mermaid
 from tests.helpers import REPO
 from tests.support.registry import Registry
 from tests.support.workspace import Workspace, built, make_workspace, pushed, statuses
@@ -29,10 +30,20 @@ def ws(tmp_path_factory: pytest.TempPathFactory, registry: Registry) -> Iterator
     yield make_workspace(tmp_path_factory.mktemp("ws"), registry)
 
 
-def test_full_run_builds_pushes_verifies_and_promotes(ws: Workspace) -> None:
+def test_full_run_builds_pushes_verifies_and_promotes(
+    ws: Workspace, browser: None, tmp_path: Path
+) -> None:
     result = ws.doit()
     assert result.returncode == 0
     assert sorted(built(result)) == sorted(TIERS)
+    # The summary draws the stack and the timeline, and Mermaid draws both in Chromium.
+    chart, timeline = render_mermaid(
+        mermaid_blocks((ws.root / "build" / "summary.md").read_text()), tmp_path
+    )
+    assert chart.error == "" and timeline.error == "", (chart.error, timeline.error)
+    assert all(f"{tier}" in chart.svg for tier in TIERS) and chart.svg.count("rebuilt") == 5
+    assert all(f"section {tier}" in timeline.source for tier in TIERS)
+    assert "compile" in timeline.svg and "verify" in timeline.svg
     for tier in TIERS:
         tags = ws.registry.tags(f"quickstart/{tier}")
         assert "latest" in tags and len(tags) >= 2  # the hash tag and latest
@@ -180,3 +191,51 @@ def test_plan_json_reports_hash_tags_and_presence(ws: Workspace) -> None:
     assert base["image"].endswith(f":{base['hash']}")
     assert Path(base["dockerfile"]).is_file()
     assert base["registry"] == "present" and base["digest"].startswith("sha256:")
+
+
+def size_of(ws: Workspace, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "build_graph", "size", *args, "--manifest", str(ws.manifest)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_size_names_fastexts_largest_layer_its_folders_and_what_it_adds(ws: Workspace) -> None:
+    """Read from the registry's blobs: the largest layer and the folders that make it, what
+    fastext adds over builder, and no wheel stored twice (the runtime template bind-mounts
+    the wheels it installs: a COPY shipped them once more)."""
+    lines = size_of(ws, "fastext", "--over", "builder").splitlines()
+    [largest] = [line for line in lines if line.startswith("largest layer: ")]
+    index = int(largest.split()[2])
+    row = next(i for i, line in enumerate(lines) if line.startswith(f"{index:>5}  "))
+    assert lines[row + 1].strip().startswith("folders: /")
+    [over] = [line for line in lines if line.startswith("over ")]
+    assert "/quickstart/builder:" in over and " adds " in over and "compressed" in over
+    assert "stored twice: nothing" in lines
+
+
+def test_a_layer_limit_set_later_fails_verify_naming_the_layer_and_moves_no_tag(
+    ws: Workspace,
+) -> None:
+    """No input of any hash: nothing rebuilds, but verify's promises changed, so every tier
+    is verified again, and the debian layer they share is past a 40 MiB limit."""
+    latest = {tier: ws.registry.digest(f"quickstart/{tier}", "latest") for tier in TIERS}
+    original = ws.manifest.read_text()
+    ws.manifest.write_text(original + '\n[layers]\nmax_size = "40M"\n')
+    try:
+        result = ws.doit("--continue")
+        assert result.returncode == 1
+        assert built(result) == [] and pushed(result) == []
+        said = result.stdout + result.stderr
+        assert "layer size failed" in said
+        assert "compressed" in said and "at most 41.9 MB per layer ([layers] max_size)" in said
+        assert {t: ws.registry.digest(f"quickstart/{t}", "latest") for t in TIERS} == latest
+    finally:
+        ws.manifest.write_text(original)
+    again = ws.doit()
+    assert again.returncode == 0 and built(again) == []
