@@ -22,15 +22,18 @@ from build_graph.plan.plan import PlannedTier
 # What happened to a tier in a run -> (Mermaid class, words in its box, fill, stroke)
 STATES: dict[str, tuple[str, str, str]] = {
     "rebuilt": ("built", "#c8e6c9", "#2e7d32"),
+    "not rebuilt": ("checked", "#e3f2fd", "#1565c0"),  # pushed, verified or promoted only
     "up to date": ("current", "#eceff1", "#78909c"),
     "failed": ("failed", "#ffcdd2", "#c62828"),
     "not run": ("kept", "#fff3cd", "#b28704"),  # an earlier stage failed: kept from running
     "not in this run": ("absent", "#ffffff", "#b0bec5"),
 }
 LEGEND = (
-    "green: built in this run; grey: up to date (nothing to do); red: failed; "
+    "green: built in this run; blue: not rebuilt, but pushed, verified or promoted; "
+    "grey: up to date (nothing to do); red: failed; "
     "yellow: kept from running by a failure before it; white: not part of this run"
 )
+SHORTEST = 0.05  # seconds: a shorter stage is left out of the timeline
 _SAFE_LABEL = re.compile(r"[A-Za-z0-9 .,/@()+=:%_-]")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9@/._+ -]")
 
@@ -78,11 +81,11 @@ def flowchart(
     *,
     notes: Mapping[str, str] | None = None,
 ) -> str:
-    """A Mermaid flowchart, top-down. With `state` (key -> one of STATES), each box is
+    """A Mermaid flowchart, left to right. With `state` (key -> one of STATES), each box is
     coloured by what happened to it and says so in words (a picture read without colour
     says the same); `notes` adds a second line to a box (its time, its tag)."""
     ids = {node.key: f"t{i}" for i, node in enumerate(nodes)}
-    lines = ["flowchart TD"]
+    lines = ["flowchart LR"]
     for node in nodes:
         words = [node.key]
         if state is not None:
@@ -106,20 +109,25 @@ def flowchart(
     return "\n".join(lines) + "\n"
 
 
-def gantt(spans: Sequence[Span], title: str = "where the time went") -> str:
-    """A Mermaid Gantt chart of the stages that ran, a section per tier in the order they
-    first started; times are the viewer's clock (the axis), bars are wall time. Failed
-    stages are marked `crit` (red)."""
+def gantt(
+    spans: Sequence[Span], title: str = "where the time went", order: Sequence[str] = ()
+) -> str:
+    """A Mermaid Gantt chart of the stages that ran, a section per tier (in `order`, the
+    graph's, then in the order they first started); times are the viewer's clock (the
+    axis), bars are wall time. Failed stages are marked `crit` (red). Stages under SHORTEST
+    seconds are not drawn (a bar no one can see, whose label hides the next's)."""
     lines = [
         "gantt",
         f"  title {safe_name(title)}",
         "  dateFormat x",
         "  axisFormat %H:%M:%S",
     ]
-    by_tier: dict[str, list[Span]] = {}
-    for span in sorted(spans, key=lambda s: (s.start, s.stage)):
+    by_tier: dict[str, list[Span]] = {key: [] for key in order}
+    for span in sorted(drawn(spans), key=lambda s: (s.start, s.stage)):
         by_tier.setdefault(span.key, []).append(span)
     for key, rows in by_tier.items():
+        if not rows:
+            continue
         lines.append(f"  section {safe_name(key)}")
         for span in rows:
             begin = int(span.start * 1000)
@@ -127,6 +135,11 @@ def gantt(spans: Sequence[Span], title: str = "where the time went") -> str:
             tags = "crit, " if span.failed else ""
             lines.append(f"    {safe_name(span.stage)} {span.seconds:.1f}s :{tags}{begin}, {end}")
     return "\n".join(lines) + "\n"
+
+
+def drawn(spans: Sequence[Span]) -> list[Span]:
+    """The spans a timeline draws: failures always, others of SHORTEST seconds or more."""
+    return [span for span in spans if span.failed or span.seconds >= SHORTEST]
 
 
 def dot(nodes: Sequence[Node], notes: Mapping[str, str] | None = None) -> str:

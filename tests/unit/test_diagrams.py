@@ -34,7 +34,7 @@ def test_the_quickstart_graph_has_each_parent_and_builder_edge() -> None:
     nodes = diagrams.nodes_of(planned)
     assert [n.key for n in nodes] == ["builder", "fastext", "base", "training", "runner"]
     chart = diagrams.flowchart(nodes)
-    assert mermaid_lines(chart)[0] == "flowchart TD"
+    assert mermaid_lines(chart)[0] == "flowchart LR"
     ids = {m[2]: m[1] for m in re.finditer(r'(t\d+)\["([^"<]*)', chart)}
     assert f"{ids['builder']} -. wheels .-> {ids['fastext']}" in chart
     for parent, child in (("fastext", "base"), ("base", "training"), ("training", "runner")):
@@ -85,7 +85,8 @@ def test_the_timeline_has_a_section_per_tier_in_start_order_and_marks_failures()
         Span("base", "build", 1010.0, 5.0),
         Span("fastext", "compile", 1000.0, 9.5),
         Span("base", "verify", 1015.0, 2.0, failed=True),
-        Span("fastext", "build", 1009.5, 0.0001),
+        Span("fastext", "build", 1009.5, 0.0001),  # too short to see: not drawn
+        Span("base", "push", 1015.0, 0.001, failed=True),  # a failure always is
     ]
     lines = mermaid_lines(diagrams.gantt(spans))
     assert lines[:4] == [
@@ -97,9 +98,9 @@ def test_the_timeline_has_a_section_per_tier_in_start_order_and_marks_failures()
     assert lines[4:] == [
         "  section fastext",
         "    compile 9.5s :1000000, 1009500",
-        "    build 0.0s :1009500, 1009501",  # a bar is at least a millisecond wide
         "  section base",
         "    build 5.0s :1010000, 1015000",
+        "    push 0.0s :crit, 1015000, 1015001",  # a bar is at least a millisecond wide
         "    verify 2.0s :crit, 1015000, 1017000",
     ]
 
@@ -113,6 +114,8 @@ def test_the_summary_draws_the_stack_by_outcome_and_the_stages_that_ran() -> Non
     )
     summary = RunSummary("t", graph=graph)
     summary.up_to_date("build:builder")
+    summary.ran("verify:builder", 2.0, {}, 999.0)  # verified again, not rebuilt
+    summary.ran("promote:builder", 0.01, {}, 1001.0)
     summary.ran("compile:fastext", 12.0, {}, 1000.0)
     summary.failed("verify:base", "boom", 2.0, 1013.0)
     summary.failed("promote:runner", "boom", None)
@@ -120,12 +123,13 @@ def test_the_summary_draws_the_stack_by_outcome_and_the_stages_that_ran() -> Non
     blocks = re.findall(r"```mermaid\n(.*?)```", text, re.S)
     assert len(blocks) == 2
     chart, timeline = blocks
-    assert '["builder<br/>up to date"]:::current' in chart
+    assert '["builder<br/>not rebuilt<br/>verify, promote: 2.0 s"]:::checked' in chart
     assert '["fastext<br/>rebuilt<br/>12.0 s"]:::built' in chart
-    assert '["base<br/>failed<br/>2.0 s"]:::failed' in chart
+    assert '["base<br/>failed<br/>verify: 2.0 s"]:::failed' in chart
     assert '["runner<br/>not run"]:::kept' in chart
     assert "section fastext" in timeline and "verify 2.0s :crit, 1013000, 1015000" in timeline
     assert diagrams.LEGEND in text
+    assert "promote 0.0s" not in timeline and "1 stages under 0.05 s are not drawn." in text
 
 
 def test_a_run_where_nothing_ran_draws_the_stack_and_no_timeline() -> None:
@@ -146,9 +150,20 @@ def test_the_graph_command_prints_mermaid_or_dot_from_the_plan(
     planned = {t.key: t.content_hash[:12] for t in plan(load(Path(manifest)))}
     assert main(["graph", "--manifest", manifest, "--fenced"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("```mermaid\nflowchart TD\n") and out.endswith("```\n")
+    assert out.startswith("```mermaid\nflowchart LR\n") and out.endswith("```\n")
     assert f'["training<br/>:{planned["training"]}"]' in out
     assert main(["graph", "--manifest", manifest, "--format", "dot"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("digraph stack {") and '"base" -> "training";' in out
     assert '"builder" -> "fastext" [style=dashed, label="wheels"];' in out
+
+
+def test_the_timeline_follows_the_graphs_order_where_it_is_given() -> None:
+    spans = [Span("runner", "render", 1.0, 0.2), Span("builder", "build", 2.0, 18.0)]
+    sections = [line for line in diagrams.gantt(spans).splitlines() if "section" in line]
+    assert sections == ["  section runner", "  section builder"]
+    ordered = diagrams.gantt(spans, order=["builder", "fastext", "runner"])
+    assert [line for line in ordered.splitlines() if "section" in line] == [
+        "  section builder",
+        "  section runner",  # fastext ran nothing: no empty section
+    ]
