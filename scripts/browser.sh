@@ -85,6 +85,11 @@ mermaid_up() {
   installed+=("mermaid $mermaid_version at $dest/mermaid.min.js")
 }
 
+# One at a time: the test workers each ask (pytest-xdist), and two apt or npm runs at once
+# would fight over dpkg's lock; the second waits here and then finds everything in place.
+mkdir -p "$state"
+exec 9>"$state/browser.lock"
+flock 9
 chromium_up
 mermaid_up
 if [ ${#installed[@]} -gt 0 ]; then
