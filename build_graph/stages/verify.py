@@ -27,7 +27,7 @@ from build_graph.plan.plan import PlannedTier
 from build_graph.registry import api
 from build_graph.registry.availability import Availability
 from build_graph.signing import policy
-from build_graph.stages import figures, sbom, trust
+from build_graph.stages import figures, image_layers, sbom, trust
 from build_graph.stages.work import Facts
 from build_graph.verify import probe_output
 from build_graph.verify.checks import evaluate
@@ -103,7 +103,7 @@ def verify(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
             )
         )
     probe["image_size_bytes"] = daemon.image_size(ref, tier.platform)
-    probe["layer_sizes"] = [size for _, size in found.layers]
+    probe["layers"] = image_layers.section(tier, found)
     probe["baseline"] = baseline(tier)
     probe["smoke"] = [run_smoke(ref, command, tier.platform) for command in want.smoke]
     results = evaluate(want, probe)

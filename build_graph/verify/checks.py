@@ -236,7 +236,7 @@ def check_layers(want: Expectation, probe: ProbeOutput) -> list[Result]:
     in part a bigger one fails a later push or pull, not this one (oci/layer_limits.py)."""
     if want.max_layer is None:
         return []
-    sizes = [int(s) for s in probe.get("layer_sizes") or []]
+    sizes = [int(layer["size"]) for layer in probe.get("layers") or []]
     expected = f"<= {want.max_layer}"
     if not sizes:
         return [Result("layer size", "not checked", expected, "no layers were read")]

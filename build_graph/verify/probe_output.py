@@ -34,7 +34,7 @@ class ProbeOutput(TypedDict, total=False):
     image_platform: str | None
     gpu_absent_reason: str
     image_size_bytes: int | None
-    layer_sizes: list[int]  # compressed, base first, as the manifest verify pulled states them
+    layers: list[dict[str, Any]]  # base first: compressed size, step, shared with the parent
     baseline: Any  # name -> version of what the root `from` image had installed (pip's)
     smoke: list[dict[str, Any]]
 

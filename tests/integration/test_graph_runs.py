@@ -49,6 +49,14 @@ def test_full_run_builds_pushes_verifies_and_promotes(
         assert "latest" in tags and len(tags) >= 2  # the hash tag and latest
         report = json.loads((ws.root / "build" / "default" / tier / "verify.json").read_text())
         assert report["passed"] is True
+        # the report's layers: sizes, steps, and which the parent tier's image has
+        layers = report["probe"]["layers"]
+        assert all(layer["size"] > 0 for layer in layers)
+        shared = [layer["shared"] for layer in layers]
+        if tier in ("builder", "fastext"):  # root tiers: nothing to compare with
+            assert set(shared) == {None}
+        else:
+            assert shared[0] is True and shared[-1] is False
         assert report["digest"] == ws.registry.digest(f"quickstart/{tier}", "latest")
     assert "py3.11" in ws.registry.tags("quickstart/fastext")
     # Promote copied the manifest in the registry: the daemon pulls what `latest` names.

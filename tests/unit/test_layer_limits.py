@@ -104,11 +104,27 @@ def want_with(limit: LayerLimit | None) -> Expectation:
 def test_verify_passes_fails_or_says_not_checked() -> None:
     limit = LayerLimit(1000, "[layers] max_size")
     want = want_with(limit)
-    [ok] = check_layers(want, ProbeOutput(layer_sizes=[10, 900, 20]))
+    [ok] = check_layers(want, ProbeOutput(layers=[{"size": n} for n in (10, 900, 20)]))
     assert (ok.status, ok.actual) == ("pass", "largest: layer 2 of 3, 0.9 kB")
-    [bad] = check_layers(want, ProbeOutput(layer_sizes=[10, 2500]))
+    [bad] = check_layers(want, ProbeOutput(layers=[{"size": 10}, {"size": 2500}]))
     assert bad.status == "fail" and bad.actual.startswith("layer 2 of 2 is 2.5 kB compressed")
     assert bad.expected == "<= 1.0 kB per layer ([layers] max_size)"
     [unread] = check_layers(want, ProbeOutput())
     assert unread.status == "not checked"
-    assert check_layers(want_with(None), ProbeOutput(layer_sizes=[5])) == []
+    assert check_layers(want_with(None), ProbeOutput(layers=[{"size": 5}])) == []
+
+
+def test_verify_says_the_layers_in_one_line() -> None:
+    from build_graph.stages.image_layers import line
+
+    layers = [
+        {"size": 50_900_000, "step": "ADD rootfs.tar /", "shared": True},
+        {"size": 5_000_000, "step": "", "shared": False},
+        {"size": 13_300_000, "step": "RUN pip install fastext", "shared": False},
+    ]
+    assert line(layers) == (
+        "3 layers, 69.2 MB compressed; the largest: 1 (50.9 MB, ADD rootfs.tar /); "
+        "adds over its parent 2 layers, 18.3 MB"
+    )
+    root = [{**layer, "shared": None} for layer in layers]
+    assert "adds over" not in line(root) and line([]) == "no layers"
