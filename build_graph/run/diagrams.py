@@ -16,8 +16,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from build_graph.plan.plan import PlannedTier
+if TYPE_CHECKING:  # read by attribute only: drawing needs no planner loaded
+    from build_graph.plan.plan import PlannedTier
 
 # What happened to a tier in a run -> (Mermaid class, words in its box, fill, stroke)
 STATES: dict[str, tuple[str, str, str]] = {
