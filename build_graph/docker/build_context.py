@@ -17,6 +17,8 @@ from build_graph.layout import WHEELS_DIR
 
 _MOUNTS = re.compile(r"^RUN\s+(?:--mount=\S+\s+)+")
 _CACHE_TARGET = re.compile(r"--mount=type=cache,(?:[^\s,]+,)*?target=([^\s,]+)")
+# a bind mount of the build context (no from=): `--mount=type=bind,source=S,target=T`
+_BIND = re.compile(r"--mount=type=bind,source=([^\s,]+),target=([^\s,]+)(?=\s)")
 
 
 def _add(archive: tarfile.TarFile, name: str, data: bytes, executable: bool = False) -> None:
@@ -32,7 +34,8 @@ def without_mounts(dockerfile: str) -> str:
 
     Each RUN loses its --mount options (the step runs without the cache or secret), and a
     shell-form RUN that had cache mounts ends by emptying those folders, so what BuildKit
-    keeps in a cache never lands in a layer here either.
+    keeps in a cache never lands in a layer here either. A bind mount of a context folder
+    (the runtime template's wheels) becomes a COPY before the step and a removal in it.
     """
     out = []
     for instruction in _instructions(dockerfile):
@@ -41,9 +44,15 @@ def without_mounts(dockerfile: str) -> str:
             out.append(instruction)
             continue
         targets = [m[1] for m in _CACHE_TARGET.finditer(match[0])]
+        binds = [(m[1], m[2]) for m in _BIND.finditer(match[0])]
         command = instruction[match.end() :]
-        cleanup = " ".join(f"{t.rstrip('/')}/*" for t in targets)
-        if targets and not command.lstrip().startswith("["):
+        cleanup = " ".join(
+            [f"{t.rstrip('/')}/*" for t in targets] + [target for _, target in binds]
+        )
+        # A context folder bind-mounted for one step: copied in before it, removed in it
+        # (the layer the COPY makes still ships it: the classic builder's price).
+        out += [f"COPY {source.rstrip('/')}/ {target.rstrip('/')}/" for source, target in binds]
+        if cleanup and not command.lstrip().startswith("["):
             command = f"{command.rstrip()} \\\n && rm -rf {cleanup}"
         out.append(f"RUN {command}")
     return "\n".join(out) + "\n"

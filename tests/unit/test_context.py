@@ -14,7 +14,7 @@ from build_graph.plan import cache
 from build_graph.plan.cache import load_plan
 from build_graph.plan.context import context_files
 from build_graph.plan.plan import plan
-from tests.helpers import MINIMAL, load_text, one_error, write_manifest
+from tests.helpers import MINIMAL, REPO, load_text, one_error, write_manifest
 
 STACK = (
     MINIMAL
@@ -227,3 +227,32 @@ def test_the_classic_builder_gets_runs_without_mounts_and_caches_emptied() -> No
         "RUN echo plain\n"
         "RUN echo untouched\n"
     )
+
+
+def test_the_classic_builder_copies_a_bind_mounted_folder_in_and_removes_it() -> None:
+    """The runtime template bind-mounts the compiled wheels; the classic builder knows no
+    mounts, so it gets them by COPY and removes them in the step that installs them."""
+    dockerfile = (
+        "FROM x\n"
+        "RUN --mount=type=bind,source=wheels,target=/tmp/wheels "
+        "--mount=type=cache,target=/root/.cache/pip,sharing=locked "
+        "python3 -m pip install --no-deps /tmp/wheels/*.whl\n"
+    )
+    assert without_mounts(dockerfile) == (
+        "FROM x\n"
+        "COPY wheels/ /tmp/wheels/\n"
+        "RUN python3 -m pip install --no-deps /tmp/wheels/*.whl \\\n"
+        " && rm -rf /root/.cache/pip/* /tmp/wheels\n"
+    )
+
+
+def test_the_shipped_runtime_template_installs_its_wheels_on_the_classic_builder() -> None:
+    from build_graph.manifest.load import load
+    from build_graph.plan.plan import plan
+
+    planned = plan(load(REPO / "examples" / "quickstart" / "images.toml"))
+    fastext = next(p for p in planned if p.key == "fastext")
+    classic = without_mounts(fastext.dockerfile)
+    assert "--mount" not in classic
+    copy = classic.index("COPY wheels/ /tmp/wheels/")
+    assert classic.index("pip install --no-cache-dir --no-deps /tmp/wheels/*.whl") > copy
