@@ -44,29 +44,36 @@ def _encode(value: object) -> object:
     raise TypeError(f"cannot hash {type(value).__name__}")
 
 
-# A heredoc opener in an instruction line: <<EOF, <<-EOF, <<"EOF", <<'EOF'
+# A heredoc opener as a plain shell word: <<EOF, <<-EOF, <<"EOF", <<'EOF'
 # (https://docs.docker.com/reference/dockerfile/#here-documents).
-_HEREDOC = re.compile(r"<<(-?)([\"']?)([A-Za-z_][A-Za-z0-9_]*)\2")
+_HEREDOC = re.compile(r"(?:^|(?<=\s))<<(-?)([\"']?)([A-Za-z_][A-Za-z0-9_]*)\2(?=\s|$)")
 _DIRECTIVE = re.compile(r"#\s*[A-Za-z_]+\s*=")
+_BLANK = " \t\r"  # what may stand before a comment's '#' here (BuildKit takes more: safe)
 
 
 def instructions(dockerfile: str) -> str:
-    """What BuildKit reads of a Dockerfile: its parser directives and instructions, without
-    comment lines and blank lines, so a comment (or a file name in one) never changes a tag.
-    Here-document bodies are kept byte for byte, since there a '#' line is content. Only
-    ever drops lines; where a line's role is in doubt it is kept (hashing more is safe)."""
+    """What BuildKit reads of a Dockerfile: its parser directives (and a first-line `#!`)
+    and instructions, without comment lines and blank lines, so a comment (or a file name
+    in one) never changes a tag. Here-document bodies are kept byte for byte, since there a
+    '#' line is content. Only ever drops lines, and only where the Dockerfile's shape is
+    plain: where a heredoc is written in any other form than a plain `<<NAME` word (quoted,
+    escaped, split over lines, inside quotes) or an escape directive changes the line
+    continuation, the whole text is hashed as it is (hashing more is always safe)."""
+    lines = dockerfile.split("\n")  # BuildKit's line breaks: '\n' only
+    if not _plain(lines):
+        return dockerfile
     kept: list[str] = []
     closing: list[tuple[str, bool]] = []  # heredoc terminators still to come, in order
     directives = True
-    for line in dockerfile.splitlines():
+    for number, line in enumerate(lines):
         if closing:
             kept.append(line)
             word, dash = closing[0]
             if (line.lstrip("\t") if dash else line) == word:
                 closing.pop(0)
             continue
-        stripped = line.strip()
-        if directives and _DIRECTIVE.match(stripped):
+        stripped = line.strip(_BLANK)
+        if directives and (_DIRECTIVE.match(stripped) or (number == 0 and line.startswith("#!"))):
             kept.append(line)
             continue
         directives = False
@@ -75,3 +82,22 @@ def instructions(dockerfile: str) -> str:
         kept.append(line)
         closing.extend((m.group(3), m.group(1) == "-") for m in _HEREDOC.finditer(line))
     return "\n".join(kept)
+
+
+def _plain(lines: list[str]) -> bool:
+    """Whether every `<<` outside a comment line is a plain heredoc word on a line that
+    ends there (not split over lines, not inside quotes), and no escape directive is set."""
+    for line in lines:
+        stripped = line.strip(_BLANK)
+        if re.match(r"#\s*escape\s*=", stripped):
+            return False
+        if "<<" not in line or stripped.startswith("#"):
+            continue
+        openers = list(_HEREDOC.finditer(line))
+        if line.count("<<") != len(openers) or line.rstrip(_BLANK).endswith("\\"):
+            return False
+        for opener in openers:
+            before = line[: opener.start()]
+            if before.count('"') % 2 or before.count("'") % 2:
+                return False
+    return True

@@ -57,4 +57,45 @@ def test_a_heredoc_comment_change_changes_the_text_and_a_real_comment_does_not()
 
 
 def test_an_unterminated_heredoc_keeps_everything_after_it() -> None:
-    assert instructions("RUN <<EOF\n# kept\n\n") == "RUN <<EOF\n# kept\n"
+    assert instructions("RUN <<EOF\n# kept\n\n") == "RUN <<EOF\n# kept\n\n"
+
+
+DIFFERENT_IMAGES = [
+    # (a, b): two Dockerfiles BuildKit builds into different images; never the same hash
+    (
+        "COPY <<'END-CONF' /etc/a.conf\n# key=1\nEND-CONF\n",
+        "COPY <<'END-CONF' /etc/a.conf\n# key=2\nEND-CONF\n",
+    ),
+    ("COPY <<END-CONF /a\nEND\n# x=1\nEND-CONF\n", "COPY <<END-CONF /a\nEND\n# x=2\nEND-CONF\n"),
+    ("RUN <<\\EOF\n#!/usr/bin/python3.11\nEOF\n", "RUN <<\\EOF\n#!/bin/false\nEOF\n"),
+    ("COPY <<1X /a\n# 1\n1X\n", "COPY <<1X /a\n# 2\n1X\n"),
+    ("COPY <<\\\nEOF /a\n# 1\nEOF\n", "COPY <<\\\nEOF /a\n# 2\nEOF\n"),
+    (
+        'RUN echo "<<EOF"\nCOPY <<CONF /a\nEOF\n# x\nCONF\n',
+        'RUN echo "<<EOF"\nCOPY <<CONF /a\nEOF\n# y\nCONF\n',
+    ),
+    ("RUN echo ok\u2028# && touch /pwn\n", "RUN echo ok\n"),
+    ('RUN echo "a\u2028b"\n', 'RUN echo "a\u2029b"\n'),
+    ("RUN echo a \\\n\x1f# b; touch /pwn\n", "RUN echo a \\\n"),
+    ("#!/bin/sh\n# syntax=a/b\nFROM x\n", "#!/bin/sh\n# syntax=c/d\nFROM x\n"),
+    ("# escape=`\nRUN a `\n# b\n", "# escape=`\nRUN a `\n# c\n"),
+]
+
+
+def test_no_two_different_images_hash_the_same() -> None:
+    """The review's cases: heredocs in forms the plain reading does not know, line breaks
+    Python knows and BuildKit does not, a shebang before `# syntax=`, an escape directive.
+    Each pair differs in what BuildKit builds, so their texts must differ."""
+    for a, b in DIFFERENT_IMAGES:
+        assert instructions(a) != instructions(b), (a, b)
+
+
+def test_the_shipped_templates_are_plain_so_their_comments_never_count() -> None:
+    from build_graph.manifest.load import load
+    from build_graph.plan.plan import plan
+    from tests.helpers import REPO
+
+    for tier in plan(load(REPO / "images.toml")):
+        read = instructions(tier.dockerfile)
+        assert read != tier.dockerfile  # comments were dropped: the plain reading applied
+        assert "\n#" not in read.split("\n", 3)[-1]  # no comment line past the directives
