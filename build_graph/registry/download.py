@@ -24,7 +24,7 @@ def download_blob(ref: Ref, digest: Digest, size: int, dest: Path) -> None:
     multi-GB layer never sits in memory), hashed on the way: other bytes, or more or fewer
     than the `size` its descriptor states, and `dest` is removed and UntrustedAnswer
     raised. A read asked again starts the file over."""
-    sink = _HashedFile(dest)
+    sink = _HashedFile(dest, size, f"blob {digest} of {ref.repository} from {ref.host}")
     try:
         response = client(ref.api_host).request(
             "GET", ref.repository, f"blobs/{digest}", limit=BLOB_LIMIT, sink=sink
@@ -57,10 +57,13 @@ def download_blob(ref: Ref, digest: Digest, size: int, dest: Path) -> None:
 
 
 class _HashedFile:
-    """A transport sink: a file written afresh on each start, its bytes hashed as they go."""
+    """A transport sink: a file written afresh on each start, its bytes hashed as they go,
+    refused the moment they pass the size the descriptor states (an endless body never
+    fills the disk)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path, self.hash, self.size = path, hashlib.sha256(), 0
+    def __init__(self, path: Path, most: int, what: str) -> None:
+        self.path, self.most, self.what = path, most, what
+        self.hash, self.size = hashlib.sha256(), 0
         self.handle: BinaryIO | None = None
 
     def start(self) -> None:
@@ -71,6 +74,11 @@ class _HashedFile:
         assert self.handle is not None, "start() first"
         self.hash.update(data)
         self.size += len(data)
+        if self.size > self.most:
+            raise UntrustedAnswer(
+                f"the {self.what} passed the {self.most} bytes its descriptor states; "
+                "refusing it"
+            )
         return int(self.handle.write(data))
 
     def close(self) -> None:

@@ -84,8 +84,9 @@ def test_the_right_bytes_land_in_the_file(registry: str, serve: str, tmp_path: P
     ("serve", "size", "says"),
     [
         ("other", len(BLOB), "other bytes"),
-        ("longer", len(BLOB), "other bytes"),
-        ("right", len(BLOB) - 1, f"{len(BLOB)} bytes where its descriptor says {len(BLOB) - 1}"),
+        ("longer", len(BLOB), f"passed the {len(BLOB)} bytes its descriptor states"),
+        ("right", len(BLOB) - 1, f"passed the {len(BLOB) - 1} bytes its descriptor states"),
+        ("right", len(BLOB) + 1, f"{len(BLOB)} bytes where its descriptor says {len(BLOB) + 1}"),
     ],
 )
 def test_other_or_more_bytes_are_refused_and_removed(
