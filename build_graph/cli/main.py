@@ -25,6 +25,7 @@ from build_graph.cli.handlers import (
     run_sbom,
 )
 from build_graph.errors import run_cli
+from build_graph.interrupts import quiet_interrupts
 
 
 def parser() -> argparse.ArgumentParser:
@@ -276,4 +277,5 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    quiet_interrupts()  # Ctrl-C or SIGTERM: one line, and `finally` blocks run (scratch files)
     return run_cli(lambda: int(args.run(args)))

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
 import tempfile
 from dataclasses import asdict
@@ -20,6 +22,7 @@ from pathlib import Path
 from build_graph.cli import options
 from build_graph.cli.artifacts import planned_tier
 from build_graph.errors import BuildFailed, ConfigError
+from build_graph.log import shown
 from build_graph.manifest.model import Stack
 from build_graph.oci import json_door
 from build_graph.oci.archive import read_layer
@@ -73,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     steps = layer_steps(json_door.loads(api.get_blob(image.ref, image.image.config)))
     where = f"{image.ref.host}/{image.ref.repository}@{image.ref.reference}"
     layers = []
-    with tempfile.TemporaryDirectory(prefix="size-", dir=_scratch(stack)) as scratch:
+    with tempfile.TemporaryDirectory(prefix=f"size-{os.getpid()}-", dir=_scratch(stack)) as scratch:
         for i, (digest, compressed) in enumerate(image.image.layers):
             blob = Path(scratch) / digest.hex
             download_blob(image.ref, digest, compressed, blob)
@@ -96,10 +99,10 @@ def describe(tier: PlannedTier, ref: str, over: str | None, found: ImageSize) ->
     most = tier.expect.max_size_bytes
     limit = tier.expect.max_layer
     lines = [
-        f"{tier.key}: {ref}",
+        f"{tier.key}: {shown(ref, 300)}",
         f"{len(found.layers)} layers, {amount(found.compressed)} compressed, "
         f"{amount(found.unpacked)} unpacked; verify.max_size "
-        + (f"{most / 2**30:.2f} GiB" if most else "not set")
+        + (amount(most) if most else "not set")
         + "; the registry takes "
         + (str(limit) if limit else "any layer size (no limit set or known)"),
     ]
@@ -116,19 +119,21 @@ def describe(tier: PlannedTier, ref: str, over: str | None, found: ImageSize) ->
         shared = "  (also in the other image)" if over and layer.shared else ""
         lines.append(
             f"{layer.index + 1:>5}  {amount(layer.compressed):>10}  {amount(layer.unpacked):>10}"
-            f"  {layer.files:>7}  {step_text(layer.step, 70)}{shared}"
+            f"  {layer.files:>7}  {shown(step_text(layer.step, 70), 80)}{shared}"
         )
         if layer.folders:
             lines.append(
-                "       folders: " + ", ".join(f"{p} {amount(s)}" for p, s in layer.folders)
+                "       folders: " + ", ".join(f"{_path(p)} {amount(s)}" for p, s in layer.folders)
             )
         if layer.largest:
-            lines.append("       files: " + ", ".join(f"{p} {amount(s)}" for p, s in layer.largest))
+            lines.append(
+                "       files: " + ", ".join(f"{_path(p)} {amount(s)}" for p, s in layer.largest)
+            )
     lines.append("")
     if over:
         added = found.added
         lines.append(
-            f"over {over}: adds {len(added)} of {len(found.layers)} layers, "
+            f"over {shown(over, 300)}: adds {len(added)} of {len(found.layers)} layers, "
             f"{amount(sum(a.compressed for a in added))} compressed, "
             f"{amount(sum(a.unpacked for a in added))} unpacked"
         )
@@ -158,9 +163,30 @@ def _other(stack: Stack, tier: PlannedTier, over: str | None) -> str | None:
 
 
 def _scratch(stack: Stack) -> Path:
+    """Where layers are streamed to (the build folder: a layer is as big as the image's
+    biggest); a `size-<pid>-*` folder whose process is gone (killed) is removed first."""
     folder = stack.build_folder.root
     folder.mkdir(parents=True, exist_ok=True)
+    for left in folder.glob("size-*-*"):
+        pid = left.name.split("-")[1]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(left, ignore_errors=True)
     return folder
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _path(path: str) -> str:
+    """A path from the image, as it may reach a terminal (printable, bounded)."""
+    return shown(path, 300)
 
 
 def _record(tier: PlannedTier, ref: str, over: str | None, found: ImageSize) -> dict[str, object]:

@@ -12,7 +12,7 @@ from build_graph.manifest import schema, stack_schema
 from build_graph.manifest.model import CacheSpec, VariantSpec, VerifySpec
 from build_graph.manifest.rules import Report
 from build_graph.manifest.values import conforms, fill_fields, parse_duration
-from build_graph.oci.layer_limits import LayerLimit, known_limit
+from build_graph.oci.layer_limits import LayerLimit, amount, known_limit
 from build_graph.signing.keys import KMS_SCHEME
 from build_graph.signing.spec import SigningSpec
 
@@ -38,6 +38,13 @@ def resolve_layer_limit(manifest: schema.Manifest, report: Report) -> LayerLimit
     if not size:
         report.error("layers.max_size", f"{text!r} is not a size; write e.g. '9G'")
         return None
+    known = known_limit(manifest.stack.registry)
+    if known is not None and size > known.size:  # '10G' is 10 GiB: past ghcr.io's 10 GB
+        report.note(
+            "layers.max_size",
+            f"{text!r} is {amount(size)} (binary units), more than "
+            f"{known}: layers between the two pass verify and fail the push",
+        )
     return LayerLimit(size, "[layers] max_size")
 
 

@@ -84,10 +84,10 @@ class Layers(Strict):
     compression may keep the level it was made with (moby/buildkit#5458)"""
     max_size: Text | None = None
     """the largest compressed layer the registry takes (`9G`; binary units, as `max_size`
-    elsewhere): verify fails a larger layer before promote, and push fails before sending
-    anything, naming the layer and the step that made it. Not set: the registry's published
-    limit where build-graph knows it (ghcr.io 10 GB, Artifact Registry 9.9 GB per request),
-    else none. Not part of any hash"""
+    elsewhere: `9G` is 9.66 GB): verify fails a larger layer before promote, and push (from
+    the tier's OCI layout) fails before sending anything, naming the layer and the step.
+    Not set: the registry's published limit where build-graph knows it (ghcr.io 10 GB,
+    Artifact Registry 9.9 GB per request), else none. Not part of any hash"""
 
     @field_validator("level")
     @classmethod

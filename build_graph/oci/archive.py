@@ -25,6 +25,7 @@ from build_graph.oci.digest import Digest, parse_digest
 from build_graph.oci.platforms import stated_platform
 
 _CHUNK = 1 << 20
+ENTRIES = 2_000_000  # a layer's entries, at most (a CUDA + torch image has about 60,000)
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
@@ -86,15 +87,18 @@ def layer_files(archive: Path, layer: Digest) -> dict[str, FileEntry]:
         raise BadArchive(f"layer {layer}: not a tar we can read ({exc})") from None
 
 
-def read_layer(raw: IO[bytes], layer: Digest) -> dict[str, FileEntry]:
+def read_layer(raw: IO[bytes], layer: Digest, most: int = ENTRIES) -> dict[str, FileEntry]:
     """layer_files of a layer blob read from `raw` (a file, a stream): every path, each
-    file's content hashed; the blob's bytes must hash to `layer`."""
+    file's content hashed; the blob's bytes must hash to `layer`; more than `most` entries
+    and the layer is refused (each one is held in memory)."""
     try:
         checked = _Hashing(raw)
         files: dict[str, FileEntry] = {}
         with _unpacked(checked) as stream, tarfile.open(fileobj=stream, mode="r|*") as tar:
             for member in tar:
                 files["/" + member.name.removeprefix("./").lstrip("/")] = _entry(tar, member)
+                if len(files) > most:
+                    raise BadArchive(f"layer {layer}: more than {most} entries; refusing it")
         checked.drain()
     except (OSError, tarfile.TarError, EOFError) as exc:
         raise BadArchive(f"layer {layer}: not a tar we can read ({exc})") from None

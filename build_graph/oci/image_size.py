@@ -20,6 +20,7 @@ from build_graph.oci.digest import Digest
 WHITEOUT = ".wh."
 OPAQUE = ".wh..wh..opq"
 DOMINANT = 0.8  # a folder whose one subfolder holds this share of it is named by that subfolder
+DEEPEST = 32  # folders deeper than this are counted in their ancestor this deep
 
 
 @dataclass(frozen=True)
@@ -119,7 +120,7 @@ def heavy_folders(files: Mapping[str, FileEntry], top: int) -> list[tuple[str, i
     for path, entry in files.items():
         if entry.kind != "file" or not entry.size:
             continue
-        parts = path.strip("/").split("/")[:-1]
+        parts = path.strip("/").split("/")[:-1][:DEEPEST]
         for depth in range(1, len(parts) + 1):
             sizes["/" + "/".join(parts[:depth])] += entry.size
     children: defaultdict[str, list[str]] = defaultdict(list)
@@ -149,13 +150,17 @@ def overwritten(layers: Sequence[Layer], least: int = 0) -> list[Twice]:
     below: defaultdict[str, set[str]] = defaultdict(set)  # folder -> its live entries
     found: list[Twice] = []
 
-    def remove(path: str, by: int, how: str) -> None:
-        for child in list(below.pop(path, ())):
-            remove(child, by, how)
-        held = live.pop(path, None)
-        below[path.rsplit("/", 1)[0] or "/"].discard(path)
-        if held is not None and held[1].kind == "file" and held[1].size >= max(least, 1):
-            found.append(Twice(path, held[1].size, held[0], f"{how} in layer {by + 1}"))
+    def remove(top: str, by: int, how: str) -> None:
+        """`top` and everything below it (a loop, not recursion: a layer's depth is the
+        image's choice)."""
+        below[top.rsplit("/", 1)[0] or "/"].discard(top)
+        todo = [top]
+        while todo:
+            path = todo.pop()
+            todo.extend(below.pop(path, ()))
+            held = live.pop(path, None)
+            if held is not None and held[1].kind == "file" and held[1].size >= max(least, 1):
+                found.append(Twice(path, held[1].size, held[0], f"{how} in layer {by + 1}"))
 
     for i, layer in enumerate(layers):
         for path in layer.files:  # a layer's whiteouts hide what the layers below put
@@ -163,7 +168,7 @@ def overwritten(layers: Sequence[Layer], least: int = 0) -> list[Twice]:
             if name == OPAQUE:
                 for child in list(below.get(folder or "/", ())):
                     remove(child, i, "hidden by an opaque folder")
-            elif name.startswith(WHITEOUT):
+            elif name.startswith(WHITEOUT) and name != WHITEOUT:  # '.wh.' alone names nothing
                 remove(f"{folder}/{name[len(WHITEOUT) :]}", i, "removed")
         for path, entry in layer.files.items():
             if path.rpartition("/")[2].startswith(WHITEOUT):

@@ -40,7 +40,7 @@ class LayerLimit:
 
 def known_limit(registry: str) -> LayerLimit | None:
     """The published limit of the registry `registry` (its host, or `host/path`) names."""
-    host = registry.split("/", 1)[0].lower()
+    host = registry.split("/", 1)[0].lower().rsplit(":", 1)[0]  # ghcr.io:443 is ghcr.io
     for suffix, size, said_by in KNOWN:
         if host == suffix or host.endswith(suffix if suffix.startswith("-") else "." + suffix):
             return LayerLimit(size, said_by)

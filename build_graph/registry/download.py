@@ -76,8 +76,7 @@ class _HashedFile:
         self.size += len(data)
         if self.size > self.most:
             raise UntrustedAnswer(
-                f"the {self.what} passed the {self.most} bytes its descriptor states; "
-                "refusing it"
+                f"the {self.what} passed the {self.most} bytes its descriptor states; refusing it"
             )
         return int(self.handle.write(data))
 

@@ -36,6 +36,7 @@ LEGEND = (
     "yellow: kept from running by a failure before it; white: not part of this run"
 )
 SHORTEST = 0.05  # seconds: a shorter stage is left out of the timeline
+MOST = 400  # stages a timeline draws at most (about 60 characters each)
 _SAFE_LABEL = re.compile(r"[A-Za-z0-9 .,/@()+=:%_-]")
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9@/._+ -]")
 
@@ -123,6 +124,7 @@ def gantt(
         f"  title {safe_name(title)}",
         "  dateFormat x",
         "  axisFormat %H:%M:%S",
+        "  todayMarker off",
     ]
     by_tier: dict[str, list[Span]] = {key: [] for key in order}
     for span in sorted(drawn(spans), key=lambda s: (s.start, s.stage)):
@@ -135,13 +137,31 @@ def gantt(
             begin = int(span.start * 1000)
             end = begin + max(1, round(span.seconds * 1000))
             tags = "crit, " if span.failed else ""
-            lines.append(f"    {safe_name(span.stage)} {span.seconds:.1f}s :{tags}{begin}, {end}")
+            lines.append(f"    {safe_name(span.stage)} {took(span.seconds)} :{tags}{begin}, {end}")
     return "\n".join(lines) + "\n"
 
 
 def drawn(spans: Sequence[Span]) -> list[Span]:
-    """The spans a timeline draws: failures always, others of SHORTEST seconds or more."""
-    return [span for span in spans if span.failed or span.seconds >= SHORTEST]
+    """The spans a timeline draws: failures always, others of SHORTEST seconds or more; of
+    a matrix stack's thousands, the MOST longest (Mermaid refuses a diagram past 50,000
+    characters)."""
+    shown = [span for span in spans if span.failed or span.seconds >= SHORTEST]
+    if len(shown) <= MOST:
+        return shown
+    kept = set(sorted(range(len(shown)), key=lambda i: -shown[i].seconds)[:MOST])
+    return [span for i, span in enumerate(shown) if i in kept or span.failed]
+
+
+def took(seconds: float) -> str:
+    """'9.5s', '5m03s', '3h07m': a bar's label."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes = int(seconds // 60)
+    return (
+        f"{minutes}m{int(seconds % 60):02d}s"
+        if minutes < 60
+        else f"{minutes // 60}h{minutes % 60:02d}m"
+    )
 
 
 def dot(nodes: Sequence[Node], notes: Mapping[str, str] | None = None) -> str:

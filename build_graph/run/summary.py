@@ -134,7 +134,11 @@ class RunSummary:
             order = [node.key for node in self.graph]
             lines += [diagrams.gantt(drawn, order=order).rstrip("\n"), "```"]
             if left := len(self.spans) - len(drawn):
-                lines += ["", f"{left} stages under {diagrams.SHORTEST} s are not drawn."]
+                lines += [
+                    "",
+                    f"{left} stages are not drawn (under {diagrams.SHORTEST} s, or past the "
+                    f"{diagrams.MOST} longest).",
+                ]
         return lines
 
     def _cells(self, key: str, row: TierRow) -> list[str]:

@@ -41,7 +41,7 @@ def test_full_run_builds_pushes_verifies_and_promotes(
         mermaid_blocks((ws.root / "build" / "summary.md").read_text()), tmp_path
     )
     assert chart.error == "" and timeline.error == "", (chart.error, timeline.error)
-    assert all(f"{tier}" in chart.svg for tier in TIERS) and chart.svg.count("rebuilt") == 5
+    assert all(f"{tier}" in chart.svg for tier in TIERS) and chart.source.count(":::built") == 5
     assert all(f"section {tier}" in timeline.source for tier in TIERS)
     assert "compile" in timeline.svg and "verify" in timeline.svg
     for tier in TIERS:

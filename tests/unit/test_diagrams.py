@@ -66,7 +66,7 @@ def test_no_name_becomes_mermaid_syntax(hostile: str) -> None:
     name = diagrams.safe_name(hostile)
     assert re.fullmatch(r"[A-Za-z0-9@/._+ -]*", name), name
     timeline = diagrams.gantt([Span(hostile, hostile, 100.0, 1.5)], title=hostile)
-    assert len(mermaid_lines(timeline)) == 4 + 2  # header lines, one section, one task
+    assert len(mermaid_lines(timeline)) == 5 + 2  # header lines, one section, one task
 
 
 @pytest.mark.parametrize("hostile", HOSTILE)
@@ -95,7 +95,7 @@ def test_the_timeline_has_a_section_per_tier_in_start_order_and_marks_failures()
         "  dateFormat x",
         "  axisFormat %H:%M:%S",
     ]
-    assert lines[4:] == [
+    assert lines[5:] == [
         "  section fastext",
         "    compile 9.5s :1000000, 1009500",
         "  section base",
@@ -129,7 +129,7 @@ def test_the_summary_draws_the_stack_by_outcome_and_the_stages_that_ran() -> Non
     assert '["runner<br/>not run"]:::kept' in chart
     assert "section fastext" in timeline and "verify 2.0s :crit, 1013000, 1015000" in timeline
     assert diagrams.LEGEND in text
-    assert "promote 0.0s" not in timeline and "1 stages under 0.05 s are not drawn." in text
+    assert "promote 0.0s" not in timeline and "1 stages are not drawn (under 0.05 s" in text
 
 
 def test_a_run_where_nothing_ran_draws_the_stack_and_no_timeline() -> None:
@@ -167,3 +167,13 @@ def test_the_timeline_follows_the_graphs_order_where_it_is_given() -> None:
         "  section builder",
         "  section runner",  # fastext ran nothing: no empty section
     ]
+
+
+def test_long_stages_read_in_minutes_and_hours_and_a_matrix_is_cut_to_the_longest() -> None:
+    assert [diagrams.took(s) for s in (9.54, 303.0, 11_250.0)] == ["9.5s", "5m03s", "3h07m"]
+    many = [Span(f"t{i}", "build", float(i), 1.0 + i % 7, failed=i == 3) for i in range(1000)]
+    kept = diagrams.drawn(many)
+    assert len(kept) <= diagrams.MOST + 1 and any(s.failed for s in kept)
+    assert min(s.seconds for s in kept if not s.failed) >= 5.0  # the longest ones
+    assert sum(s.seconds == 7.0 for s in kept) == sum(s.seconds == 7.0 for s in many)
+    assert len(diagrams.gantt(many)) < 50_000

@@ -128,3 +128,12 @@ def test_verify_says_the_layers_in_one_line() -> None:
     )
     root = [{**layer, "shared": None} for layer in layers]
     assert "adds over" not in line(root) and line([]) == "no layers"
+
+
+def test_a_limit_above_the_registrys_own_is_a_note(tmp_path: Path) -> None:
+    text = MINIMAL.replace("127.0.0.1:5000/demo", "ghcr.io:443/team/demo")
+    stack = load_text(tmp_path, text + '\n[layers]\nmax_size = "10G"\n')  # 10 GiB
+    assert stack.layer_limit == LayerLimit(10 << 30, "[layers] max_size")
+    [note] = [n for n in stack.notes if "layers.max_size" in n]
+    assert "10.7 GB (binary units), more than 10.0 GB per layer (ghcr.io's limit)" in note
+    assert known_limit("ghcr.io:443/team") == LayerLimit(10 * GB, "ghcr.io's limit")
