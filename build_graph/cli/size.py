@@ -63,14 +63,14 @@ def run(args: argparse.Namespace) -> int:
     stack = pipeline.load_stack(args.manifest)
     tier = planned_tier(stack, args.tier)
     ref = args.image or tier.image
-    over_ref = _other(stack, tier, args.over)
-    theirs = api.read_image(parse_ref(over_ref)).image.layers if over_ref else ()
     if args.image is None and head(ref).presence is not Presence.PRESENT:
         raise BuildFailed(
             f"{ref} is not in the registry: run `doit push:{tier.key}`, or name an image "
             "with --image"
         )
     image = api.read_image(parse_ref(ref))
+    over_ref = _other(stack, tier, args.over)
+    theirs = api.read_image(parse_ref(over_ref)).image.layers if over_ref else ()
     if image.image.config is None:
         raise BuildFailed(f"{ref} names no image config")
     steps = layer_steps(json_door.loads(api.get_blob(image.ref, image.image.config)))
