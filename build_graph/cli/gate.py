@@ -21,8 +21,7 @@ from build_graph.plan.plan import PlannedTier, plan
 from build_graph.registry import api
 from build_graph.registry.availability import Availability
 from build_graph.registry.reports import ReportStore, StoredReport
-from build_graph.signing.keys import KMS_SCHEME
-from build_graph.signing.spec import SigningSpec
+from build_graph.signing.spec import KMS_SCHEME, SigningSpec
 from build_graph.verify.request import trusted_fingerprints
 
 

@@ -21,7 +21,7 @@ from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.manifest.model import Stack
 from build_graph.oci.attestation import VERIFY_PREDICATE
 from build_graph.plan.plan import plan
-from build_graph.signing.keys import KMS_SCHEME
+from build_graph.signing.spec import KMS_SCHEME
 from build_graph.verify.request import trusted_fingerprints
 
 

@@ -13,8 +13,7 @@ from build_graph.manifest.model import CacheSpec, VariantSpec, VerifySpec
 from build_graph.manifest.rules import Report
 from build_graph.manifest.values import conforms, fill_fields, parse_duration
 from build_graph.oci.layer_limits import LayerLimit, amount, known_limit
-from build_graph.signing.keys import KMS_SCHEME
-from build_graph.signing.spec import SigningSpec
+from build_graph.signing.spec import KMS_SCHEME, SigningSpec
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 _GCS_RE = re.compile(r"gs://([a-z0-9][a-z0-9._-]{1,220}[a-z0-9])(/[^\s]*)?")

@@ -25,17 +25,24 @@ def stale(planned: list[PlannedTier]) -> list[PlannedTier]:
     return [t for t in planned if not t.python.fresh]
 
 
-def record(stack: Stack, update: dict[str, bool | list[str]] | None = None) -> list[str]:
+def record(
+    stack: Stack,
+    update: dict[str, bool | list[str]] | None = None,
+    planned: list[PlannedTier] | None = None,
+) -> list[str]:
     """Resolve every missing or stale lock, and the tiers in `update` (tier name -> True for
-    every package, or the packages to move); lines saying what moved."""
+    every package, or the packages to move); lines saying what moved. `planned`: the
+    stack's plan as the caller has it (a run's, from the plan cache), read before any write
+    instead of planning again."""
     todo = dict(update or {})
     lines: list[str] = []
     done: set[str] = set()
     while True:
         # Planned again after each write: a child's request holds its parent's new pins.
+        current = planned if planned is not None and not done else plan(stack)
         waiting = [
             t
-            for t in plan(stack)
+            for t in current
             if t.python.request is not None
             and t.python.request.key not in done
             and (not t.python.fresh or t.spec.name in todo)

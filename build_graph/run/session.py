@@ -47,7 +47,10 @@ def open_session(
                 progress(line)
             run_lock.acquire(tasks.stack.build_folder.run_lock, argv)
             # images.lock or a Python lock changed: plan with it
-            if pin.record_missing(tasks.stack) | bool(sync.record(tasks.stack)):
+            pinned = pin.record_missing(tasks.stack)
+            # the plan in hand, unless images.lock just changed: no second plan on a no-op
+            moved = sync.record(tasks.stack, planned=None if pinned else tasks.planned)
+            if pinned or moved:
                 tasks = StackTasks(*load_plan(path))
         return tasks
     except BuildGraphError as exc:

@@ -21,7 +21,6 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from build_graph.errors import SigningProblem
 
-KMS_SCHEME = "gcpkms://"
 PASSWORD_ENV = "BUILD_GRAPH_SIGNING_KEY_PASSWORD"
 _HASHES: dict[str, type[hashes.HashAlgorithm]] = {
     "secp256r1": hashes.SHA256,

@@ -24,7 +24,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from build_graph.errors import KmsUnreachable, SigningProblem
 from build_graph.log import shown
 from build_graph.oci import hosts
-from build_graph.signing.keys import KMS_SCHEME, PublicKey, algorithm
+from build_graph.signing.keys import PublicKey, algorithm
+from build_graph.signing.spec import KMS_SCHEME
 
 ENDPOINT_ENV = "BUILD_GRAPH_KMS_ENDPOINT"
 _DIGESTS = {"secp256r1": "sha256", "secp384r1": "sha384"}

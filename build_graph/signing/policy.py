@@ -16,19 +16,16 @@ import os
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from build_graph.errors import SigningProblem
 from build_graph.oci import json_door
-from build_graph.signing import dsse, kms
-from build_graph.signing.keys import (
-    KMS_SCHEME,
-    PublicKey,
-    Signer,
-    load_public_file,
-    load_signer_file,
-)
-from build_graph.signing.spec import SigningSpec
+from build_graph.signing import dsse
+from build_graph.signing.spec import KMS_SCHEME, SigningSpec
+
+if TYPE_CHECKING:  # keys and KMS (cryptography, crc32c: ~45 ms) load where a key is used:
+    # a stack that signs nothing reads its unsigned reports without them
+    from build_graph.signing.keys import PublicKey, Signer
 
 SIGNING_KEY_ENV = "BUILD_GRAPH_SIGNING_KEY"
 STATEMENT_TYPE = dsse.PAYLOAD_TYPE  # an unsigned report's layer: the Statement itself
@@ -62,6 +59,9 @@ def signer_reference(spec: SigningSpec) -> str | None:
 @cache
 def signer(reference: str) -> Signer:
     """The signer a reference names (loaded once per process)."""
+    from build_graph.signing import kms
+    from build_graph.signing.keys import load_signer_file
+
     if reference.startswith(KMS_SCHEME):
         return kms.KmsSigner(reference)
     return load_signer_file(Path(reference))
@@ -70,6 +70,9 @@ def signer(reference: str) -> Signer:
 @cache
 def trusted(spec: SigningSpec) -> tuple[PublicKey, ...]:
     """The public keys whose signatures count (read once per process)."""
+    from build_graph.signing import kms
+    from build_graph.signing.keys import load_public_file
+
     return tuple(
         kms.public_key(ref) if ref.startswith(KMS_SCHEME) else load_public_file(Path(ref))
         for ref in spec.public_keys
@@ -100,6 +103,8 @@ def ready(spec: SigningSpec) -> Signer | None:
 
 
 def keys_hint(found: Signer) -> str:
+    from build_graph.signing.keys import PublicKey
+
     return PublicKey(found.name, found.public_key()).hint
 
 

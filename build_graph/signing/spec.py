@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+KMS_SCHEME = "gcpkms://"  # a Cloud KMS key version, where a PEM file path could stand
+
 
 @dataclass(frozen=True)
 class SigningSpec:
