@@ -11,6 +11,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -121,7 +122,10 @@ def test_size_names_what_a_later_layer_removes_and_bytes_stored_twice(
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "4 layers" in out and "the registry takes 1.0 MB per layer ([layers] max_size)" in out
-    assert "largest layer: 2 of 4, 2.1 MB compressed (past the registry's limit)" in out
+    # layers 2 and 3 hold the same 2 MiB (random: as big compressed), a few bytes apart
+    assert re.search(
+        r"largest layer: [23] of 4, 2\.1 MB compressed \(past the registry's limit\)", out
+    )
     assert "COPY big.bin /data/" in out and "RUN cp /data/big.bin /opt/copy.bin" in out
     assert f"over {built_on}: adds 3 of 4 layers" in out
     assert "/data/big.bin 2.1 MB: in layer 2, removed in layer 4" in out

@@ -192,7 +192,7 @@ def test_the_run_summary_says_what_ran_the_cache_verify_digest_and_tags(
     assert cache and int(cache[1]) > 0, fastext
     # where the time went: the image's bytes and seconds, what the push moved, and the pull
     # (none: verify ran on the engine that built it)
-    built = r"[\d.]+ MB image \(\d gzip layers\) in [\d.]+ s"
+    built = r"[\d.]+ [MG]B image \(\d gzip layers\) in [\d.]+ s"
     assert re.fullmatch(built, fastext["built"]), fastext
     sent = r"[\d.]+ [kM]B sent \(\d+ of \d+ blobs; .*\) in [\d.]+ s"
     assert re.fullmatch(sent, fastext["pushed"]), fastext
