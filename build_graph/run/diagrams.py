@@ -166,7 +166,7 @@ def took(seconds: float) -> str:
 
 def dot(nodes: Sequence[Node], notes: Mapping[str, str] | None = None) -> str:
     """The same graph for Graphviz (`dot -Tsvg`): parents solid, builders dashed."""
-    lines = ["digraph stack {", "  rankdir=TB;", '  node [shape=box, fontname="sans-serif"];']
+    lines = ["digraph stack {", "  rankdir=LR;", '  node [shape=box, fontname="sans-serif"];']
     for node in nodes:
         parts = [node.key, *([notes[node.key]] if notes and notes.get(node.key) else [])]
         lines.append(f"  {_quoted(node.key)} [label={_quoted(*parts)}];")
