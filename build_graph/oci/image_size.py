@@ -54,6 +54,7 @@ class Twice:
     size: int
     layer: int
     how: str
+    first: tuple[str, int] | None = None  # same bytes: the first copy's (path, layer)
 
 
 @dataclass(frozen=True)
@@ -100,9 +101,12 @@ def measure(
         )
         for i, layer in enumerate(layers)
     ]
-    twice = sorted(
-        overwritten(layers, least) + same_content(layers, least), key=lambda t: (-t.size, t.path)
-    )
+    gone = overwritten(layers, least)
+    # a copy that is also the first one's removal counts once (the wheel removed from /tmp
+    # and the same bytes at /opt are one extra copy, not two)
+    dropped = {(t.path, t.layer) for t in gone}
+    copies = [t for t in same_content(layers, least) if t.first not in dropped]
+    twice = sorted(gone + copies, key=lambda t: (-t.size, t.path))
     return ImageSize(sizes, twice)
 
 
@@ -173,6 +177,9 @@ def overwritten(layers: Sequence[Layer], least: int = 0) -> list[Twice]:
         for path, entry in layer.files.items():
             if path.rpartition("/")[2].startswith(WHITEOUT):
                 continue
+            if entry.kind != "dir" and below.get(path):  # a folder replaced by a file or link
+                for child in list(below[path]):
+                    remove(child, i, "replaced")
             held = live.get(path)
             if held is not None and held[1].kind == "file" and held[1].size >= max(least, 1):
                 again = entry.kind == "file" and entry.sha256 == held[1].sha256
@@ -203,7 +210,6 @@ def same_content(layers: Sequence[Layer], least: int) -> list[Twice]:
                 continue
             seen = first.setdefault(entry.sha256, (i, path))
             if seen[0] != i and seen[1] != path:
-                found.append(
-                    Twice(path, entry.size, i, f"same bytes as {seen[1]} in layer {seen[0] + 1}")
-                )
+                how = f"same bytes as {seen[1]} in layer {seen[0] + 1}"
+                found.append(Twice(path, entry.size, i, how, (seen[1], seen[0])))
     return found

@@ -48,6 +48,7 @@ def _encode(value: object) -> object:
 # (https://docs.docker.com/reference/dockerfile/#here-documents).
 _HEREDOC = re.compile(r"(?:^|(?<=\s))<<(-?)([\"']?)([A-Za-z_][A-Za-z0-9_]*)\2(?=\s|$)")
 _DIRECTIVE = re.compile(r"#\s*[A-Za-z_]+\s*=")
+_ESCAPE = re.compile(r"#\s*escape\s*=", re.IGNORECASE)  # BuildKit reads directives so
 _BLANK = " \t\r"  # what may stand before a comment's '#' here (BuildKit takes more: safe)
 
 
@@ -60,7 +61,9 @@ def instructions(dockerfile: str) -> str:
     escaped, split over lines, inside quotes) or an escape directive changes the line
     continuation, the whole text is hashed as it is (hashing more is always safe)."""
     lines = dockerfile.split("\n")  # BuildKit's line breaks: '\n' only
-    if not _plain(lines):
+    # A byte-order mark (BuildKit drops it before the directives) or a '\r' anywhere
+    # (BuildKit trims it off heredoc terminators): not plain, hashed whole
+    if dockerfile.startswith("\ufeff") or "\r" in dockerfile or not _plain(lines):
         return dockerfile
     kept: list[str] = []
     closing: list[tuple[str, bool]] = []  # heredoc terminators still to come, in order
@@ -89,7 +92,7 @@ def _plain(lines: list[str]) -> bool:
     ends there (not split over lines, not inside quotes), and no escape directive is set."""
     for line in lines:
         stripped = line.strip(_BLANK)
-        if re.match(r"#\s*escape\s*=", stripped):
+        if _ESCAPE.match(stripped):
             return False
         if "<<" not in line or stripped.startswith("#"):
             continue

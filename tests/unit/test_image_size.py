@@ -112,3 +112,22 @@ def test_measure_adds_up_and_says_what_the_image_adds_over_another() -> None:
     assert found.largest is not None and found.largest.index == 0
     assert found.layers[1].largest == [("/app/b", 3 * MB)]
     assert found.twice == []
+
+
+def test_a_folder_replaced_by_a_link_hides_what_was_below_it() -> None:
+    layers = [
+        layer(1, {"/opt/d": folder(), "/opt/d/big": file(5 * MB, "big")}),
+        layer(2, {"/opt/d": FileEntry("symlink", 0o777, (0, 0), 0, 0, "/srv", "")}),
+    ]
+    [twice] = overwritten(layers)
+    assert (twice.path, twice.how) == ("/opt/d/big", "replaced in layer 2")
+
+
+def test_a_file_moved_to_another_layer_is_one_extra_copy_not_two() -> None:
+    layers = [
+        layer(1, {"/tmp/w.whl": file(9 * MB, "wheel")}),
+        layer(2, {"/tmp/.wh.w.whl": whiteout(), "/opt/w.whl": file(9 * MB, "wheel")}),
+    ]
+    found = measure(layers).twice
+    assert [(t.path, t.how) for t in found] == [("/tmp/w.whl", "removed in layer 2")]
+    assert sum(t.size for t in found) == 9 * MB

@@ -79,6 +79,16 @@ DIFFERENT_IMAGES = [
     ("RUN echo a \\\n\x1f# b; touch /pwn\n", "RUN echo a \\\n"),
     ("#!/bin/sh\n# syntax=a/b\nFROM x\n", "#!/bin/sh\n# syntax=c/d\nFROM x\n"),
     ("# escape=`\nRUN a `\n# b\n", "# escape=`\nRUN a `\n# c\n"),
+    # the second review: an escape directive in capitals, a byte-order mark, '\r' endings
+    ("# ESCAPE=`\nCOPY <<EOF `\nEOF\n# 1\nEOF\n", "# ESCAPE=`\nCOPY <<EOF `\nEOF\n# 2\nEOF\n"),
+    (
+        "\ufeff# check=error=true\n# syntax=a/b\nFROM x",
+        "\ufeff# check=error=true\n# syntax=c/d\nFROM x",
+    ),
+    (
+        "COPY <<EOF /a\r\nEOF\r\nCOPY <<END /b\r\nEOF\n# 1\nEND\n",
+        "COPY <<EOF /a\r\nEOF\r\nCOPY <<END /b\r\nEOF\n# 2\nEND\n",
+    ),
 ]
 
 
