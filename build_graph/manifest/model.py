@@ -169,6 +169,7 @@ class Stack:
     signing: SigningSpec = NO_SIGNING
     compression: Compression = GZIP  # [layers]
     layer_limit: LayerLimit | None = None  # [layers] max_size, or the registry's known limit
+    apt_locked: bool = False  # [apt] lock: system packages from <manifest>.aptlock/
 
     @property
     def root(self) -> Path:

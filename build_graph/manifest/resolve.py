@@ -113,6 +113,7 @@ def resolve_stack(path: Path, manifest: schema.Manifest, lookup: Lookup = shippe
         signing=signing,
         compression=Compression(manifest.layers.compression, manifest.layers.level),
         layer_limit=layer_limit,
+        apt_locked=manifest.apt.lock,
     )
 
 

@@ -22,7 +22,14 @@ from build_graph.manifest.grammar import (
     Text,
     Version,
 )
-from build_graph.manifest.stack_schema import Cache, Layers, Signing, StackSection, Strict
+from build_graph.manifest.stack_schema import (
+    Apt,
+    Cache,
+    Layers,
+    Signing,
+    StackSection,
+    Strict,
+)
 from build_graph.manifest.values import FIELD_NAME_RE, VERSION_RE, conforms
 
 # "required": promote only after a kernel really ran on a GPU; "optional": promote after
@@ -221,7 +228,7 @@ class Variant(Strict):
 
 class Manifest(Strict):
     """A stack of images in one file, `images.toml`: `[stack]`, `[versions]`, `[gpu]`,
-    `[cache]`, `[signing]`, `[layers]`, a `[tiers.<name>]` table per image and
+    `[cache]`, `[signing]`, `[apt]`, `[layers]`, a `[tiers.<name>]` table per image and
     `[variants.<name>]`.
     `python -m build_graph check` validates it and prints the resolved stack.
 
@@ -239,6 +246,7 @@ class Manifest(Strict):
     gpu: Gpu = Field(default_factory=Gpu)
     cache: Cache = Field(default_factory=Cache)
     signing: Signing = Field(default_factory=Signing)
+    apt: Apt = Field(default_factory=Apt)
     layers: Layers = Field(default_factory=Layers)
     tiers: dict[Name, Tier]
     variants: dict[Name, Variant] = Field(default_factory=dict)

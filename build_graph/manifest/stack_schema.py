@@ -1,11 +1,19 @@
-"""The stack-wide tables of images.toml: `[stack]`, `[cache]`, `[signing]`, `[layers]`
+"""The stack-wide tables of images.toml: `[stack]`, `[cache]`, `[signing]`, `[apt]`, `[layers]`
 (pydantic models as written; manifest/schema.py holds the rest and the whole `Manifest`).
 Their docstrings are the images.toml reference, as schema.py's are.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationInfo,
+    field_validator,
+)
 
 from build_graph.manifest.grammar import Name, PlatformText, Repository, Text
 from build_graph.oci.compression import Algorithm, level_problem
@@ -67,6 +75,19 @@ class Signing(Strict):
     required: bool = False
     """only a report signed by one of `public_keys` counts (promote needs one); a runner
     with no signing key fails verify before probing"""
+
+
+class Apt(Strict):
+    """The Debian and Ubuntu packages the templates install with apt
+    ([concepts](concepts.md#system-packages-are-locked))."""
+
+    lock: StrictBool = False
+    """`true`: every tier's apt packages are locked per platform in `<manifest>.aptlock/`
+    (each package the install adds, at one version, with its `.deb`'s sha256), resolved by
+    the real apt in the pinned `from` image; builds install exactly those files and refuse
+    other bytes. `false`: builds install what the archive serves on the day (a tag then
+    does not pin the system packages). Turning it on rebuilds the tiers that install
+    packages"""
 
 
 class Layers(Strict):

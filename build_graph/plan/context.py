@@ -21,6 +21,7 @@ from pathlib import Path
 
 from build_graph.fs import inside
 from build_graph.layout import DOIT_DB, OWN_FOLDER, PLAN_CACHE, RUN_LOCK, BuildFolder
+from build_graph.manifest.model import TierSpec
 
 DEFAULT_EXCLUDES = (
     ".git",
@@ -210,3 +211,17 @@ def _walk(folder: Path, root: Path) -> list[Path]:
         )
         files.extend(here / d for d in dirs if (here / d).is_symlink())
     return sorted(files)
+
+
+def local_sources(root: Path, tier: TierSpec) -> tuple[tuple[str, str, Path], ...]:
+    """(source name, file's name relative to the manifest's folder, file) of every file of
+    the compile sources that are folders below the manifest (URLs are pinned by commit or
+    sha256 instead), by the context rules: `.git`, `.env`, `.dockerignore`'d files never."""
+    if tier.compile is None:
+        return ()
+    return tuple(
+        (source.name, relative, path)
+        for source in tier.compile.sources
+        if source.kind == "local"
+        for relative, path in source_files(root, source.text)
+    )

@@ -24,7 +24,7 @@ from pathlib import Path
 from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.fs import write_if_changed
 from build_graph.layout import manifest_option
-from build_graph.manifest.model import Source, Stack
+from build_graph.manifest.model import Source, Stack, TierSpec
 from build_graph.manifest.values import (
     COMMIT_RE,
     IMAGE_RE,
@@ -171,3 +171,26 @@ def from_images(stack: Stack) -> list[str]:
     return list(
         dict.fromkeys(t.from_image for v in stack.variants for t in v.tiers if t.from_image)
     )
+
+
+def from_pin(stack: Stack, lock: Lock, tier: TierSpec, platform: str | None) -> str | None:
+    """What images.lock pins a root tier's `from` image to (None: not yet). An image that
+    exists only in this daemon cannot serve a tier built per platform."""
+    pin = lock.images.get(str(tier.from_image))
+    if pin == LOCAL and platform is not None:
+        raise ConfigError(
+            [
+                ConfigIssue(
+                    lock_path(stack.manifest),
+                    f'from."{tier.from_image}"',
+                    f"{tier.from_image} exists only in this Docker daemon ({LOCAL!r}): "
+                    "one image of "
+                    f"one platform, and tiers.{tier.name} is built per platform "
+                    f"({', '.join(tier.platforms)}); "
+                    "name a `from` image in a registry that holds each platform (an index, as "
+                    "debian, ubuntu and nvidia/cuda are; `scripts/services.sh arm64` puts "
+                    "127.0.0.1:5000/seed/debian:bookworm-slim in the loopback registry)",
+                )
+            ]
+        )
+    return pin

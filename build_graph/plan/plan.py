@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from build_graph.aptlock.state import NO_APT, AptState, recorder
 from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.layout import TierFolder
 from build_graph.manifest.expectation import Expectation, expectation_for
@@ -19,11 +20,11 @@ from build_graph.manifest.model import Stack, TierSpec, VariantSpec
 from build_graph.oci.compression import DEFAULT as GZIP
 from build_graph.oci.compression import Compression
 from build_graph.oci.platforms import Platform, parse_platform
-from build_graph.plan.context import ContextError, context_files, source_files
+from build_graph.plan.context import ContextError, context_files, local_sources
 from build_graph.plan.hashing import content_hash, file_digest, instructions
-from build_graph.plan.lock import LOCAL, Lock, lock_path, pinned_image, read_lock
-from build_graph.plan.render import environment, render, tier_context
-from build_graph.pylock.state import NO_LOCK, LockState, lock_state
+from build_graph.plan.lock import Lock, from_pin, lock_path, pinned_image, read_lock
+from build_graph.plan.render import environment, render, render_recorded, tier_context
+from build_graph.pylock.state import NO_LOCK, LockState, host_platform, lock_state
 from build_graph.signing.spec import NO_SIGNING, SigningSpec
 
 if TYPE_CHECKING:
@@ -61,6 +62,7 @@ class PlannedTier:
     platform: str | None = None
     group_key: str = ""  # the key without the platform: what promote and `doit <tier>` use
     python: LockState = NO_LOCK  # its Python lock (pylock/state.py)
+    apt: AptState = NO_APT  # its apt lock (aptlock/state.py)
     root_image: str = ""  # what the root ancestor's FROM names: verify's baseline
     signing: SigningSpec = NO_SIGNING  # which verify reports count, and how they are signed
     compression: Compression = GZIP  # how the layers it makes are compressed ([layers])
@@ -123,23 +125,7 @@ def _plan_tier(
 ) -> PlannedTier:
     parent = done[(tier.parent, platform)] if tier.parent else None
     builder = done[(tier.compile.builder, platform)] if tier.compile else None
-    pin = lock.images.get(str(tier.from_image)) if parent is None else None
-    if pin == LOCAL and platform is not None:
-        raise ConfigError(
-            [
-                ConfigIssue(
-                    lock_path(stack.manifest),
-                    f'from."{tier.from_image}"',
-                    f"{tier.from_image} exists only in this Docker daemon ({LOCAL!r}): "
-                    "one image of "
-                    f"one platform, and tiers.{tier.name} is built per platform "
-                    f"({', '.join(tier.platforms)}); "
-                    "name a `from` image in a registry that holds each platform (an index, as "
-                    "debian, ubuntu and nvidia/cuda are; `scripts/services.sh arm64` puts "
-                    "127.0.0.1:5000/seed/debian:bookworm-slim in the loopback registry)",
-                )
-            ]
-        )
+    pin = from_pin(stack, lock, tier, platform) if parent is None else None
     base_image = parent.image if parent else pinned_image(str(tier.from_image), pin)
     expect = expectation_for(variant, tier.name)
     python = lock_state(
@@ -151,6 +137,15 @@ def _plan_tier(
         parent.python if parent else None,
         expect.packages,
     )
+    apt = recorder(
+        stack.manifest,
+        stack.apt_locked,
+        tier.name,
+        task_key(stack, tier.name, variant.name),
+        platform or host_platform(),
+        parent.apt.image if parent else base_image,
+        parent.apt if parent else None,
+    )
     context = tier_context(
         stack,
         variant,
@@ -161,11 +156,12 @@ def _plan_tier(
         platform,
         python,
     )
-    dockerfile = render(env, tier.template, context)
+    dockerfile = render_recorded(env, tier.template, context, apt)
     script = render(env, tier.compile.script, context) if tier.compile else None
+    system = apt.state()
     try:
         files = tuple(context_files(stack.root, tier.context, tier.exclude))
-        sources = _local_sources(stack, tier)
+        sources = local_sources(stack.root, tier)
     except ContextError as exc:
         key = "compile.sources" if exc.entry not in tier.context else "context"
         raise ConfigError(
@@ -211,6 +207,8 @@ def _plan_tier(
         # The locked Python set (the shipped templates install exactly these lines):
         # only where a tier has one, so a tier without packages keeps its hash.
         **({"python_lock": python.lines} if python.lines else {}),
+        # The locked apt set, likewise: only where a stack locks apt ([apt] lock).
+        **({"apt_lock": system.pins} if system.pins else {}),
     }
     tag_hash = content_hash(
         {
@@ -260,6 +258,7 @@ def _plan_tier(
         human_tags=tier.tags + ((LATEST,) if is_default else ()),
         compile_hash=compile_hash,
         python=python,
+        apt=system,
         root_image=parent.root_image if parent else base_image,
         expect=replace(
             expect,
@@ -284,17 +283,3 @@ def _files_view(text: str, *tiers: PlannedTier | None) -> str:
 
 def _short(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def _local_sources(stack: Stack, tier: TierSpec) -> tuple[tuple[str, str, Path], ...]:
-    """(source name, file's name relative to the manifest's folder, file) of every file of
-    the compile sources that are folders below the manifest (URLs are pinned by commit or
-    sha256 instead), by the context rules: `.git`, `.env`, `.dockerignore`'d files never."""
-    if tier.compile is None:
-        return ()
-    return tuple(
-        (source.name, relative, path)
-        for source in tier.compile.sources
-        if source.kind == "local"
-        for relative, path in source_files(stack.root, source.text)
-    )

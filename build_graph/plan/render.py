@@ -9,11 +9,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from build_graph import settings
+from build_graph.aptlock.state import Steps
 from build_graph.errors import TemplateError
 from build_graph.layout import CCACHE_DIR, HOST_CA, OUT_DIR, SOURCES_DIR, SRC_DIR, WHEELS_DIR
 from build_graph.manifest.model import Stack, TierSpec, VariantSpec
 
 if TYPE_CHECKING:
+    from build_graph.aptlock.state import Recorder
     from build_graph.pylock.state import LockState
 
 if TYPE_CHECKING:  # Jinja is imported only when something is rendered (not on a no-op)
@@ -39,7 +41,22 @@ def environment(stack: Stack) -> jinja2.Environment:
     env.filters["shjoin"] = lambda items: " ".join(shlex.quote(str(i)) for i in items)
     # A global, so the macros imported without context see it (_macros.j2's pip_mounts).
     env.globals["host_ca"] = {"path": HOST_CA, "secret": settings.CA_SECRET, "env": settings.CA_ENV}
+    # The tier's apt installs, answered by the recorder of the tier being rendered.
+    env.globals["apt"] = Steps()
     return env
+
+
+def render_recorded(
+    env: jinja2.Environment, template: str, context: Mapping[str, Any], apt: Recorder
+) -> str:
+    """`render`, with `apt` answering the template's apt installs (aptlock/state.py)."""
+    steps = env.globals["apt"]
+    assert isinstance(steps, Steps)
+    steps.current = apt
+    try:
+        return render(env, template, context)
+    finally:
+        steps.current = None
 
 
 def dockerquote(value: object) -> str:
@@ -157,7 +174,7 @@ def render(env: jinja2.Environment, template: str, context: Mapping[str, Any]) -
         raise TemplateError(
             f"{where}: {exc.message}; define it or remove its use "
             "(names available: stack, variant, versions, gpu, tier, "
-            "compile, base_image, builder_image, platform, python_lock, paths)"
+            "compile, base_image, builder_image, platform, python_lock, paths, apt, host_ca)"
         ) from None
     except Exception as exc:  # a template bug (bad filter use, type error): name the line
         where = _template_frame(exc, template)

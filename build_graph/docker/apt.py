@@ -1,0 +1,84 @@
+"""What apt would install, asked of the real apt inside an image.
+
+`apt-get install --print-uris` in a container of the image (its own package database, its
+own sources and keyrings): apt reads the archive's index, refuses one whose signature does
+not verify or whose Valid-Until has passed, resolves the request as a build would, and
+prints each `.deb` the install would fetch with its size and sha256 from the signed index.
+Nothing is installed. Plain values in, plain rows out (aptlock/ makes them a lock).
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import unquote
+
+from build_graph.docker.containers import container, run_to_end
+from build_graph.errors import BuildFailed
+
+# 'http://deb.debian.org/debian/pool/main/g/gcc-12/gcc-12_12.2.0-14_amd64.deb'
+#   gcc-12_12.2.0-14_amd64.deb 19305768 MD5Sum:<hex>
+# (--print-uris prints the MD5 sum; the sha256 is read from the index with apt-cache show.)
+_URI_LINE = re.compile(r"^'(?P<url>[^'\s]+)' (?P<file>\S+) (?P<size>\d+) \S+$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_INDEX = "--- index records"
+
+# apt-get update's progress to stderr; stdout: the install's plan, then the index's record
+# of each file it names (Package, Version, Size, SHA256 as the signed index says).
+_SCRIPT = (
+    "set -e; export DEBIAN_FRONTEND=noninteractive; "
+    "apt-get update -q >&2; "
+    'apt-get install -qq -y --no-install-recommends --print-uris "$@" > /tmp/uris; '
+    f"cat /tmp/uris; echo '{_INDEX}'; "
+    r"sed -n 's/^.[^ ]* \([^_ ]*\)_\([^_ ]*\)_[^_ ]*\.deb .*/\1=\2/p' /tmp/uris "
+    "| sed 's/%3a/:/g' | xargs -r apt-cache show --no-all-versions"
+)
+
+
+def would_fetch(
+    image: str, platform: str | None, packages: list[str]
+) -> list[tuple[str, int, str, str]]:
+    """(file, size, sha256, url) of every `.deb` installing `packages` ('name' or
+    'name=version') in `image` would fetch. BuildFailed with apt's words when apt
+    refuses (an unknown package, a version the archive no longer has, an index that
+    does not verify)."""
+    with container(image, ["sh", "-c", _SCRIPT, "sh", *packages], platform=platform) as box:
+        code, output = run_to_end(box)
+    if code != 0:
+        said = [line for line in output.splitlines() if line.startswith(("E:", "W:"))]
+        said = said or output.strip().splitlines()[-1:] or ["no output"]
+        raise BuildFailed(
+            f"apt in {image} could not resolve {' '.join(packages)}: {'; '.join(said[-4:])}"
+        )
+    return parse(output, image)
+
+
+def parse(output: str, image: str) -> list[tuple[str, int, str, str]]:
+    """The rows of the script's output: each file --print-uris names, with the size and
+    sha256 the index's record of that package and version gives. A file without a record,
+    or whose record carries no SHA256 or another size, is an error."""
+    plan, _, index = output.partition(_INDEX)
+    records: dict[tuple[str, str], dict[str, str]] = {}
+    for block in index.strip().split("\n\n"):
+        fields = dict(
+            (k.strip(), v.strip())
+            for k, sep, v in (line.partition(":") for line in block.splitlines())
+            if sep and not k.startswith(" ")
+        )
+        if "Package" in fields and "Version" in fields:
+            records[(fields["Package"], fields["Version"])] = fields
+    rows = []
+    for line in plan.splitlines():
+        match = _URI_LINE.match(line.strip())
+        if match is None:
+            continue
+        file, size = match["file"], int(match["size"])
+        name, version = file.split("_")[0], unquote(file.split("_")[1] if "_" in file else "")
+        record = records.get((name, version), {})
+        sha256 = record.get("SHA256", "")
+        if not _SHA256.match(sha256) or record.get("Size") != str(size):
+            raise BuildFailed(
+                f"apt in {image}: the index has no SHA256 and size {size} for {file} "
+                f"({name} {version}): an archive must carry SHA256 sums to be locked"
+            )
+        rows.append((file, size, sha256, match["url"]))
+    return rows
