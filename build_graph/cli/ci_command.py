@@ -19,7 +19,7 @@ from build_graph.cli.ci import (
 from build_graph.errors import ConfigError, ConfigIssue, OptionError
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier, plan
-from build_graph.stages import pipeline
+from build_graph.run.stack import load_stack
 
 # Options of one engine only: flag -> argparse dest (for Cloud Build also the keyword of
 # cloudbuild_config, whose own defaults apply to what is not given); None: not given.
@@ -40,7 +40,7 @@ _GITHUB = {
 def document(args: argparse.Namespace) -> str:
     """The workflow or the Cloud Build config for `args.manifest`."""
     _refuse_the_other_engines(args)
-    stack = pipeline.load_stack(args.manifest)
+    stack = load_stack(args.manifest)
     if args.kyverno:
         from build_graph.cli.kyverno import cluster_policy
 

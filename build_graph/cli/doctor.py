@@ -14,7 +14,7 @@ from pathlib import Path
 
 from build_graph.errors import BuildFailed, ConfigError, ConfigIssue, did_you_mean
 from build_graph.manifest.expectation import Expectation, expectation_for
-from build_graph.stages import pipeline
+from build_graph.run.stack import load_stack
 from build_graph.verify import probe_output
 from build_graph.verify.checks import evaluate
 from build_graph.verify.device import gpu_code_paths
@@ -46,7 +46,7 @@ def run_local_probe(want: Expectation) -> ProbeOutput:
 def doctor(
     manifest: Path, tier: str, variant: str | None, fail_on_mismatch: bool, emit_json: Path | None
 ) -> int:
-    stack = pipeline.load_stack(manifest)
+    stack = load_stack(manifest)
     name = variant or stack.default_variant
     names = [v.name for v in stack.variants]
     if name not in names:

@@ -14,7 +14,7 @@ import sys
 from build_graph.cli import options
 from build_graph.plan.plan import plan
 from build_graph.run import diagrams
-from build_graph.stages import pipeline
+from build_graph.run.stack import load_stack
 
 FORMATS = ("mermaid", "dot")
 
@@ -39,7 +39,7 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> argpar
 
 
 def run(args: argparse.Namespace) -> int:
-    planned = plan(pipeline.load_stack(args.manifest))
+    planned = plan(load_stack(args.manifest))
     nodes = diagrams.nodes_of(planned)
     tags = {tier.key: f":{tier.content_hash[:12]}" for tier in planned}
     if args.format == "dot":

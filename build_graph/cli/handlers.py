@@ -15,7 +15,7 @@ from build_graph.gpu import releases
 from build_graph.layout import BuildFolder
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import plan
-from build_graph.stages import pipeline
+from build_graph.run.stack import load_stack
 
 
 def summary(stack: Stack) -> str:
@@ -46,9 +46,7 @@ def summary(stack: Stack) -> str:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    stack = pipeline.load_stack(
-        args.manifest, releases.offline if args.offline else _index(args.manifest)
-    )
+    stack = load_stack(args.manifest, releases.offline if args.offline else _index(args.manifest))
     planned = plan(stack)  # renders every template, so template errors surface here too
     from build_graph.pylock.sync import disagreements
 
@@ -76,9 +74,7 @@ def _index_url() -> str:
 def run_outdated(args: argparse.Namespace) -> int:
     from build_graph.cli.outdated import manifest_of, outdated, registry_tags
 
-    stack = pipeline.load_stack(
-        args.manifest, releases.offline
-    )  # a manifest with errors stops here
+    stack = load_stack(args.manifest, releases.offline)  # a manifest with errors stops here
     lines = outdated(
         stack,
         manifest_of(stack),
@@ -103,7 +99,7 @@ def run_outdated(args: argparse.Namespace) -> int:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    stack = pipeline.load_stack(args.manifest)
+    stack = load_stack(args.manifest)
     planned = plan(stack)
     rows: list[dict[str, object]] = [
         {
@@ -167,7 +163,7 @@ def run_lock(args: argparse.Namespace) -> int:
     from build_graph.pylock import sync
     from build_graph.stages import pin as pins
 
-    stack = pipeline.load_stack(args.manifest)
+    stack = load_stack(args.manifest)
     names: list[str] | None = args.update
     tiers = {t.name for v in stack.variants for t in v.tiers}
     python: dict[str, bool | list[str]] = {}
@@ -217,7 +213,7 @@ def run_reproduce(args: argparse.Namespace) -> int:
     from build_graph.cli.artifacts import planned_tier
     from build_graph.stages.reproduce import reproduce
 
-    stack = pipeline.load_stack(args.manifest)
+    stack = load_stack(args.manifest)
     tier = planned_tier(stack, args.tier)
     outcome = reproduce(stack, tier, args.scratch)
     took = f"rebuilt from scratch in {outcome.seconds:.1f} s"
@@ -248,7 +244,7 @@ def run_prune(args: argparse.Namespace) -> int:
     older_than = datetime.timedelta(seconds=seconds)
     if args.keep < 0:
         raise OptionError(f"--keep {args.keep}: expected 0 or more builds")
-    stack = pipeline.load_stack(args.manifest)
+    stack = load_stack(args.manifest)
     pruning = prune.judge(plan(stack), prune.policy(stack.name, args.keep, older_than))
     print("\n".join(prune.lines(pruning, deleting=args.yes)), flush=True)
     if not args.yes:
@@ -262,14 +258,14 @@ def run_prune(args: argparse.Namespace) -> int:
 def run_sbom(args: argparse.Namespace) -> int:
     from build_graph.cli.artifacts import sbom
 
-    text = sbom(pipeline.load_stack(args.manifest), args.tier)
+    text = sbom(load_stack(args.manifest), args.tier)
     return _emit(text, args.output)
 
 
 def run_gate(args: argparse.Namespace) -> int:
     from build_graph.cli.gate import gate
 
-    verdict = gate(pipeline.load_stack(args.manifest), args.image, args.key, args.current)
+    verdict = gate(load_stack(args.manifest), args.image, args.key, args.current)
     # With --print-ref stdout carries only the reference to deploy (nothing when refused),
     # so `image=$(... --print-ref) || exit 1` can never hand a deploy a sentence.
     print(verdict.line, file=sys.stderr if args.print_ref else sys.stdout)

@@ -33,7 +33,7 @@ from build_graph.plan.plan import PlannedTier, plan
 from build_graph.registry import api
 from build_graph.registry.availability import head
 from build_graph.registry.download import download_blob
-from build_graph.stages import pipeline
+from build_graph.run.stack import load_stack
 
 
 def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -60,7 +60,7 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> argpar
 
 
 def run(args: argparse.Namespace) -> int:
-    stack = pipeline.load_stack(args.manifest)
+    stack = load_stack(args.manifest)
     tier = planned_tier(stack, args.tier)
     ref = args.image or tier.image
     if args.image is None and head(ref).presence is not Presence.PRESENT:

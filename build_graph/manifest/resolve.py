@@ -39,7 +39,7 @@ from build_graph.oci.compression import Compression
 
 # `doit <tier>` builds a tier: its name may not be a doit command, nor `tiers` (a
 # dodo.py written before stages/pipeline.py has a task_tiers), nor a stage's
-# (stages/pipeline.py's load_stack checks those, where the stages are declared).
+# (run/stack.py's load_stack checks those, against the stages' table).
 RESERVED = frozenset(
     {
         "tiers",

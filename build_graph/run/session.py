@@ -23,8 +23,9 @@ from build_graph.log import progress
 from build_graph.plan.cache import load_plan
 from build_graph.pylock import sync
 from build_graph.run import run_lock
+from build_graph.run.stack import check_tier_names
 from build_graph.run.tasks import StackTasks
-from build_graph.stages import pin, pipeline
+from build_graph.stages import pin
 
 
 def open_session(
@@ -38,7 +39,7 @@ def open_session(
     argv = sys.argv if argv is None else argv
     try:
         tasks = StackTasks(*load_plan(path))
-        pipeline.check_tier_names(tasks.stack)
+        check_tier_names(tasks.stack)
         if settings.credential() is not None:  # fail before any build, not in the middle
             settings.check(buildkit=buildkit.cli() is not None)
         settings.host_ca()  # a named CA bundle that is not there: before any build too

@@ -13,20 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
-from build_graph.errors import ConfigError, ConfigIssue
-from build_graph.manifest.model import Stack
 from build_graph.oci.digest import Digest
 from build_graph.plan.plan import PlannedTier
 from build_graph.stages import build, preflight, promote, push, verify
 from build_graph.stages import compile as compile_stage
 from build_graph.stages import render as render_stage
 from build_graph.stages.work import Facts, Work
-
-if TYPE_CHECKING:
-    from build_graph.gpu.releases import Lookup
 
 
 @dataclass(frozen=True)
@@ -228,32 +222,3 @@ def gates() -> list[promote.Gate]:
 def final() -> str:
     """The stage `doit` runs by default: the last, which takes a tier to its human tags."""
     return stages()[-1].name
-
-
-def load_stack(path: Path | str, lookup: Lookup | None = None) -> Stack:
-    """The stack in `path` as every command takes it: the manifest's checks, then no tier
-    named like a stage (ConfigError, exit 2). Imported here, not at the top: a no-op `doit`
-    run reads its plan from the plan cache and never needs the manifest's loader."""
-    from build_graph.gpu.releases import shipped_only
-    from build_graph.manifest.load import load
-
-    stack = load(path, lookup or shipped_only)
-    check_tier_names(stack)
-    return stack
-
-
-def check_tier_names(stack: Stack) -> None:
-    """`doit <tier>` builds a tier, so no tier may take a stage's name (the manifest refuses
-    doit's own commands). ConfigError (exit 2) naming each such tier."""
-    names = by_name()
-    taken = sorted({t.name for v in stack.variants for t in v.tiers if t.name in names})
-    if taken:
-        raise ConfigError(
-            ConfigIssue(
-                stack.manifest,
-                f"tiers.{name}",
-                f"{name!r} is a stage of the pipeline, so `doit {name}` could not mean the "
-                "tier; rename the tier",
-            )
-            for name in taken
-        )

@@ -24,6 +24,7 @@ from build_graph.oci.digest import parse_digest
 from build_graph.oci.refs import Answer, Presence
 from build_graph.plan.plan import plan
 from build_graph.registry.availability import Availability
+from build_graph.run.stack import check_tier_names
 from build_graph.run.summary import RunSummary
 from build_graph.run.tasks import StackTasks
 from build_graph.stages import pipeline, promote
@@ -226,4 +227,4 @@ def test_a_tier_named_like_a_stage_is_refused(with_scan: None, tmp_path: Path) -
     for name in ("build", "scan"):
         stack = load_text(tmp_path, MINIMAL.replace("[tiers.base]", f"[tiers.{name}]"))
         with pytest.raises(ConfigError, match=f"tiers.{name}: '{name}' is a stage"):
-            pipeline.check_tier_names(stack)
+            check_tier_names(stack)
