@@ -12,9 +12,7 @@ does not (sources fetched there are fetched again next time).
 
 from __future__ import annotations
 
-import os
 import shutil
-import stat
 import threading
 import time
 from pathlib import Path
@@ -39,7 +37,8 @@ from build_graph.registry import upload
 from build_graph.registry.availability import Availability
 from build_graph.stages import build
 from build_graph.stages.build import image_available
-from build_graph.stages.compile_clock import Clock, History, describe, read_ninja_log
+from build_graph.stages.compile_clock import Clock, History, describe
+from build_graph.stages.compile_history import keep_history
 from build_graph.stages.compile_watch import Watch, tick_every
 from build_graph.stages.sources import stage_sources
 
@@ -129,7 +128,7 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
         try:
             stats = read_stats(builder.image, cache, builder.platform)
             if code == 0:  # only a whole compile's times say how long the next one takes
-                _keep_history(tier, cache, stats, finished - started)
+                keep_history(tier, cache, stats, finished - started)
                 sync.times_kept()
         finally:  # the save comes whatever happened above: it is the compile's hours
             sync.save()
@@ -205,45 +204,6 @@ def _bring_back(tier: PlannedTier, box: Container, cache: Mount, out: Mount | No
         )
     if out is not None:
         containers.bring_back(box, out)
-
-
-def _keep_history(tier: PlannedTier, cache: Path, stats: CcacheStats | None, took: float) -> None:
-    """What this compile took, for the next one's estimate, kept in the cache folder so it
-    travels with the archive to the next machine: its time, its compilations and, where
-    ninja drove it, each unit's time from the .ninja_log files the sources' build folders
-    hold (found here only where the sources are this machine's: bind mode)."""
-    try:
-        weights: dict[str, float] = {}
-        if files.mode() == "bind":
-            for found in ninja_logs(tier.folder.staged_sources):
-                weights.update(read_ninja_log(read_log_safely(found)))
-        units = stats.hits + stats.misses if stats is not None else 0
-        History(compile_s=took, units=units, weights=weights).save(cache / HISTORY)
-    except Exception as exc:  # only the next estimate is poorer for it, never the compile
-        log(f"[{tier.key}] compile times not kept: {type(exc).__name__}: {exc}")
-
-
-def read_log_safely(path: Path, limit: int = 64 << 20) -> str:
-    """A .ninja_log the compile wrote (the container writes the sources folder, so it may
-    be anything): a regular file, not through a link, at most `limit` bytes."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path} is not a regular file")
-        return handle.read(limit).decode("utf-8", "replace")
-
-
-def ninja_logs(folder: Path, depth: int = 4) -> list[Path]:
-    """The .ninja_log files at most `depth` folders below `folder` (a CMake build folder is
-    a level or two under a source tree; PyTorch's is pytorch/build/), without walking a
-    whole source tree of a hundred thousand files."""
-    found: list[Path] = []
-    for root, dirs, names in os.walk(folder):
-        level = len(Path(root).relative_to(folder).parts)
-        if ".ninja_log" in names:
-            found.append(Path(root) / ".ninja_log")
-        dirs[:] = [] if level >= depth else [d for d in dirs if not d.startswith(".git")]
-    return sorted(found)
 
 
 def _report(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from build_graph.stages.compile import ninja_logs, read_log_safely
+from build_graph.stages.compile_history import ninja_logs, read_log_safely
 
 
 def test_logs_are_found_a_few_levels_down_and_no_deeper(tmp_path: Path) -> None:
