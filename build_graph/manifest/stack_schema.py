@@ -9,7 +9,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    StrictBool,
     StrictInt,
     ValidationInfo,
     field_validator,
@@ -81,7 +80,7 @@ class Apt(Strict):
     """The Debian and Ubuntu packages the templates install with apt
     ([concepts](concepts.md#system-packages-are-locked))."""
 
-    lock: StrictBool = False
+    lock: bool = False
     """`true`: every tier's apt packages are locked per platform in `<manifest>.aptlock/`
     (each package the install adds, at one version, with its `.deb`'s sha256), resolved by
     the real apt in the pinned `from` image; builds install exactly those files and refuse

@@ -25,6 +25,7 @@ import pickle
 from pathlib import Path
 
 from build_graph import __version__
+from build_graph.aptlock.files import lock_dir as apt_dir
 from build_graph.fs import write_bytes_if_changed
 from build_graph.layout import BuildFolder
 from build_graph.manifest.model import Stack
@@ -57,9 +58,10 @@ def load_plan(manifest: Path) -> tuple[Stack, list[PlannedTier]]:
 
     stack = load(manifest)
     planned = plan(stack)
-    # Both locks are inputs: a run that records a Python lock plans again with it (and a
-    # lock moved by hand or by git changes the hash tags it covers).
-    inputs = [manifest, lock_path(manifest), lock_dir(manifest), *stack.template_dirs, PACKAGE]
+    # The locks are inputs: a run that records a Python or apt lock plans again with it
+    # (and a lock moved by hand or by git changes the hash tags it covers).
+    inputs = [manifest, lock_path(manifest), lock_dir(manifest), apt_dir(manifest)]
+    inputs += [*stack.template_dirs, PACKAGE]
     inputs += [stack.root / entry for tier in planned for entry in tier.spec.context]
     inputs += [
         stack.root / src.location

@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "manifest": 2,
     "plan": 3,
     "pylock": 3,
+    "aptlock": 2,  # read by plan/ (what a template installs), never reading it
     "docker": 4,
     "registry": 5,
     "pypi": 5,
@@ -40,7 +41,7 @@ LAYERS: dict[str, int] = {
 }
 # The adapters take plain values: they never see a manifest, a plan or a stage.
 PLAIN = {
-    "docker": {"manifest", "plan", "stages", "verify", "ccache"},
+    "docker": {"manifest", "plan", "aptlock", "stages", "verify", "ccache"},
     "registry": {"manifest", "plan", "stages", "verify", "ccache"},
     "pypi": {"manifest", "plan", "stages", "verify", "ccache", "docker", "registry"},
 }

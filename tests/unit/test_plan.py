@@ -103,8 +103,11 @@ def test_renaming_the_manifest_keeps_every_tag(tmp_path: Path) -> None:
     shutil.copy(manifest, folder / "gpu.toml")
     shutil.copy(folder / "images.lock", folder / "gpu.lock")
     shutil.copytree(folder / "images.pylock", folder / "gpu.pylock")
+    shutil.copytree(folder / "images.aptlock", folder / "gpu.aptlock")
     renamed = plan(load(folder / "gpu.toml"))
     assert any("gpu.pylock/" in p.dockerfile for p in renamed)  # the comment did change
+    assert any("gpu.aptlock/" in p.dockerfile for p in renamed)
+    assert all(p.apt.fresh for p in renamed)
     assert {p.key: p.content_hash for p in renamed} == hashes(manifest)
 
 

@@ -48,6 +48,7 @@ def test_every_table_is_listed() -> None:
         "gpu",
         "cache",
         "signing",
+        "apt",
         "layers",
         "tiers.<name>",
         "tiers.<name>.compile",
