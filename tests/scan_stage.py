@@ -4,7 +4,7 @@ would add a CVE scan. tests/unit/test_pipeline.py puts it in the table and nowhe
 from __future__ import annotations
 
 from build_graph.oci.digest import Digest
-from build_graph.stages.pipeline import Column, Need, Stage
+from build_graph.stages.stage import Column, Need, Stage
 from build_graph.stages.work import Facts, Work
 
 SCANNED: set[str] = set()  # the digests scanned in this process

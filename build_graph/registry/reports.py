@@ -1,6 +1,7 @@
 """The verify reports of one image repository: found, read and stored in the registry.
 
-A report is an in-toto Statement (oci/attestation.py) stored as an OCI artifact about the
+A report (oci/verify_report.py's record, written and read back by that type) is the
+predicate of an in-toto Statement (oci/attestation.py) stored as an OCI artifact about the
 image's manifest (registry/artifacts.py), tagged
 `sha256-<image digest>.verify-<verifier fingerprint>`: a Sigstore bundle of it, signed, where
 the runner has a key (signing/policy.py), the Statement itself where it has none. The store
@@ -17,18 +18,20 @@ import datetime
 import os
 import socket
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from build_graph.errors import NotAnArtifact, RegistryError
 from build_graph.fs import write_bytes_if_changed, write_record
+from build_graph.gpu.status import GpuStatus
 from build_graph.layout import TierFolder
 from build_graph.log import log, shown
 from build_graph.oci import attestation
 from build_graph.oci.contents import CREATED
 from build_graph.oci.digest import Digest
 from build_graph.oci.refs import Answer, Presence, artifact_tag, parse_ref
+from build_graph.oci.verify_report import MadeBy, VerifyReport
 from build_graph.registry import api, artifacts, cosign_legacy
 from build_graph.registry.availability import Availability
 from build_graph.signing import dsse, policy
@@ -45,46 +48,55 @@ REPORT_TYPES = (dsse.BUNDLE_TYPE, ARTIFACT_TYPE, OLD_ARTIFACT_TYPE)
 SBOM_TYPE = "application/vnd.cyclonedx+json"
 SBOM_SUFFIX = "sbom"  # one SBOM per digest: what is installed does not depend on the verifier
 RUN_ID = os.urandom(6).hex()  # tells reports of different runs (and runners) apart
-Report = dict[str, Any]  # a report as written: the verify stage's record
 
 
 @dataclass(frozen=True)
 class StoredReport:
-    """A passing report as read back (from the registry, or this machine's copy of it):
-    the fields its readers use, typed, and the whole record for those who show it."""
+    """A passing report as read back (from the registry, or this machine's copy of it),
+    with what its readers show made printable (log.shown: it came from outside)."""
 
-    digest: Digest  # the image it is about
-    fingerprint: str  # the verifier that made it
-    summary: str  # '12 passed, 0 failed, 0 not checked'
-    gpu: str  # the GPU's status: 'passed: ...', 'not checked: ...', 'not applicable: ...'
-    made_on: str  # the host that ran it
-    made_at: str  # when (ISO 8601, UTC)
-    record: Report
+    report: VerifyReport
     signed_by: str | None = None  # the trusted public key that verified its signature
 
     @classmethod
     def of(
-        cls, record: Report, digest: Digest, fingerprint: str, signed_by: str | None = None
+        cls, report: VerifyReport, digest: Digest, fingerprint: str, signed_by: str | None = None
     ) -> StoredReport | None:
         """The report if it passed, for `digest` and `fingerprint`; None otherwise."""
-        if not (
-            record.get("passed") is True
-            and record.get("digest") == str(digest)
-            and record.get("fingerprint") == fingerprint
-        ):
+        if not (report.passed and report.digest == digest and report.fingerprint == fingerprint):
             return None
-        by = record.get("made_by")
-        by = by if isinstance(by, dict) else {}
-        return cls(
-            digest,
-            fingerprint,
-            shown(record.get("summary", "")),
-            shown(record.get("gpu", "")),
-            shown(by.get("host", "?")),
-            shown(by.get("at", "?")),
-            record,
-            signed_by,
-        )
+        return cls(report, signed_by)
+
+    @property
+    def digest(self) -> Digest:  # the image it is about
+        return self.report.digest
+
+    @property
+    def fingerprint(self) -> str:  # the verifier that made it
+        return self.report.fingerprint
+
+    @property
+    def summary(self) -> str:  # '12 passed, 0 failed, 0 not checked'
+        return shown(self.report.summary)
+
+    @property
+    def gpu(self) -> GpuStatus:
+        """The GPU's status, its sentence as `shown` makes it."""
+        said = self.report.gpu
+        return GpuStatus(said.state, shown(said)[len(f"{said.state}: ") :])
+
+    @property
+    def made_on(self) -> str:  # the host that ran it
+        return shown(self.report.made_by.host if self.report.made_by else "?")
+
+    @property
+    def made_at(self) -> str:  # when (ISO 8601, UTC)
+        return shown(self.report.made_by.at if self.report.made_by else "?")
+
+    @property
+    def record(self) -> dict[str, Any]:
+        """The whole report as it is stored, for those who show it."""
+        return self.report.json()
 
 
 @dataclass(frozen=True)
@@ -135,7 +147,7 @@ class ReportStore:
             why = policy.counts(self.signing, opened)
             report = _report_of(opened.document)
             if fetched:
-                self._said(report or {})
+                self._said(report)
             if why is None and report is None:
                 why = "it is not a verify report"
             if why is not None:
@@ -145,52 +157,50 @@ class ReportStore:
             assert report is not None
             found = StoredReport.of(report, digest, fp, opened.signed_by)
             if found is not None:
-                write_record(self.folder.verify_record, report)
+                write_record(self.folder.verify_record, report.json())
                 return found, refused
             refused.append(
-                f"it did not pass ({shown(str(report.get('summary', '')))})"
-                if report.get("passed") is not True
+                f"it did not pass ({shown(report.summary)})"
+                if not report.passed
                 else "it is about another digest or verifier than its tag says"
             )
         return None, refused
 
-    def publish(self, image: Answer, report: Report, holdings: Availability) -> None:
+    def publish(self, image: Answer, report: VerifyReport, holdings: Availability) -> None:
         """Store `report` in the registry, bound to the image's digest, and keep it here."""
-        report = {
-            **report,
-            "made_by": {
-                "host": socket.gethostname(),
-                "run": RUN_ID,
-                "at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            },
-        }
+        made_by = MadeBy(
+            socket.gethostname(),
+            RUN_ID,
+            datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        )
+        record = replace(report, made_by=made_by).json()
         image_digest = image.digest
         if image_digest is None:
             raise RegistryError(
                 f"{self.repository}: the registry named no digest for the image the report is about"
             )
         document = attestation.statement(
-            self.repository, image_digest, attestation.VERIFY_PREDICATE, report
+            self.repository, image_digest, attestation.VERIFY_PREDICATE, record
         )
         annotations = {
-            CREATED: report["made_by"]["at"],
-            "dev.build-graph.passed": str(bool(report.get("passed"))).lower(),
-            "dev.build-graph.summary": str(report.get("summary", "")),
+            CREATED: made_by.at,
+            "dev.build-graph.passed": str(report.passed).lower(),
+            "dev.build-graph.summary": report.summary,
         }
         sealed = policy.seal(self.signing, document, annotations)
-        write_record(self.folder.verify_record, report)  # kept even if the registry refuses
+        write_record(self.folder.verify_record, record)  # kept even if the registry refuses
         if sealed.envelope is not None:  # first: the report's tag is what marks verify done
             cosign_legacy.attach(
                 parse_ref(self.repository),
                 image_digest,
                 sealed.envelope,
                 attestation.VERIFY_PREDICATE,
-                str(report["fingerprint"]),
+                report.fingerprint,
             )
         tag, artifact = artifacts.publish(
             parse_ref(self.repository),
             image,
-            f"verify-{report['fingerprint']}",
+            f"verify-{report.fingerprint}",
             sealed.media_type,
             sealed.payload,
             sealed.annotations,
@@ -241,17 +251,16 @@ class ReportStore:
         write_bytes_if_changed(copy, payload)
         return payload, True
 
-    def _said(self, report: Report) -> None:
+    def _said(self, report: VerifyReport | None) -> None:
         """Log a report another run (or runner) published, as it was read."""
-        by = report.get("made_by")
-        by = by if isinstance(by, dict) else {}
+        by = report.made_by if report is not None else None
         log(
-            f"[{self.name}] verify report from {shown(by.get('host', '?'))} "
-            f"(run {shown(by.get('run', '?'))}), {shown(report.get('summary', ''))}"
+            f"[{self.name}] verify report from {shown(by.host if by else '?')} "
+            f"(run {shown(by.run if by else '?')}), {shown(report.summary if report else '')}"
         )
 
 
-def _report_of(document: object) -> Report | None:
+def _report_of(document: object) -> VerifyReport | None:
     """The report in a Statement (or a report from before Statements); None for anything
     else."""
     report = (
@@ -259,4 +268,4 @@ def _report_of(document: object) -> Report | None:
         if isinstance(document, dict) and "_type" in document
         else document
     )
-    return report if isinstance(report, dict) else None
+    return VerifyReport.read(report)

@@ -22,7 +22,7 @@ from build_graph.fs import write_if_changed
 from build_graph.run import diagrams
 from build_graph.run.diagrams import Node, Span
 from build_graph.stages import pipeline
-from build_graph.stages.pipeline import Outcome
+from build_graph.stages.stage import Column, Outcome
 from build_graph.stages.work import Facts
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -189,6 +189,6 @@ def cell(value: str) -> str:
     return html.escape(_MARKUP.sub(r"\\\g<0>", text), quote=False)
 
 
-def _columns() -> list[tuple[str, pipeline.Column]]:
+def _columns() -> list[tuple[str, Column]]:
     """(stage, column) for every summary column the pipeline's stages declare, in order."""
     return [(stage.name, column) for stage in pipeline.stages() for column in stage.columns]

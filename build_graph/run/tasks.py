@@ -29,7 +29,7 @@ from build_graph.run.diagrams import Node, nodes_of
 from build_graph.run.reporter import ExitCodeReporter, StageFailed
 from build_graph.run.tier_tasks import DoitTask, TierTasks
 from build_graph.stages import pipeline
-from build_graph.stages.pipeline import Stage
+from build_graph.stages.stage import Stage
 from build_graph.stages.work import Facts, Work
 
 # The stages a dodo.py written before stages/pipeline.py named, one `task_` function each,
@@ -159,12 +159,13 @@ class StackTasks(TierTasks):
                 yield {"basename": stage.name, "name": stage.key(work.tier), **task}
 
     def _works(self, stage: Stage) -> Iterator[Work]:
+        gates = pipeline.gates()
         if stage.per == "image":
             for tier in self.planned:
-                yield Work(self.stack, (tier,), self.holdings, self.by_key)
+                yield Work(self.stack, (tier,), self.holdings, self.by_key, gates)
         else:
             for images in self.groups.values():
-                yield Work(self.stack, tuple(images), self.holdings, self.by_key)
+                yield Work(self.stack, tuple(images), self.holdings, self.by_key, gates)
 
     def _task(self, stage: Stage, work: Work) -> DoitTask:
         first = work.tier

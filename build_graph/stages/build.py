@@ -25,8 +25,9 @@ from build_graph.oci.refs import Presence
 from build_graph.plan.plan import PlannedTier
 from build_graph.plan.render import dockerquote
 from build_graph.registry.availability import Availability
-from build_graph.stages import base_platform, figures
-from build_graph.stages.work import Facts
+from build_graph.stages import base_platform, figures, preflight
+from build_graph.stages.stage import Column, Need, Stage, fact
+from build_graph.stages.work import Facts, Work
 
 # Every image's time: its config's `created`, its history, every file in its layers (where
 # the engine rewrites timestamps: buildkit.reproducible_here), and SOURCE_DATE_EPOCH for the
@@ -37,10 +38,11 @@ SOURCE_DATE_EPOCH = 315532800
 EPOCH_TEXT = dt.datetime.fromtimestamp(SOURCE_DATE_EPOCH, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def image_available(tier: PlannedTier, holdings: Availability) -> bool:
+def image_available(work: Work) -> bool:
     """Up to date for build: the registry holds the hash tag, or the daemon here has it.
     The daemon is asked only when the registry lacks it (a fresh runner never asks).
     Raises RegistryError when the registry could not say and the daemon lacks it."""
+    tier, holdings = work.tier, work.holdings
     probe = holdings.registry(tier.image)
     if probe.presence is Presence.PRESENT or _built_here(tier, holdings):
         return True
@@ -56,6 +58,16 @@ def _built_here(tier: PlannedTier, holdings: Availability) -> bool:
         return holdings.local(tier.image)
     except DaemonUnreachable:
         return False
+
+
+def _says(work: Work) -> str:
+    return f"the registry holds {work.tier.image}, or the daemon here has it"
+
+
+def build_image(work: Work) -> Facts | None:
+    """The run's pre-flight (once), then the build."""
+    preflight.before_long_work(work)
+    return build(work.stack, work.tier, work.holdings)
 
 
 def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> Facts | None:
@@ -254,3 +266,14 @@ def source_label(remote: str) -> str:
     if sep and scheme.lower() in ("https", "http", "ssh", "git") and not rest.startswith("/"):
         return settings.without_userinfo(remote)
     return remote if _SCP_LIKE.match(remote) else ""
+
+
+STAGE = Stage(
+    "build",
+    "docker build a tier, tagged <registry>/<tier>:<content hash>",
+    act=build_image,
+    needs=(Need("render"), Need("build", of="parent"), Need("compile")),
+    done=image_available,
+    says=_says,
+    columns=(Column("built", fact("built")),),
+)

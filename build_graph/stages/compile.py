@@ -34,18 +34,18 @@ from build_graph.oci.platforms import emulation_hint
 from build_graph.oci.refs import parse_ref
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry import upload
-from build_graph.registry.availability import Availability
-from build_graph.stages import build
-from build_graph.stages.build import image_available
+from build_graph.stages import build, preflight
 from build_graph.stages.compile_clock import Clock, History, describe
 from build_graph.stages.compile_history import keep_history
 from build_graph.stages.compile_watch import Watch, tick_every
 from build_graph.stages.sources import stage_sources
+from build_graph.stages.stage import Column, Need, Stage, fact
+from build_graph.stages.wheels import put_in_place, wheels_current
+from build_graph.stages.work import Facts, Work
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
 
-STAMP = ".compile-hash"
 OUTPUT_LIMIT = 64 << 30  # bytes of wheels a compile may hand back through the API
 
 
@@ -53,20 +53,34 @@ def ccache_dir(stack: Stack, tier: PlannedTier) -> Path:
     return stack.build_folder.ccache(tier.spec.variant, tier.spec.name, tier.platform)
 
 
-def wheels_current(tier: PlannedTier) -> bool:
-    stamp = tier.folder.wheels / STAMP
-    return stamp.is_file() and stamp.read_text().strip() == tier.compile_hash
-
-
-def compiled(tier: PlannedTier, holdings: Availability) -> bool:
+def compiled(work: Work) -> bool:
     """Up to date: the image already exists (no wheels needed) or the wheels are current.
     Raises RegistryError only when the registry could not say and the wheels are stale."""
     try:
-        return image_available(tier, holdings) or wheels_current(tier)
+        return build.image_available(work) or wheels_current(work.tier)
     except RegistryError:
-        if wheels_current(tier):
+        if wheels_current(work.tier):
             return True
         raise
+
+
+def _says(work: Work) -> str:
+    tier = work.tier
+    return (
+        f"{tier.image} exists, or {tier.folder.wheels} holds wheels of compile inputs "
+        f"{tier.compile_hash}"
+    )
+
+
+def _has_compile(tier: PlannedTier) -> bool:
+    return tier.builder_key is not None
+
+
+def compile_wheels(work: Work) -> Facts:
+    """The run's pre-flight (once), then the compile."""
+    assert work.builder is not None  # applies: tiers with a compile section
+    preflight.before_long_work(work)
+    return compile_tier(work.stack, work.tier, work.builder)
 
 
 def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[str, str]:
@@ -147,9 +161,7 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
             f"compile of {tier.key} wrote nothing matching "
             f"{tier.spec.compile.outputs!r} to {OUT_DIR}"
         )
-    (staging / STAMP).write_text(f"{tier.compile_hash}\n")
-    shutil.rmtree(tier.folder.wheels, ignore_errors=True)
-    staging.rename(tier.folder.wheels)
+    put_in_place(tier)
     log(f"[{tier.key}] wheels: {', '.join(p.name for p in outputs)}")
     said = (
         "no statistics"
@@ -234,3 +246,18 @@ def _report(
             "transfer": sync.summary(),
         },
     )
+
+
+STAGE = Stage(
+    "compile",
+    "run a tier's compile script in its builder image with a compiler cache",
+    act=compile_wheels,
+    needs=(Need("render"), Need("build", of="builder")),
+    applies=_has_compile,
+    done=compiled,
+    says=_says,
+    columns=(
+        Column("compiler cache", fact("ccache")),
+        Column("compile time", fact("compile_time")),
+    ),
+)

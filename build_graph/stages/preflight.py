@@ -36,7 +36,7 @@ from build_graph.log import log, progress
 from build_graph.oci.refs import Presence, parse_ref
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry import upload
-from build_graph.stages.compile import wheels_current
+from build_graph.stages.wheels import wheels_current
 from build_graph.stages.work import Work
 
 GIB = 1 << 30

@@ -12,7 +12,7 @@ No layer moves: manifests are read by digest, hashed at the door, and written un
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from build_graph.errors import BuildFailed, UntrustedAnswer
@@ -25,22 +25,14 @@ from build_graph.oci.platforms import stated_platform
 from build_graph.oci.refs import parse_ref
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry import api
+from build_graph.stages.stage import Column, Need, Stage, fact
 from build_graph.stages.work import Facts, Work
 
 
-@dataclass(frozen=True)
-class Gate:
-    """A stage promote must see passed (stages/pipeline.py's rows marked so)."""
-
-    name: str
-    run: Callable[[Work], object]  # the stage's action, for one image
-    passed: Callable[[Work, Digest, bool], Facts | None]  # (work, digest, fresh)
-    applies: Callable[[PlannedTier], bool]  # the images that have the stage
-
-
-def gates_of(image: PlannedTier, gates: list[Gate]) -> list[Gate]:
-    """The gates an image has. Never none: an image no stage checks is never published."""
-    found = [gate for gate in gates if gate.applies(image)]
+def gates_of(image: PlannedTier, gates: Sequence[Stage]) -> list[Stage]:
+    """The gates an image has (the stages of `gates` that apply to it, each with its
+    `passed`). Never none: an image no stage checks is never published."""
+    found = [gate for gate in gates if gate.passed is not None and gate.applies(image)]
     if not found:
         raise BuildFailed(
             f"{image.key}: no stage of the pipeline checks this image (no gate applies); "
@@ -68,18 +60,29 @@ def target(images: tuple[PlannedTier, ...], digests: list[Digest]) -> Published:
     return Published(index.digest, index.body, index.media_type)
 
 
-def promoted(work: Work, gates: list[Gate]) -> bool:
-    """Up to date: every image's hash tag names a digest every gate passed, and every human
-    tag names what those digests publish. RegistryError when the registry could not say."""
+def promoted(work: Work) -> bool:
+    """Up to date: every image's hash tag names a digest every gate (`work.gates`) passed,
+    and every human tag names what those digests publish. RegistryError when the registry
+    could not say."""
     digests = [work.holdings.answer(image.image).digest for image in work.images]
     known = [d for d in digests if d is not None]
     if len(known) != len(work.images):
         return False
     for image, digest in zip(work.images, known, strict=True):
-        if any(g.passed(work.of(image), digest, False) is None for g in gates_of(image, gates)):
+        if any(
+            _passed(g, work.of(image), digest, False) is None for g in gates_of(image, work.gates)
+        ):
             return False
     want = target(work.images, known).digest
     return all(_tag_digest(work, name) == want for name in work.tier.human_tags)
+
+
+def _says(work: Work) -> str:
+    tags = ", ".join(work.tier.human_tags) or "none"
+    if work.tier.platform is None:
+        return f"every human tag ({tags}) names the verified digest in the registry"
+    platforms = ", ".join(str(i.platform) for i in work.images)
+    return f"every human tag ({tags}) names the index of the verified images of {platforms}"
 
 
 def _tag_digest(work: Work, name: str, fresh: bool = False) -> Digest | None:
@@ -88,13 +91,13 @@ def _tag_digest(work: Work, name: str, fresh: bool = False) -> Digest | None:
     return (work.holdings.require(ref) if fresh else work.holdings.answer(ref)).digest
 
 
-def promote(work: Work, gates: list[Gate]) -> Facts:
+def promote(work: Work) -> Facts:
     """Move the group's human tags to what its gated digests publish; refuses unless every
-    gate passed for every image (one failing leaves every tag where it was). Returns the
-    digest published, the tags moved and what the gates said."""
+    gate (`work.gates`) passed for every image (one failing leaves every tag where it was).
+    Returns the digest published, the tags moved and what the gates said."""
     first, digests, said = work.tier, [], []
     for image in work.images:
-        digest, facts = _gated(work.of(image), gates, len(work.images) > 1)
+        digest, facts = _gated(work.of(image), work.gates, len(work.images) > 1)
         digests.append(digest)
         said.append(facts)
     published = target(work.images, digests)
@@ -113,7 +116,12 @@ def promote(work: Work, gates: list[Gate]) -> Facts:
     return out
 
 
-def _gated(one: Work, gates: list[Gate], group: bool) -> tuple[Digest, Facts]:
+def _passed(gate: Stage, one: Work, digest: Digest, fresh: bool) -> Facts | None:
+    assert gate.passed is not None  # gates_of: the stages with a gate
+    return gate.passed(one, digest, fresh)
+
+
+def _gated(one: Work, gates: Sequence[Stage], group: bool) -> tuple[Digest, Facts]:
     """The digest the image's hash tag names now, once every gate passed for it (run here
     first where it has not), and what the gates said."""
     image = one.tier
@@ -124,14 +132,14 @@ def _gated(one: Work, gates: list[Gate], group: bool) -> tuple[Digest, Facts]:
         )
     said: Facts = {}
     for gate in gates_of(image, gates):
-        facts = gate.passed(one, probe.digest, True)
+        facts = _passed(gate, one, probe.digest, True)
         if facts is None:
             log(
                 f"[{image.key}] {image.image} names {probe.digest}, which has not passed "
                 f"{gate.name} yet: running {gate.name} first"
             )
-            gate.run(one)
-            facts = gate.passed(one, probe.digest, True)
+            gate.act(one)
+            facts = _passed(gate, one, probe.digest, True)
         if facts is None:
             every = ", for every platform" if group else ""
             raise BuildFailed(
@@ -213,3 +221,16 @@ def index_of(images: list[PlannedTier], digests: list[Digest]) -> Index:
         raise BuildFailed(
             f"{images[0].group_key}: no index can refer to these images: {exc}"
         ) from None
+
+
+STAGE = Stage(
+    "promote",
+    "move the human tags and 'latest' to the verified digest",
+    act=promote,
+    needs=(Need("promote", of="parent"),),
+    per="tier",
+    after_gates=True,
+    done=promoted,
+    says=_says,
+    columns=(Column("digest", fact("digest")), Column("tags moved", fact("tags_moved"))),
+)

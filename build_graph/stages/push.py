@@ -25,21 +25,34 @@ from build_graph.oci.refs import Presence, parse_ref
 from build_graph.plan.plan import PlannedTier
 from build_graph.plan.push_record import record
 from build_graph.registry import api, upload
-from build_graph.registry.availability import Availability
 from build_graph.stages import figures
+from build_graph.stages.stage import Column, Need, Stage, fact
+from build_graph.stages.work import Facts, Work
 
 
-def pushed(tier: PlannedTier, holdings: Availability) -> bool:
+def pushed(work: Work) -> bool:
     """Up to date: the registry holds the hash tag; RegistryError when it could not say."""
-    probe = holdings.answer(tier.image)
+    tier = work.tier
+    probe = work.holdings.answer(tier.image)
     if probe.presence is Presence.PRESENT and probe.digest:
         write_record(tier.folder.push_record, record(tier, probe.digest))
         return True
     return False
 
 
-def push(tier: PlannedTier, holdings: Availability) -> dict[str, str]:
+def _says(work: Work) -> str:
+    return f"the registry holds {work.tier.image}"
+
+
+def pushed_digest(work: Work) -> Facts:
+    """The digest the registry named for the hash tag in this run's round."""
+    digest = work.holdings.answer(work.tier.image).digest
+    return {"digest": str(digest)} if digest else {}
+
+
+def push(work: Work) -> Facts:
     """Push the hash tag; returns the digest the registry holds under it."""
+    tier, holdings = work.tier, work.holdings
     probe = holdings.require(tier.image)
     if probe.presence is Presence.PRESENT and probe.digest:
         log(f"[{tier.key}] registry already holds {tier.image} ({probe.digest})")
@@ -125,3 +138,15 @@ def moved_line(moved: list[upload.Moved], seconds: float) -> str:
         f"{figures.amount(sent)} sent ({len(went)} of {len(moved)} blobs; {mounted} mounted, "
         f"{there} there{again}) in {seconds:.1f} s"
     )
+
+
+STAGE = Stage(
+    "push",
+    "push a tier's hash tag to the registry",
+    act=push,
+    needs=(Need("build"),),
+    done=pushed,
+    says=_says,
+    found=pushed_digest,
+    columns=(Column("pushed", fact("pushed")),),
+)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from build_graph.fs import write_if_changed
 from build_graph.plan.plan import PlannedTier
+from build_graph.stages.stage import Stage
+from build_graph.stages.work import Work
 
 
 def rendered_files(tier: PlannedTier) -> dict[Path, str]:
@@ -29,3 +31,25 @@ def rendered_digest(tier: PlannedTier) -> str:
 def render(tier: PlannedTier) -> None:
     for path, text in rendered_files(tier).items():
         write_if_changed(path, text, mode=0o755 if path == tier.folder.compile_script else None)
+
+
+def _write(work: Work) -> None:
+    render(work.tier)
+
+
+def _targets(work: Work) -> list[str]:
+    return [str(path) for path in rendered_files(work.tier)]
+
+
+def _config(work: Work) -> str:
+    return rendered_digest(work.tier)
+
+
+STAGE = Stage(
+    "render",
+    "write each tier's Dockerfile (and compile script) under build/",
+    act=_write,
+    targets=_targets,
+    config=_config,
+    quiet=True,
+)

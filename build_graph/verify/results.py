@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
+from build_graph.gpu.status import GpuState, GpuStatus
 from build_graph.manifest.expectation import Expectation
 
 Status = Literal["pass", "fail", "not checked"]
@@ -43,13 +44,21 @@ def summary(results: list[Result]) -> str:
     return f"{counts['pass']} passed, {counts['fail']} failed, {counts['not checked']} not checked"
 
 
-def gpu_status(results: list[Result]) -> str:
-    """What the report says of the GPU: 'passed', 'failed: ...', 'not checked: why'."""
+def gpu_verdict(results: list[Result]) -> GpuStatus:
+    """What the report says of the GPU: its checks passed, one failed (their words), one
+    could not run (why), or the tier promises no device code."""
     gpu = [r for r in results if r.gpu]
     if not gpu:
-        return "not applicable: the tier promises no device code"
+        return GpuStatus(GpuState.NOT_APPLICABLE, "the tier promises no device code")
     if any(r.status == "fail" for r in gpu):
-        return "failed: " + "; ".join(r.actual for r in gpu if r.status == "fail")
+        return GpuStatus(GpuState.FAILED, "; ".join(r.actual for r in gpu if r.status == "fail"))
     if any(r.status == "not checked" for r in gpu):
-        return "not checked: " + next(r.actual for r in gpu if r.status == "not checked")
-    return "passed: " + "; ".join(r.actual for r in gpu)
+        return GpuStatus(
+            GpuState.NOT_CHECKED, next(r.actual for r in gpu if r.status == "not checked")
+        )
+    return GpuStatus(GpuState.PASSED, "; ".join(r.actual for r in gpu))
+
+
+def gpu_status(results: list[Result]) -> str:
+    """The GPU's status as lines say it: 'passed: ...', 'failed: ...', 'not checked: why'."""
+    return str(gpu_verdict(results))

@@ -24,7 +24,7 @@ from build_graph.oci.compression import (
 from build_graph.oci.contents import Contents
 from build_graph.oci.digest import Digest
 from build_graph.plan.plan import plan
-from build_graph.stages import base_platform, verify
+from build_graph.stages import base_platform, verify_probe
 from build_graph.stages import build as build_stage
 from build_graph.stages import compile as compile_stage
 from tests.helpers import MINIMAL, REPO, config_errors, load_text, one_error
@@ -172,7 +172,7 @@ def test_verify_keeps_a_registry_outage_an_outage_on_a_zstd_stack(
 
     monkeypatch.setattr(daemon, "pull", refused)
     with pytest.raises(RegistryError) as outage:
-        verify.fetch(tier, "r@sha256:" + "0" * 64, image)
+        verify_probe.fetch(tier, "r@sha256:" + "0" * 64, image)
     assert not isinstance(outage.value, BuildFailed) and "connection refused" in str(outage.value)
 
     def unreadable_layer(ref: str, platform: str | None) -> None:
@@ -180,7 +180,7 @@ def test_verify_keeps_a_registry_outage_an_outage_on_a_zstd_stack(
 
     monkeypatch.setattr(daemon, "pull", unreadable_layer)
     with pytest.raises(BuildFailed) as caught:
-        verify.fetch(tier, "r@sha256:" + "0" * 64, image)
+        verify_probe.fetch(tier, "r@sha256:" + "0" * 64, image)
     assert "could not unpack its zstd layers" in str(caught.value)
     assert "\n" not in str(caught.value)
 

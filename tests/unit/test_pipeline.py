@@ -28,6 +28,7 @@ from build_graph.run.stack import check_tier_names
 from build_graph.run.summary import RunSummary
 from build_graph.run.tasks import StackTasks
 from build_graph.stages import pipeline, promote
+from build_graph.stages.stage import Need, Stage
 from build_graph.stages.work import Work
 from tests import scan_stage
 from tests.helpers import MINIMAL, load_text, write_manifest
@@ -108,11 +109,11 @@ def test_an_old_dodo_py_gets_a_stage_added_after_promote_too(
 ) -> None:
     """Whatever the table's last stage becomes, the old file's `promote` generator yields the
     stages it does not name, so every dependency exists (doit's TaskControl checks)."""
-    announce = pipeline.Stage(
+    announce = Stage(
         "announce",
         "say the tier moved (a test's no-op)",
         act=lambda work: None,
-        needs=(pipeline.Need("promote"),),
+        needs=(Need("promote"),),
         per="tier",
     )
     monkeypatch.setattr(pipeline, "STAGES", (*pipeline.STAGES, announce))
@@ -218,7 +219,7 @@ def test_promote_runs_a_gate_nobody_ran_then_requires_it_passed(
     try:
         with pytest.raises(BuildFailed, match="has not passed scan; human tags stay"):
             promote._gated(work, scan_only, group=False)
-        assert not promote.promoted(work, scan_only)
+        assert not promote.promoted(dataclasses.replace(work, gates=tuple(scan_only)))
     finally:
         scan_stage.SAYS_SCANNED = True
 

@@ -15,11 +15,13 @@ from typing import Any
 import pytest
 
 from build_graph.errors import DeletesRefused, RegistryError, UntrustedAnswer
+from build_graph.gpu.status import GpuState, GpuStatus
 from build_graph.layout import TierFolder
 from build_graph.oci.contents import CREATED
 from build_graph.oci.digest import Digest
 from build_graph.oci.referrers import fallback_tag
 from build_graph.oci.refs import Answer, Presence, Ref, parse_ref
+from build_graph.oci.verify_report import VerifyReport, Versions
 from build_graph.registry import api, artifacts, referrers, tags, transport, upload
 from build_graph.registry import auth as registry_auth
 from build_graph.registry.availability import Availability
@@ -735,14 +737,26 @@ def test_an_image_index_planted_on_the_referrers_tag_is_replaced_never_merged_or
 # -- verify reports ---------------------------------------------------------------------------
 
 
-def report(image: Answer, passed: bool = True) -> dict[str, Any]:
-    return {
-        "passed": passed,
-        "digest": str(image.digest),
-        "fingerprint": "fp1",
-        "summary": "3 passed, 0 failed, 0 not checked" if passed else "2 passed, 1 failed",
-        "gpu": "not checked: no GPU here",
-    }
+def report(image: Answer, passed: bool = True) -> VerifyReport:
+    assert image.digest is not None
+    return VerifyReport(
+        tier="app",
+        variant="default",
+        image=f"{REPO}:h",
+        platform=None,
+        digest=image.digest,
+        content_hash="h",
+        passed=passed,
+        summary="3 passed, 0 failed, 0 not checked" if passed else "2 passed, 1 failed",
+        fingerprint="fp1",
+        fingerprints=Versions(None, None, None, None, None),
+        gpu=GpuStatus(GpuState.NOT_CHECKED, "no GPU here"),
+        gpu_policy="optional",
+        gpu_present=False,
+        gpu_code_paths=(),
+        checks=(),
+        probe={},
+    )
 
 
 def test_a_report_one_runner_stored_is_found_by_another(
