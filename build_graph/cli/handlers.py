@@ -49,8 +49,9 @@ def run_check(args: argparse.Namespace) -> int:
     stack = load_stack(args.manifest, releases.offline if args.offline else _index(args.manifest))
     planned = plan(stack)  # renders every template, so template errors surface here too
     from build_graph.pylock.sync import disagreements
+    from build_graph.stages.apt_pin import disagreements as apt_disagreements
 
-    issues = disagreements(stack, planned)
+    issues = disagreements(stack, planned) + apt_disagreements(stack, planned)
     if issues:
         raise ConfigError(issues)
     print(summary(stack))
@@ -161,6 +162,7 @@ def _known_packages(stack: Stack, tier: str, packages: list[str]) -> None:
 def run_lock(args: argparse.Namespace) -> int:
     from build_graph.plan.lock import lock_path, read_lock
     from build_graph.pylock import sync
+    from build_graph.stages import apt_pin
     from build_graph.stages import pin as pins
 
     stack = load_stack(args.manifest)
@@ -181,6 +183,7 @@ def run_lock(args: argparse.Namespace) -> int:
     lines = sync.record(stack, python)
     if python and not lines:
         print("Python locks: no pin moved")
+    apt_pin.record(stack, set(python))
     lock = read_lock(lock_path(stack.manifest))
     for name, pin in sorted({**lock.images, **lock.sources}.items()):
         print(f"{name} = {pin}")

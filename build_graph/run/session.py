@@ -3,9 +3,9 @@
 `open_session` is the one place where a doit run starts: it loads the plan (from the plan
 cache when nothing changed), fails before any build when a credentialed pip setting has no
 safe way into builds, takes the stack's run lock for commands that write (two runs never
-share a doit database), and records the `images.lock` pins the lock file is missing (then
-plans again with them). A user error exits here with its message and exit code, no
-traceback.
+share a doit database), and records the `images.lock` pins the lock file is missing and
+the Python and apt locks that are missing or stale (then plans again with them). A user
+error exits here with its message and exit code, no traceback.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from build_graph.pylock import sync
 from build_graph.run import run_lock
 from build_graph.run.stack import check_tier_names
 from build_graph.run.tasks import StackTasks
-from build_graph.stages import pin
+from build_graph.stages import apt_pin, pin
 
 
 def open_session(
@@ -51,6 +51,7 @@ def open_session(
             pinned = pin.record_missing(tasks.stack)
             # the plan in hand, unless images.lock just changed: no second plan on a no-op
             moved = sync.record(tasks.stack, planned=None if pinned else tasks.planned)
+            moved += apt_pin.record(tasks.stack, planned=None if pinned or moved else tasks.planned)
             if pinned or moved:
                 tasks = StackTasks(*load_plan(path))
         return tasks
