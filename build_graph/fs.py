@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +64,8 @@ def replace_folder(staging: Path, folder: Path) -> None:
     shutil.rmtree(aside, ignore_errors=True)
 
 
-def write_record(path: Path, data: dict[str, Any]) -> None:
-    write_if_changed(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+def write_record(path: Path, data: Mapping[str, object]) -> None:
+    write_if_changed(path, json.dumps(dict(data), indent=2, sort_keys=True) + "\n")
 
 
 def read_record(path: Path) -> dict[str, Any] | None:

@@ -16,25 +16,31 @@ parent's blobs 0.5 s + load 0.1 s; `--load` (not reproducible) 0.8 s.
 from __future__ import annotations
 
 import io
-import json
 import os
 import subprocess
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from build_graph.errors import BuildFailed
 from build_graph.log import last_output, log
-from build_graph.oci.digest import Digest, parse_digest
+from build_graph.oci import image_layout
+from build_graph.oci.digest import Digest
+from build_graph.oci.documents import (
+    OCI_INDEX,
+    OCI_MANIFEST,
+    Descriptor,
+    Index,
+    parse_index,
+    parse_manifest,
+)
 
 LAYOUT = "oci"
 NAME_ANNOTATION = "io.containerd.image.name"  # what BuildKit's OCI exporter names it by
-OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 
 
 def blobs(layout: Path) -> Path:
-    return layout / "blobs" / "sha256"
+    return layout / image_layout.BLOBS
 
 
 def seed(layout: Path, parent: Path | None) -> None:
@@ -52,26 +58,26 @@ def seed(layout: Path, parent: Path | None) -> None:
                 continue
 
 
-def built(layout: Path) -> dict[str, Any]:
+def built(layout: Path) -> Descriptor:
     """The index entry of the image the last export wrote (the exporter appends to
-    index.json)."""
+    index.json), as the exporter wrote it."""
     try:
-        index = json.loads((layout / "index.json").read_text())
-        entry = index["manifests"][-1]
-    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return parse_index((layout / image_layout.INDEX).read_bytes()).manifests[-1]
+    except (OSError, IndexError):
         raise BuildFailed(f"{layout}: the OCI exporter left no image in index.json") from None
-    if not isinstance(entry, dict):
-        raise BuildFailed(f"{layout}: index.json's last entry is not a descriptor")
-    return entry
+    except ValueError as exc:
+        raise BuildFailed(
+            f"{layout}: the OCI exporter left no image in index.json ({exc})"
+        ) from None
 
 
 def load(
-    exe: str, env: dict[str, str], layout: Path, entry: dict[str, Any], since: float, name: str
+    exe: str, env: dict[str, str], layout: Path, entry: Descriptor, since: float, name: str
 ) -> None:
     """`docker load` the image `entry` names: the blobs written since `since` (the rest are
     in the daemon already), or, if the daemon says it lacks one, every blob."""
     wanted = _image_blobs(layout, entry)
-    fresh = [b for b in wanted if (blobs(layout) / b).stat().st_mtime >= since - 1]
+    fresh = [b for b in wanted if (blobs(layout) / b.hex).stat().st_mtime >= since - 1]
     log(f"+ docker load (tier {name}: {len(fresh)} of {len(wanted)} blobs)")
     said = _load(exe, env, layout, entry, fresh)
     if said is not None:
@@ -97,49 +103,50 @@ def image_named(layout: Path, name: str) -> LayoutImage | None:
     written by BuildKit: the manifest is hashed against its name here; each blob's digest
     is checked by the registry that receives it (a PUT names it)."""
     try:
-        index = json.loads((layout / "index.json").read_text())
-        [entry] = [
-            e
-            for e in index["manifests"]
-            if (e.get("annotations") or {}).get(NAME_ANNOTATION) == name
-        ]
-        manifest_digest = parse_digest(str(entry["digest"]))
-        manifest = (blobs(layout) / manifest_digest.hex).read_bytes()
-        document = json.loads(manifest)
-        parts = [document["config"], *document["layers"]]
-        digests = [parse_digest(str(part["digest"])) for part in parts]
-        found = tuple((d, blobs(layout) / d.hex) for d in digests)
-    except (OSError, ValueError, KeyError, TypeError):
+        index = parse_index((layout / image_layout.INDEX).read_bytes())
+        [entry] = [e for e in index.manifests if e.annotation(NAME_ANNOTATION) == name]
+        manifest = (blobs(layout) / entry.digest.hex).read_bytes()
+        document = parse_manifest(manifest)
+        if document.config is None or document.layers is None:
+            return None
+        found = tuple(
+            (d.digest, blobs(layout) / d.digest.hex) for d in (document.config, *document.layers)
+        )
+    except (OSError, ValueError):
         return None
-    if Digest.of(manifest) != manifest_digest or not all(p.is_file() for _, p in found):
+    if Digest.of(manifest) != entry.digest or not all(p.is_file() for _, p in found):
         return None
-    return LayoutImage(manifest, str(entry.get("mediaType", OCI_MANIFEST)), found)
+    return LayoutImage(manifest, entry.media_type or OCI_MANIFEST, found)
 
 
-def keep_only(layout: Path, entry: dict[str, Any]) -> None:
+def keep_only(layout: Path, entry: Descriptor) -> None:
     """The layout keeps this image alone: its index entry and its blobs (disk use stays one
     image; the next build of this tier or a child finds its blobs)."""
-    wanted = set(_image_blobs(layout, entry))
-    index = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json"}
-    (layout / "index.json").write_text(json.dumps({**index, "manifests": [entry]}))
+    wanted = {d.hex for d in _image_blobs(layout, entry)}
+    (layout / image_layout.INDEX).write_bytes(Index((entry,), OCI_INDEX).encode("spaced"))
     for blob in blobs(layout).iterdir():
         if blob.name not in wanted:
             blob.unlink(missing_ok=True)
 
 
-def _image_blobs(layout: Path, entry: dict[str, Any]) -> list[str]:
-    """Hex digests of the manifest, its config and its layers."""
-    manifest_hex = str(entry["digest"]).removeprefix("sha256:")
-    manifest = json.loads((blobs(layout) / manifest_hex).read_bytes())
-    parts = [manifest["config"], *manifest.get("layers", [])]
-    return [manifest_hex, *(str(p["digest"]).removeprefix("sha256:") for p in parts)]
+def _image_blobs(layout: Path, entry: Descriptor) -> list[Digest]:
+    """The manifest, its config and its layers."""
+    try:
+        manifest = parse_manifest((blobs(layout) / entry.digest.hex).read_bytes())
+    except ValueError as exc:
+        raise BuildFailed(
+            f"{layout}: the image manifest {entry.digest} is unreadable ({exc})"
+        ) from None
+    if manifest.config is None:
+        raise BuildFailed(f"{layout}: the image manifest {entry.digest} names no config")
+    return [entry.digest, manifest.config.digest, *(d.digest for d in manifest.layers or ())]
 
 
 def _load(
-    exe: str, env: dict[str, str], layout: Path, entry: dict[str, Any], hexes: list[str]
+    exe: str, env: dict[str, str], layout: Path, entry: Descriptor, digests: list[Digest]
 ) -> str | None:
-    """Stream a tar of the layout (this image's entry, the blobs `hexes`) into `docker load`;
-    None when it loaded, else what it said."""
+    """Stream a tar of the layout (this image's entry, the blobs `digests`) into `docker
+    load`; None when it loaded, else what it said."""
     with subprocess.Popen(
         [exe, "load"],
         stdin=subprocess.PIPE,
@@ -150,11 +157,10 @@ def _load(
         assert proc.stdin is not None and proc.stdout is not None
         try:
             with tarfile.open(fileobj=proc.stdin, mode="w|") as tar:
-                _add(tar, "oci-layout", b'{"imageLayoutVersion":"1.0.0"}')
-                index = {"schemaVersion": 2, "manifests": [entry]}
-                _add(tar, "index.json", json.dumps(index).encode())
-                for hex_digest in hexes:
-                    tar.add(blobs(layout) / hex_digest, arcname=f"blobs/sha256/{hex_digest}")
+                _add(tar, image_layout.MARKER, image_layout.MARKER_BODY)
+                _add(tar, image_layout.INDEX, Index((entry,)).encode("spaced"))
+                for digest in digests:
+                    tar.add(blobs(layout) / digest.hex, arcname=image_layout.blob_name(digest))
             proc.stdin.close()
         except BrokenPipeError:
             pass  # the daemon stopped reading: what it said follows

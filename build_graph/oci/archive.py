@@ -10,19 +10,24 @@ image; every blob read is checked against its digest before it is believed.
 from __future__ import annotations
 
 import hashlib
-import json
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, cast
 
 from build_graph.errors import BuildFailed
-from build_graph.oci import json_door
-from build_graph.oci.contents import INDEX_TYPES, UNKNOWN_PLATFORM
-from build_graph.oci.digest import Digest, parse_digest
-from build_graph.oci.platforms import stated_platform
+from build_graph.oci import image_layout, json_door
+from build_graph.oci.digest import Digest
+from build_graph.oci.documents import (
+    INDEX_TYPES,
+    UNKNOWN_PLATFORM,
+    Index,
+    Manifest,
+    parse_document,
+    parse_index,
+)
 
 _CHUNK = 1 << 20
 ENTRIES = 2_000_000  # a layer's entries, at most (a CUDA + torch image has about 60,000)
@@ -40,7 +45,7 @@ class ArchivedImage:
     layers' digests, base first."""
 
     digest: Digest
-    config: dict[str, Any]
+    config: Mapping[str, object]
     layers: tuple[Digest, ...]
 
 
@@ -67,10 +72,12 @@ def read_image(archive: Path, platform: str | None = None) -> ArchivedImage:
 
 def _read_image(archive: Path, platform: str | None) -> ArchivedImage:
     with tarfile.open(archive) as tar:
-        index = _json(tar, "index.json")
+        index = parse_index(_member(tar, image_layout.INDEX))
         digest, manifest = _image_manifest(tar, index, platform)
-        config = json_door.loads(_blob(tar, parse_digest(manifest["config"]["digest"])))
-        layers = tuple(parse_digest(layer["digest"]) for layer in manifest.get("layers") or [])
+        if manifest.config is None:
+            raise BadArchive(f"{archive}: the image manifest {digest} names no config")
+        config = json_door.loads(_blob(tar, manifest.config.digest))
+        layers = tuple(layer.digest for layer in manifest.layers or ())
     if not isinstance(config, dict):
         raise BadArchive(f"{archive}: the image config is not a JSON object")
     return ArchivedImage(digest, config, layers)
@@ -155,34 +162,29 @@ def _entry(tar: tarfile.TarFile, member: tarfile.TarInfo) -> FileEntry:
 
 
 def _image_manifest(
-    tar: tarfile.TarFile, index: dict[str, Any], platform: str | None
-) -> tuple[Digest, dict[str, Any]]:
+    tar: tarfile.TarFile, index: Index, platform: str | None
+) -> tuple[Digest, Manifest]:
     """Follow index.json (and an index inside it) to the one image manifest for `platform`,
     BuildKit's attestations (platform unknown/unknown) aside."""
-    entries = [
-        e
-        for e in index.get("manifests") or []
-        if stated_platform(e.get("platform")) != UNKNOWN_PLATFORM
-    ]
+    entries = [e for e in index.manifests if e.platform != UNKNOWN_PLATFORM]
     if platform is not None and len(entries) > 1:
-        entries = [e for e in entries if stated_platform(e.get("platform")) == platform]
+        entries = [e for e in entries if e.platform == platform]
     if len(entries) != 1:
         raise BadArchive(f"expected one image in the archive, found {len(entries)}")
-    digest = parse_digest(entries[0].get("digest"))
-    body = json_door.loads(_blob(tar, digest))
-    if body.get("mediaType") in INDEX_TYPES or "manifests" in body:
-        return _image_manifest(tar, body, platform)
-    return digest, body
+    digest = entries[0].digest
+    body = _blob(tar, digest)
+    document = parse_document(body)
+    if isinstance(document, Index) or document.media_type in INDEX_TYPES:
+        return _image_manifest(tar, parse_index(body), platform)
+    return digest, document
 
 
-def _json(tar: tarfile.TarFile, name: str) -> dict[str, Any]:
+def _member(tar: tarfile.TarFile, name: str) -> bytes:
     member = tar.extractfile(name)
     if member is None:
         raise BadArchive(f"no {name} in the archive")
-    data = json.load(member)
-    if not isinstance(data, dict):
-        raise BadArchive(f"{name} is not a JSON object")
-    return data
+    with member:
+        return member.read()
 
 
 def _blob(tar: tarfile.TarFile, digest: Digest) -> bytes:
@@ -196,7 +198,7 @@ def _blob(tar: tarfile.TarFile, digest: Digest) -> bytes:
 @contextmanager
 def _blob_stream(tar: tarfile.TarFile, digest: Digest) -> Iterator[IO[bytes]]:
     try:
-        stream = tar.extractfile(f"blobs/sha256/{digest.hex}")
+        stream = tar.extractfile(image_layout.blob_name(digest))
     except KeyError:
         stream = None
     if stream is None:

@@ -8,18 +8,20 @@ Pure: registry/reports.py wraps before publishing and unwraps what it reads.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from build_graph.oci.digest import Digest
+from build_graph.oci.documents import IN_TOTO
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 # The layer media type in-toto tools (cosign, oras, policy engines) look for.
-MEDIA_TYPE = "application/vnd.in-toto+json"
+MEDIA_TYPE = IN_TOTO
 VERIFY_PREDICATE = "https://build-graph.dev/verify-report/v1"
 
 
 def statement(
-    repository: str, digest: Digest, predicate_type: str, predicate: dict[str, Any]
+    repository: str, digest: Digest, predicate_type: str, predicate: Mapping[str, object]
 ) -> dict[str, Any]:
     """The Statement about `repository@digest` carrying `predicate`."""
     return {
@@ -30,7 +32,7 @@ def statement(
     }
 
 
-def predicate_of(document: object, predicate_type: str) -> dict[str, Any] | None:
+def predicate_of(document: object, predicate_type: str) -> dict[str, object] | None:
     """The predicate of a Statement of `predicate_type` whose subjects name exactly one
     sha256 digest, which the predicate's own 'digest' repeats; None for anything else
     (another type, a Statement about something else, a bare document)."""

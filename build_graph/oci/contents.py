@@ -1,12 +1,13 @@
 """What a reference names: one image, or an index of platform images and their attestations.
 
-The one reader of a manifest's shape, for every stage. A tag may name a plain image manifest
-(Docker's classic store pushes these), an OCI index of one platform's image plus BuildKit's
-provenance attestation manifest (the containerd image store pushes every image so: the
-attestation entry has platform `unknown/unknown` and the annotation
-`vnd.docker.reference.type: attestation-manifest`, its `vnd.docker.reference.digest` naming
-the image it is about), an index of several platforms (what promote writes for a tier built
-per platform), or a Docker manifest list. Judged by the body, never by the Content-Type alone:
+The one reader of what a manifest names, for every stage (its JSON read by oci/documents.py).
+A tag may name a plain image manifest (Docker's classic store pushes these), an OCI index of
+one platform's image plus BuildKit's provenance attestation manifest (the containerd image
+store pushes every image so: the attestation entry has platform `unknown/unknown` and the
+annotation `vnd.docker.reference.type: attestation-manifest`, its
+`vnd.docker.reference.digest` naming the image it is about), an index of several platforms
+(what promote writes for a tier built per platform), or a Docker manifest list. Judged by the
+body, never by the Content-Type alone:
 a registry or proxy that labels an index as an image manifest must not hide its entries.
 
 Pure: the bytes come from registry/api.py, already hashed against their digest at the door.
@@ -15,58 +16,46 @@ Anything that is none of these raises ValueError, in words.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 from build_graph.oci import json_door
 from build_graph.oci.compression import of_layer
 from build_graph.oci.digest import Digest, parse_digest
-from build_graph.oci.platforms import stated_platform
+from build_graph.oci.documents import (
+    ATTESTATION,
+    CREATED,
+    DOCKER_LIST,
+    DOCKER_MANIFEST,
+    IMAGE_TYPES,
+    INDEX_TYPES,
+    OCI_INDEX,
+    OCI_MANIFEST,
+    REFERENCE_DIGEST,
+    REFERENCE_TYPE,
+    UNKNOWN_PLATFORM,
+    Descriptor,
+    Document,
+    Index,
+    parse_document,
+)
 
-OCI_INDEX = "application/vnd.oci.image.index.v1+json"
-DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
-DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
-OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-INDEX_TYPES = (OCI_INDEX, DOCKER_LIST)
-IMAGE_TYPES = (OCI_MANIFEST, DOCKER_MANIFEST)
-# The OCI annotation (and label) for when something was made (image-spec annotations.md).
-CREATED = "org.opencontainers.image.created"
-
-# BuildKit's annotations on an attestation manifest's index entry (docs.docker.com, "Image
-# attestation storage": reference.type and reference.digest).
-REFERENCE_TYPE = "vnd.docker.reference.type"
-REFERENCE_DIGEST = "vnd.docker.reference.digest"
-ATTESTATION = "attestation-manifest"
-UNKNOWN_PLATFORM = "unknown/unknown"
-
-
-@dataclass(frozen=True)
-class Descriptor:
-    """One manifest an index refers to, as the index states it (OCI image spec, descriptor.md).
-    `platform`: the 'os/architecture' its entry states; None when it states none. `about`:
-    for an attestation manifest, the digest of the image of this index it is about."""
-
-    digest: Digest
-    size: int
-    media_type: str
-    platform: str | None = None
-    annotations: tuple[tuple[str, str], ...] = ()
-    about: Digest | None = None
-
-    def entry(self) -> dict[str, Any]:
-        """This descriptor as an index entry (what promote writes)."""
-        document: dict[str, Any] = {
-            "mediaType": self.media_type,
-            "digest": str(self.digest),
-            "size": self.size,
-        }
-        if self.platform is not None:
-            os_, _, arch = self.platform.partition("/")
-            document["platform"] = {"architecture": arch, "os": os_}
-        if self.annotations:
-            document["annotations"] = dict(self.annotations)
-        return document
+__all__ = [  # the names its readers have always imported from here (oci/documents.py's)
+    "ATTESTATION",
+    "CREATED",
+    "DOCKER_LIST",
+    "DOCKER_MANIFEST",
+    "IMAGE_TYPES",
+    "INDEX_TYPES",
+    "OCI_INDEX",
+    "OCI_MANIFEST",
+    "REFERENCE_DIGEST",
+    "REFERENCE_TYPE",
+    "UNKNOWN_PLATFORM",
+    "Contents",
+    "Descriptor",
+    "of",
+    "parse",
+]
 
 
 @dataclass(frozen=True)
@@ -114,65 +103,53 @@ class Contents:
 def parse(body: bytes, media_type: str, digest: Digest) -> Contents:
     """The contents of a manifest (its bytes as served, their digest computed at the door)."""
     try:
-        document = json_door.loads(body)
+        value = json_door.loads(body)
     except ValueError as exc:
         raise ValueError(f"{digest} is not JSON: {exc}") from None
-    if not isinstance(document, dict):
-        raise ValueError(f"{digest} is a JSON {type(document).__name__}, not a manifest")
-    stated = document.get("mediaType")
+    if not isinstance(value, dict):
+        raise ValueError(f"{digest} is a JSON {type(value).__name__}, not a manifest")
+    try:
+        document = parse_document(value)
+    except ValueError as exc:
+        raise ValueError(f"{digest} is neither an image manifest nor an index ({exc})") from None
+    return of(document, media_type, digest, len(body))
+
+
+def of(document: Document, media_type: str, digest: Digest, size: int) -> Contents:
+    """The contents of a manifest read already (oci/documents.py), served as `media_type`."""
+    stated = document.media_type
     # Docker's schema 2 requires the field; only OCI documents may leave it out.
     if stated is not None and stated != media_type:
         raise ValueError(f"{digest} was served as {media_type} but says it is {stated!r}")
-    try:
-        if "manifests" in document:
-            return _index(document, media_type, digest, len(body))
-        layers = tuple(
-            (parse_digest(layer["digest"]), _size(layer["size"])) for layer in document["layers"]
-        )
-        return Contents(
-            digest,
-            media_type,
-            len(body),
-            config=parse_digest(document["config"]["digest"]),
-            layers=layers,
-            compressions=frozenset(
-                found for layer in document["layers"] if (found := _compression(layer))
-            ),
-        )
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(
-            f"{digest} is neither an image manifest nor an index (missing or malformed {exc})"
-        ) from None
+    if isinstance(document, Index):
+        return _index(document, media_type, digest, size)
+    config, layers = document.config, document.layers
+    if config is None or layers is None:
+        raise _neither(digest, "'config'" if config is None else "'layers'")
+    sized = tuple((layer.digest, layer.size) for layer in layers if layer.size is not None)
+    if len(sized) != len(layers):
+        raise _neither(digest, "'size'")
+    return Contents(
+        digest,
+        media_type,
+        size,
+        config=config.digest,
+        layers=sized,
+        compressions=frozenset(
+            found for layer in layers if layer.media_type and (found := of_layer(layer.media_type))
+        ),
+    )
 
 
-def _index(document: dict[str, Any], media_type: str, digest: Digest, size: int) -> Contents:
-    entries = document["manifests"]
-    if not isinstance(entries, list):
-        raise TypeError("'manifests'")
+def _index(document: Index, media_type: str, digest: Digest, size: int) -> Contents:
     images, attestations = [], []
-    for entry in entries:
-        if not isinstance(entry, dict):
-            raise TypeError("'manifests' entry")
-        platform = entry.get("platform")
-        annotations = entry.get("annotations") or {}
-        if not isinstance(annotations, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in annotations.items()
-        ):
-            raise TypeError("'annotations'")
-        descriptor = Descriptor(
-            parse_digest(entry["digest"]),
-            _size(entry["size"]),
-            str(entry["mediaType"]),
-            stated_platform(platform) if isinstance(platform, dict) else None,
-            tuple(sorted(annotations.items())),
-        )
-        if (
-            annotations.get(REFERENCE_TYPE) == ATTESTATION
-            or descriptor.platform == UNKNOWN_PLATFORM
-        ):
-            attestations.append(_attestation(digest, descriptor))
+    for entry in document.manifests:
+        if entry.size is None or entry.media_type is None:
+            raise _neither(digest, "'size'" if entry.size is None else "'mediaType'")
+        if entry.annotation(REFERENCE_TYPE) == ATTESTATION or entry.platform == UNKNOWN_PLATFORM:
+            attestations.append(_attestation(digest, entry))
         else:
-            images.append(descriptor)
+            images.append(entry)
     ours = {i.digest for i in images}
     for attestation in attestations:
         if attestation.about not in ours:
@@ -187,27 +164,21 @@ def _attestation(index: Digest, entry: Descriptor) -> Descriptor:
     """An entry that says it is an attestation, or is of platform unknown/unknown, must be
     both, and an image manifest saying which image it is about: anything else (an image
     of a real platform labelled as an attestation, to ride along unverified) is refused."""
-    said = dict(entry.annotations)
-    if said.get(REFERENCE_TYPE) != ATTESTATION or entry.platform != UNKNOWN_PLATFORM:
+    if entry.annotation(REFERENCE_TYPE) != ATTESTATION or entry.platform != UNKNOWN_PLATFORM:
         raise ValueError(
             f"{index}: its entry {entry.digest} (platform {entry.platform}) is "
             "neither an image of a platform nor an attestation manifest of "
             f"platform {UNKNOWN_PLATFORM}"
         )
-    if entry.media_type not in IMAGE_TYPES or REFERENCE_DIGEST not in said:
+    about = entry.annotation(REFERENCE_DIGEST)
+    if entry.media_type not in IMAGE_TYPES or about is None:
         raise ValueError(
             f"{index}: its attestation {entry.digest} is no image manifest "
             f"saying which image it is about ({REFERENCE_DIGEST})"
         )
-    return dataclasses.replace(entry, about=parse_digest(said[REFERENCE_DIGEST]))
+    parse_digest(about)  # a digest, or ValueError in words (Descriptor.about reads it)
+    return entry
 
 
-def _compression(layer: dict[str, Any]) -> str | None:
-    media_type = layer.get("mediaType")
-    return of_layer(media_type) if isinstance(media_type, str) else None
-
-
-def _size(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise TypeError("'size'")
-    return value
+def _neither(digest: Digest, what: str) -> ValueError:
+    return ValueError(f"{digest} is neither an image manifest nor an index (missing {what})")

@@ -1,8 +1,6 @@
-"""The OCI documents we read and write: descriptors, image manifests and image indexes, typed.
-
-One model for the registry, the OCI image layout, archives, referrers and cosign's layout (as
-go-containerregistry's `Descriptor`, `Manifest` and `IndexManifest` serve all of its code),
-with every media type and annotation name they use.
+"""The OCI documents we read and write: descriptors, image manifests and image indexes, typed,
+with every media type and annotation name they use: one model for the registry, the image
+layout, archives, referrers and cosign's layout (as go-containerregistry's are for its code).
 
 Read at the door: `parse_*` takes a body's bytes (through json_door) or JSON decoded already
 and gives typed values, or ValueError in words. A field present must have its type (a digest
@@ -93,8 +91,32 @@ class Descriptor(_Annotated):
         )
 
 
+class _Document(_Annotated):
+    """What a manifest and an index share: their JSON around their own fields, and bytes."""
+
+    media_type: str | None
+    artifact_type: str | None
+    subject: Descriptor | None
+
+    def to_json(self) -> JsonObject:
+        raise NotImplementedError
+
+    def encode(self, form: Form) -> bytes:
+        return encode(self.to_json(), form)
+
+    def _json(self, *own: tuple[str, object]) -> JsonObject:
+        return _present(
+            ("schemaVersion", 2),
+            ("mediaType", self.media_type),
+            ("artifactType", self.artifact_type),
+            *own,
+            ("subject", None if self.subject is None else self.subject.to_json()),
+            ("annotations", dict(self.annotations) or None),
+        )
+
+
 @dataclass(frozen=True)
-class Manifest(_Annotated):
+class Manifest(_Document):
     """An image manifest (OCI's, or Docker's schema 2), or an artifact's. `config` and
     `layers` are None where the document states none (no image manifest then)."""
 
@@ -106,22 +128,14 @@ class Manifest(_Annotated):
     annotations: Annotations = ()
 
     def to_json(self) -> JsonObject:
-        return _present(
-            ("schemaVersion", 2),
-            ("mediaType", self.media_type),
-            ("artifactType", self.artifact_type),
+        return self._json(
             ("config", None if self.config is None else self.config.to_json()),
             ("layers", None if self.layers is None else [d.to_json() for d in self.layers]),
-            ("subject", None if self.subject is None else self.subject.to_json()),
-            ("annotations", dict(self.annotations) or None),
         )
-
-    def encode(self, form: Form) -> bytes:
-        return encode(self.to_json(), form)
 
 
 @dataclass(frozen=True)
-class Index(_Annotated):
+class Index(_Document):
     """An image index (OCI's, or Docker's manifest list): the manifests it refers to."""
 
     manifests: tuple[Descriptor, ...] = ()
@@ -131,17 +145,7 @@ class Index(_Annotated):
     annotations: Annotations = ()
 
     def to_json(self) -> JsonObject:
-        return _present(
-            ("schemaVersion", 2),
-            ("mediaType", self.media_type),
-            ("artifactType", self.artifact_type),
-            ("manifests", [d.to_json() for d in self.manifests]),
-            ("subject", None if self.subject is None else self.subject.to_json()),
-            ("annotations", dict(self.annotations) or None),
-        )
-
-    def encode(self, form: Form) -> bytes:
-        return encode(self.to_json(), form)
+        return self._json(("manifests", [d.to_json() for d in self.manifests]))
 
 
 Document = Manifest | Index
@@ -241,12 +245,8 @@ def _document(data: bytes | object) -> JsonObject:
 
 
 def _descriptor(fields: JsonObject, key: str) -> Descriptor | None:
-    if fields.get(key) is None:
-        return None
-    try:
-        return parse_descriptor(fields[key])
-    except ValueError as exc:
-        raise ValueError(f"'{key}': {exc}") from None
+    value = fields.get(key)
+    return None if value is None else _described(value, f"'{key}'")
 
 
 def _descriptors(fields: JsonObject, key: str) -> tuple[Descriptor, ...] | None:
@@ -255,13 +255,14 @@ def _descriptors(fields: JsonObject, key: str) -> tuple[Descriptor, ...] | None:
         return None
     if not isinstance(value, list):
         raise ValueError(f"'{key}' is not a list but {_kind(value)}")
-    found = []
-    for i, entry in enumerate(value, 1):
-        try:
-            found.append(parse_descriptor(entry))
-        except ValueError as exc:
-            raise ValueError(f"'{key}' entry {i}: {exc}") from None
-    return tuple(found)
+    return tuple(_described(entry, f"'{key}' entry {i}") for i, entry in enumerate(value, 1))
+
+
+def _described(value: object, where: str) -> Descriptor:
+    try:
+        return parse_descriptor(value)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
 
 
 def _string(fields: JsonObject, key: str) -> str | None:

@@ -14,11 +14,12 @@ v2 schema 2).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from build_graph.oci.contents import (
+from build_graph.oci import documents
+from build_graph.oci.digest import Digest
+from build_graph.oci.documents import (
     DOCKER_LIST,
     DOCKER_MANIFEST,
     INDEX_TYPES,
@@ -26,7 +27,6 @@ from build_graph.oci.contents import (
     OCI_MANIFEST,
     Descriptor,
 )
-from build_graph.oci.digest import Digest
 from build_graph.oci.platforms import Platform
 
 __all__ = [
@@ -83,21 +83,24 @@ def build_index(entries: Sequence[Entry], attestations: Sequence[Descriptor] = (
             )
     docker = not attestations and all(e.media_type == DOCKER_MANIFEST for e in entries)
     media_type = DOCKER_LIST if docker else OCI_INDEX
-    document = {
-        "schemaVersion": 2,
-        "mediaType": media_type,
-        "manifests": [
-            *(
-                {
-                    "mediaType": e.media_type,
-                    "digest": str(e.digest),
-                    "size": e.size,
-                    "platform": e.platform.index_entry(),
-                }
-                for e in entries
-            ),
-            *(a.entry() for a in attestations),
-        ],
-    }
-    body = json.dumps(document, indent=2, sort_keys=True).encode() + b"\n"
+    document = documents.Index(
+        (
+            *(Descriptor(e.digest, e.media_type, e.size, e.platform.text) for e in entries),
+            *(_restated(a) for a in attestations),
+        ),
+        media_type,
+    )
+    body = document.encode("indented")
     return Index(body, media_type, Digest.of(body))
+
+
+def _restated(attestation: Descriptor) -> Descriptor:
+    """An attestation's entry as its fields say it, never as the index it came from wrote it:
+    what promote has always written (nothing else BuildKit's entry carried rides along)."""
+    return Descriptor(
+        attestation.digest,
+        attestation.media_type,
+        attestation.size,
+        attestation.platform,
+        attestation.annotations,
+    )

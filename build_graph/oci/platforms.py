@@ -36,10 +36,6 @@ class Platform:
         """What `uname -m` (Python's platform.machine()) says inside such an image."""
         return _MACHINES[self.architecture]
 
-    def index_entry(self) -> dict[str, str]:
-        """The `platform` object of an image index entry."""
-        return {"architecture": self.architecture, "os": self.os}
-
 
 # architecture -> uname -m; the platforms this tool builds for.
 _MACHINES = {"amd64": "x86_64", "arm64": "aarch64"}

@@ -12,13 +12,21 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from build_graph.oci import json_door
-from build_graph.oci.contents import OCI_INDEX, OCI_MANIFEST
 from build_graph.oci.digest import Digest, parse_digest
+from build_graph.oci.documents import (
+    DSSE_ENVELOPE,
+    OCI_INDEX,
+    OCI_MANIFEST,
+    Descriptor,
+    Index,
+    Manifest,
+    parse_document,
+    parse_index,
+)
 
 
 def fallback_tag(subject: Digest) -> str:
@@ -35,72 +43,64 @@ class Referrer:
     artifact_type: str
     annotations: dict[str, str]
 
-    def entry(self) -> dict[str, Any]:
-        document: dict[str, Any] = {
-            "mediaType": OCI_MANIFEST,
-            "digest": str(self.digest),
-            "size": self.size,
-            "artifactType": self.artifact_type,
-        }
-        if self.annotations:
-            document["annotations"] = dict(self.annotations)
-        return document
+    def entry(self) -> Descriptor:
+        """Its entry in a referrers index."""
+        return Descriptor(
+            self.digest,
+            OCI_MANIFEST,
+            self.size,
+            artifact_type=self.artifact_type,
+            annotations=tuple(self.annotations.items()),
+        )
 
 
-def entries(body: bytes) -> list[dict[str, Any]]:
-    """The entries of a referrers index as stored (bytes hashed at the door); ValueError, in
-    words, for anything that is not an image index of descriptors with digests."""
+def entries(body: bytes) -> list[Descriptor]:
+    """The entries of a referrers index as stored (bytes hashed at the door), each kept as
+    written; ValueError, in words, for anything that is not an image index of descriptors
+    with digests."""
     try:
-        document = json_door.loads(body)
+        value = json_door.loads(body)
     except ValueError:
         raise ValueError("the referrers index is not JSON") from None
-    if not isinstance(document, dict) or document.get("mediaType", OCI_INDEX) != OCI_INDEX:
+    try:
+        document = parse_index(value)
+    except ValueError as exc:
+        raise ValueError(f"the referrers index is unreadable: {exc}") from None
+    if document.media_type not in (None, OCI_INDEX):
         raise ValueError("the referrers tag names something that is not an OCI image index")
-    manifests = document.get("manifests", [])
-    if not isinstance(manifests, list):
-        raise ValueError("the referrers index's manifests is not a list")
-    for entry in manifests:
-        if not isinstance(entry, dict):
-            raise ValueError("a referrers index entry is not an object")
-        parse_digest(str(entry.get("digest", "")))
-    return manifests
+    return list(document.manifests)
 
 
-def is_referrers_index(listed: list[dict[str, Any]]) -> bool:
+def is_referrers_index(listed: Sequence[Descriptor]) -> bool:
     """Whether entries read from a referrers tag are a referrers list: every entry an
     artifact (it states an artifact type) and none a platform image. An image's own index
     (the containerd store pushes one per image) is not, and must never be merged into or
     deleted as one, whatever tag names it."""
-    return all(
-        isinstance(entry.get("artifactType"), str) and "platform" not in entry for entry in listed
-    )
+    return all(entry.artifact_type is not None and entry.platform is None for entry in listed)
 
 
 def subject_of(body: bytes) -> Digest | None:
     """The digest a manifest names as its `subject`; None when it names none (or is not a
     manifest at all)."""
     try:
-        document = json_door.loads(body)
-        return parse_digest(str(document["subject"]["digest"]))
-    except (ValueError, KeyError, TypeError):
+        subject = parse_document(body).subject
+    except ValueError:
         return None
-
-
-DSSE_ENVELOPE = "application/vnd.dsse.envelope.v1+json"
+    return None if subject is None else subject.digest
 
 
 def envelope_layers(body: bytes) -> list[Digest] | None:
     """The layers of cosign's `.att` image (an image whose every layer is a DSSE envelope);
     None for anything else."""
     try:
-        layers = json_door.loads(body).get("layers")
-        if not layers or not all(
-            isinstance(layer, dict) and layer.get("mediaType") == DSSE_ENVELOPE for layer in layers
-        ):
-            return None
-        return [parse_digest(str(layer["digest"])) for layer in layers]
-    except (ValueError, AttributeError, TypeError, KeyError):
+        document = parse_document(body)
+    except ValueError:
         return None
+    if not isinstance(document, Manifest) or not document.layers:
+        return None
+    if not all(layer.media_type == DSSE_ENVELOPE for layer in document.layers):
+        return None
+    return [layer.digest for layer in document.layers]
 
 
 def envelope_subject(blob: bytes) -> Digest | None:
@@ -115,39 +115,31 @@ def envelope_subject(blob: bytes) -> Digest | None:
         return None
 
 
-def referrers(listed: list[dict[str, Any]]) -> list[Referrer]:
+def referrers(listed: Sequence[Descriptor]) -> list[Referrer]:
     """The entries as typed values (an entry without a size or type reads as 0 or '')."""
-    found = []
-    for entry in listed:
-        annotations = entry.get("annotations")
-        size = entry.get("size")
-        found.append(
-            Referrer(
-                parse_digest(str(entry["digest"])),
-                size if isinstance(size, int) else 0,
-                str(entry.get("artifactType", "")),
-                {str(k): str(v) for k, v in annotations.items()}
-                if isinstance(annotations, dict)
-                else {},
-            )
+    return [
+        Referrer(
+            entry.digest,
+            entry.size or 0,
+            entry.artifact_type or "",
+            dict(entry.annotations),
         )
-    return found
+        for entry in listed
+    ]
 
 
-def index(listed: list[dict[str, Any]]) -> bytes:
-    """A referrers index holding `listed`."""
-    document = {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": listed}
-    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+def index(listed: Sequence[Descriptor]) -> bytes:
+    """A referrers index holding `listed` (others' entries as they wrote them)."""
+    return Index(tuple(listed), OCI_INDEX).encode("sorted")
 
 
-def with_entry(listed: list[dict[str, Any]], referrer: Referrer) -> list[dict[str, Any]] | None:
+def with_entry(listed: Sequence[Descriptor], referrer: Referrer) -> list[Descriptor] | None:
     """`listed` plus `referrer`; None when it is listed already (nothing to write)."""
-    if any(entry.get("digest") == str(referrer.digest) for entry in listed):
+    if any(entry.digest == referrer.digest for entry in listed):
         return None
     return [*listed, referrer.entry()]
 
 
-def without(listed: list[dict[str, Any]], gone: set[Digest]) -> list[dict[str, Any]]:
+def without(listed: Sequence[Descriptor], gone: set[Digest]) -> list[Descriptor]:
     """`listed` less the entries of `gone`."""
-    names = {str(d) for d in gone}
-    return [entry for entry in listed if entry.get("digest") not in names]
+    return [entry for entry in listed if entry.digest not in gone]

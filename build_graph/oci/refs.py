@@ -11,14 +11,17 @@ from dataclasses import dataclass
 from enum import Enum
 
 from build_graph.oci.digest import Digest, parse_digest
+from build_graph.oci.documents import MANIFEST_TYPES
 
-# The manifest kinds a HEAD or GET accepts: OCI and Docker, single-platform and lists.
-MANIFEST_TYPES = (
-    "application/vnd.oci.image.index.v1+json",
-    "application/vnd.docker.distribution.manifest.list.v2+json",
-    "application/vnd.oci.image.manifest.v1+json",
-    "application/vnd.docker.distribution.manifest.v2+json",
-)
+__all__ = [  # MANIFEST_TYPES is oci/documents.py's, named here as it always was
+    "MANIFEST_TYPES",
+    "Answer",
+    "Presence",
+    "Ref",
+    "artifact_tag",
+    "parse_ref",
+    "registry_of",
+]
 
 
 class Presence(Enum):

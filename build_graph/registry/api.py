@@ -16,7 +16,8 @@ from build_graph.errors import BuildGraphError, DeletesRefused, UntrustedAnswer
 from build_graph.oci import contents, problems
 from build_graph.oci.contents import Contents
 from build_graph.oci.digest import Digest, maybe_digest
-from build_graph.oci.refs import MANIFEST_TYPES, Answer, Presence, Ref
+from build_graph.oci.documents import MANIFEST_TYPES
+from build_graph.oci.refs import Answer, Presence, Ref
 from build_graph.registry import upload
 from build_graph.registry.transport import Response, blob_response, client
 

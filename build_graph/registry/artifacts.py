@@ -15,18 +15,22 @@ the payload is hashed against it.
 from __future__ import annotations
 
 import contextlib
-import json
+from collections.abc import Mapping
 
 from build_graph.errors import BuildGraphError, NotAnArtifact, RegistryError
-from build_graph.oci import json_door
-from build_graph.oci.digest import Digest, parse_digest
+from build_graph.oci.digest import Digest
+from build_graph.oci.documents import (
+    EMPTY_TYPE,
+    OCI_MANIFEST,
+    Descriptor,
+    Manifest,
+    parse_manifest,
+)
 from build_graph.oci.referrers import Referrer, subject_of
 from build_graph.oci.refs import Answer, Ref, artifact_tag
 from build_graph.registry import api, referrers
 
-OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-# The OCI 1.1 empty descriptor, the config of an artifact that has none.
-EMPTY_TYPE = "application/vnd.oci.empty.v1+json"
+# The OCI 1.1 empty descriptor's blob: the config of an artifact that has none (EMPTY_TYPE).
 EMPTY = b"{}"
 # Which artifact of ours a manifest is (its tag's suffix: 'sbom', 'verify-<fingerprint>'):
 # only ours, for the same image and tag, is ever replaced and deleted.
@@ -51,33 +55,37 @@ def publish(
             "manifest (digest, media type, size) that the artifact refers to"
         )
     config = api.put_blob(image, EMPTY)
-    layer = api.put_blob(image, payload)
-    manifest = {
-        "schemaVersion": 2,
-        "mediaType": OCI_MANIFEST,
-        "artifactType": artifact_type,
-        "config": {"mediaType": EMPTY_TYPE, "digest": str(config), "size": len(EMPTY)},
-        "layers": [{"mediaType": artifact_type, "digest": str(layer), "size": len(payload)}],
-        "subject": {
-            "mediaType": subject.media_type,
-            "digest": str(subject.digest),
-            "size": subject.size,
-        },
-        "annotations": {**annotations, MARKER: suffix},
-    }
-    body = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
+    layer = Descriptor(api.put_blob(image, payload), artifact_type, len(payload))
+    said = {**annotations, MARKER: suffix}
+    subject_is = Descriptor(subject.digest, subject.media_type, subject.size)
+    body = artifact_manifest(subject_is, artifact_type, layer, config, said)
     tag = artifact_tag(subject.digest, suffix)
     previous = api.head_manifest(image.at(tag)).digest
     digest, listed_by_registry = api.put_referrer(image.at(tag), body, OCI_MANIFEST)
     if not listed_by_registry:
-        referrers.attach(
-            image,
-            subject.digest,
-            Referrer(digest, len(body), artifact_type, {**annotations, MARKER: suffix}),
-        )
+        referrers.attach(image, subject.digest, Referrer(digest, len(body), artifact_type, said))
     if previous is not None and previous != digest:
         _supersede(image, subject.digest, previous, suffix, listed_by_registry)
     return tag, digest
+
+
+def artifact_manifest(
+    subject: Descriptor,
+    artifact_type: str,
+    layer: Descriptor,
+    config: Digest,
+    annotations: Mapping[str, str],
+) -> bytes:
+    """The manifest of an artifact about `subject` holding `layer` (its config the empty
+    blob, `config`): keys sorted, no spaces."""
+    return Manifest(
+        Descriptor(config, EMPTY_TYPE, len(EMPTY)),
+        (layer,),
+        OCI_MANIFEST,
+        artifact_type,
+        subject,
+        tuple(annotations.items()),
+    ).encode("sorted")
 
 
 def _supersede(
@@ -101,10 +109,9 @@ def _supersede(
 def marker_of(body: bytes) -> str | None:
     """Which of our artifacts a manifest says it is (MARKER), None when it says nothing."""
     try:
-        said = json_door.loads(body)["annotations"][MARKER]
-    except (ValueError, KeyError, TypeError):
+        return parse_manifest(body).annotation(MARKER)
+    except ValueError:
         return None
-    return said if isinstance(said, str) else None
 
 
 def read(image: Ref, manifest_digest: Digest, artifact_types: tuple[str, ...]) -> bytes:
@@ -114,11 +121,10 @@ def read(image: Ref, manifest_digest: Digest, artifact_types: tuple[str, ...]) -
     where = f"{image.host}/{image.repository}@{manifest_digest}"
     manifest = api.get_manifest(image.at(str(manifest_digest)))
     try:
-        data = json_door.loads(manifest.body)
-        [layer] = [entry for entry in data["layers"] if entry["mediaType"] in artifact_types]
-        blob = parse_digest(layer["digest"])
-    except (ValueError, KeyError, TypeError):
+        layers = parse_manifest(manifest.body).layers or ()
+        [layer] = [entry for entry in layers if entry.media_type in artifact_types]
+    except ValueError:
         raise NotAnArtifact(
             f"{where} is not an artifact of type {' or '.join(artifact_types)}"
         ) from None
-    return api.get_blob(image, blob, ARTIFACT_LIMIT)
+    return api.get_blob(image, layer.digest, ARTIFACT_LIMIT)

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import json
-from typing import Any
 
 from build_graph.errors import RegistryError, UntrustedAnswer
 from build_graph.layout import LABEL_PREFIX
-from build_graph.oci import contents, json_door
-from build_graph.oci.contents import CREATED, OCI_INDEX, OCI_MANIFEST
+from build_graph.oci import contents, documents, json_door
 from build_graph.oci.digest import Digest
+from build_graph.oci.documents import CREATED, OCI_INDEX, OCI_MANIFEST
 from build_graph.oci.platforms import stated_platform
 from build_graph.oci.refs import Presence, Ref, parse_ref
 from build_graph.oci.retention import Image, Repository, tag_kind
@@ -59,21 +57,22 @@ def _with_entries(ref: Ref) -> Image:
     if head.digest is None:
         return head
     try:
-        body: Any = json_door.loads(api.get_manifest(ref.at(str(head.digest))).body)
+        body: object = json_door.loads(api.get_manifest(ref.at(str(head.digest))).body)
     except (UntrustedAnswer, ValueError) as exc:
         return Image(head.digest, problem=f"its manifest could not be read ({exc})")
     return human_tag_image(head.digest, body)
 
 
-def human_tag_image(digest: Digest, body: Any) -> Image:
+def human_tag_image(digest: Digest, body: object) -> Image:
     """What a human tag's manifest (parsed JSON, whatever its Content-Type) refers to, read
     as its own body says (oci/contents.py); anything that is no image manifest or index is
     a `problem` (which keeps the whole repository: the tag may name any of its images)."""
-    index = isinstance(body, dict) and "manifests" in body
-    stated = body.get("mediaType") if isinstance(body, dict) else None
-    kind = stated if isinstance(stated, str) else OCI_INDEX if index else OCI_MANIFEST
+    index = documents.is_index(body)
     try:
-        named = contents.parse(json.dumps(body).encode(), kind, digest)
+        document = documents.parse_document(body)
+        kind = document.media_type or (OCI_INDEX if index else OCI_MANIFEST)
+        # its own size is no question here: only what it refers to is
+        named = contents.of(document, kind, digest, size=0)
     except ValueError as exc:
         return Image(
             digest,
@@ -92,10 +91,10 @@ def _artifact(ref: Ref) -> Image:
     if head.digest is None:
         return head
     try:
-        body: Any = json_door.loads(api.get_manifest(ref.at(str(head.digest))).body)
-        stated = (body.get("annotations") or {}).get(CREATED)
-        return Image(head.digest, created=_timestamp(stated) if isinstance(stated, str) else None)
-    except (UntrustedAnswer, ValueError, AttributeError):
+        body = api.get_manifest(ref.at(str(head.digest))).body
+        stated = documents.parse_document(body).annotation(CREATED)
+        return Image(head.digest, created=None if stated is None else _timestamp(stated))
+    except (UntrustedAnswer, ValueError):
         return head
 
 

@@ -16,18 +16,21 @@ door: an unreadable or oversized manifest, or one that is no image of layers, is
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from build_graph.errors import RegistryError, UntrustedAnswer
-from build_graph.oci import json_door
-from build_graph.oci.contents import OCI_MANIFEST
-from build_graph.oci.digest import Digest, parse_digest
+from build_graph.oci.digest import Digest
+from build_graph.oci.documents import (
+    DSSE_ENVELOPE,
+    OCI_CONFIG,
+    OCI_MANIFEST,
+    Descriptor,
+    Manifest,
+    parse_manifest,
+)
 from build_graph.oci.refs import Ref, artifact_tag
 from build_graph.registry import api
 
 SUFFIX = "att"
-ENVELOPE_TYPE = "application/vnd.dsse.envelope.v1+json"
-CONFIG_TYPE = "application/vnd.oci.image.config.v1+json"
 SIGNATURE = "dev.cosignproject.cosign/signature"  # cosign marks each layer with it (empty)
 FINGERPRINT = "dev.build-graph.fingerprint"
 _ZERO = "0001-01-01T00:00:00Z"  # what cosign states as `created`: nothing dates these
@@ -38,59 +41,46 @@ def attach(image: Ref, subject: Digest, envelope: bytes, predicate_type: str, ke
     in its `.att` image, in place of every earlier one of `predicate_type`."""
     ref = image.at(artifact_tag(subject, SUFFIX))
     layers = [
-        layer for layer in _layers(ref) if _annotation(layer, "predicateType") != predicate_type
+        layer for layer in _layers(ref) if layer.annotation("predicateType") != predicate_type
     ]
-    blob = api.put_blob(image, envelope)
+    said = ((SIGNATURE, ""), ("predicateType", predicate_type), (FINGERPRINT, key))
     layers.append(
-        {
-            "mediaType": ENVELOPE_TYPE,
-            "size": len(envelope),
-            "digest": str(blob),
-            "annotations": {SIGNATURE: "", "predicateType": predicate_type, FINGERPRINT: key},
-        }
+        Descriptor(api.put_blob(image, envelope), DSSE_ENVELOPE, len(envelope), None, said)
     )
-    config = json.dumps(
+    config = _config(layers)
+    manifest = Manifest(
+        Descriptor(api.put_blob(image, config), OCI_CONFIG, len(config)),
+        tuple(layers),
+        OCI_MANIFEST,
+    )
+    api.put_manifest(ref, manifest.encode("compact"), OCI_MANIFEST)
+
+
+def _config(layers: list[Descriptor]) -> bytes:
+    """The `.att` image's config as cosign writes it: no platform, no date, one diff_id a layer."""
+    return json.dumps(
         {
             "architecture": "",
             "os": "",
             "created": _ZERO,
             "history": [{"created": _ZERO}],
-            "rootfs": {"type": "layers", "diff_ids": [layer["digest"] for layer in layers]},
+            "rootfs": {"type": "layers", "diff_ids": [str(layer.digest) for layer in layers]},
             "config": {},
         },
         separators=(",", ":"),
     ).encode()
-    manifest = {
-        "schemaVersion": 2,
-        "mediaType": OCI_MANIFEST,
-        "config": {
-            "mediaType": CONFIG_TYPE,
-            "size": len(config),
-            "digest": str(api.put_blob(image, config)),
-        },
-        "layers": layers,
-    }
-    api.put_manifest(ref, json.dumps(manifest, separators=(",", ":")).encode(), OCI_MANIFEST)
 
 
-def _layers(ref: Ref) -> list[dict[str, Any]]:
-    """The layers the `.att` image has now (none when absent); a manifest that is not an
-    image of descriptors is replaced, not merged (its layers are unreadable to every reader)."""
+def _layers(ref: Ref) -> list[Descriptor]:
+    """The layers the `.att` image has now (none when absent), each as written; a manifest
+    that is not an image of descriptors is replaced, not merged (its layers are unreadable
+    to every reader)."""
     answer = api.head_manifest(ref)
     if answer.digest is None:
         if answer.error is not None:
             raise RegistryError(answer.error)
         return []
     try:
-        layers = json_door.loads(api.get_manifest(ref).body).get("layers")
-        kept = [layer for layer in layers if isinstance(layer, dict)]
-        for layer in kept:
-            parse_digest(str(layer.get("digest")))
-        return kept
-    except (UntrustedAnswer, ValueError, AttributeError, TypeError):
+        return list(parse_manifest(api.get_manifest(ref).body).layers or ())
+    except (UntrustedAnswer, ValueError):
         return []
-
-
-def _annotation(layer: dict[str, Any], name: str) -> object:
-    annotations = layer.get("annotations")
-    return annotations.get(name) if isinstance(annotations, dict) else None

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any
 
 from build_graph.errors import RegistryError, UntrustedAnswer
 from build_graph.log import log
 from build_graph.oci import problems
-from build_graph.oci.contents import OCI_INDEX
 from build_graph.oci.digest import Digest
+from build_graph.oci.documents import OCI_INDEX, Descriptor
 from build_graph.oci.referrers import (
     Referrer,
     entries,
@@ -101,7 +100,7 @@ def detach(image: Ref, subject: Digest, gone: set[Digest]) -> None:
         _write_tag(image, subject, kept)
 
 
-def _read_tag(image: Ref, subject: Digest) -> tuple[list[dict[str, Any]], Digest | None]:
+def _read_tag(image: Ref, subject: Digest) -> tuple[list[Descriptor], Digest | None]:
     """The referrers tag's entries and its index's digest; ([], None) when there is none,
     and when the tag names something that is no referrers list (an image's index planted
     there): it is replaced, never merged, and never deleted."""
@@ -129,7 +128,7 @@ def _read_tag(image: Ref, subject: Digest) -> tuple[list[dict[str, Any]], Digest
     return found, manifest.digest
 
 
-def _write_tag(image: Ref, subject: Digest, listed_now: list[dict[str, Any]]) -> None:
+def _write_tag(image: Ref, subject: Digest, listed_now: list[Descriptor]) -> None:
     """The amended list under the referrers tag. The index it replaces is left as it is
     (untagged; `prune` takes it with the image): deleting it by digest would trust that no
     one pointed this tag at something else to have it deleted.
@@ -148,14 +147,14 @@ def _write_tag(image: Ref, subject: Digest, listed_now: list[dict[str, Any]]) ->
         api.put_manifest(ref, index(held), OCI_INDEX)
 
 
-def _gone(image: Ref, entry: dict[str, Any]) -> bool:
+def _gone(image: Ref, entry: Descriptor) -> bool:
     """The registry says the manifest an entry names is absent (404): an unanswered
     question is not 'gone'."""
-    answer = api.head_manifest(image.at(str(entry.get("digest"))))
+    answer = api.head_manifest(image.at(str(entry.digest)))
     return answer.error is None and answer.digest is None
 
 
-def _entries(image: Ref, body: bytes, where: str) -> list[dict[str, Any]]:
+def _entries(image: Ref, body: bytes, where: str) -> list[Descriptor]:
     try:
         return entries(body)
     except ValueError as exc:

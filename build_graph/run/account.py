@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from build_graph.errors import BuildGraphError
 from build_graph.oci.digest import Digest
-from build_graph.oci.index import INDEX_TYPES
+from build_graph.oci.documents import INDEX_TYPES
 from build_graph.oci.refs import Presence
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry.availability import Availability

@@ -16,9 +16,10 @@ import json
 from dataclasses import dataclass
 
 from build_graph.oci import json_door
+from build_graph.oci.documents import IN_TOTO
 
 BUNDLE_TYPE = "application/vnd.dev.sigstore.bundle.v0.3+json"
-PAYLOAD_TYPE = "application/vnd.in-toto+json"
+PAYLOAD_TYPE = IN_TOTO  # the statement a DSSE envelope carries
 MAX_SIGNATURES = 8
 
 

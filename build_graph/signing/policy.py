@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from build_graph.errors import SigningProblem
 from build_graph.oci import json_door
@@ -108,9 +109,9 @@ def keys_hint(found: Signer) -> str:
     return PublicKey(found.name, found.public_key()).hint
 
 
-def seal(spec: SigningSpec, statement: dict[str, Any], annotations: dict[str, str]) -> Sealed:
+def seal(spec: SigningSpec, statement: Mapping[str, object], annotations: dict[str, str]) -> Sealed:
     """The Statement as stored: a signed bundle when this runner has a key, else as it is."""
-    body = json.dumps(statement, indent=1, sort_keys=True).encode()
+    body = json.dumps(dict(statement), indent=1, sort_keys=True).encode()
     found = ready(spec)
     if found is None:
         return Sealed(body, STATEMENT_TYPE, annotations, None)

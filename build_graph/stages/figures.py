@@ -6,7 +6,6 @@ as proof of anything).
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -14,6 +13,7 @@ from pathlib import Path
 
 from build_graph.fs import read_record, write_record
 from build_graph.oci.compression import of_layer
+from build_graph.oci.documents import parse_manifest
 from build_graph.oci.layer_limits import amount
 
 __all__ = ["amount", "layer_kinds", "note", "sized"]
@@ -27,8 +27,8 @@ def sized(paths: Iterable[Path]) -> int:
 
 def layer_kinds(manifest: bytes) -> dict[str, dict[str, int]]:
     """{'layers': {'gzip': 1, 'zstd': 3}}: an image manifest's layers by compression."""
-    layers = json.loads(manifest).get("layers") or []
-    kinds = Counter(of_layer(str(layer.get("mediaType", ""))) or "other" for layer in layers)
+    layers = parse_manifest(manifest).layers or ()
+    kinds = Counter(of_layer(layer.media_type or "") or "other" for layer in layers)
     return {"layers": dict(sorted(kinds.items()))}
 
 

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from build_graph.oci.digest import Digest
+from build_graph.oci.documents import parse_descriptor
 from build_graph.oci.json_door import loads
 from build_graph.oci.referrers import (
     Referrer,
@@ -26,12 +27,14 @@ from build_graph.oci.retention import artifact_subject, tag_kind
 
 SUBJECT = Digest.of(b"image")
 OURS = Referrer(Digest.of(b"report"), 512, "application/vnd.in-toto+json", {"k": "v"})
-COSIGNS = {
-    "mediaType": "application/vnd.oci.image.manifest.v1+json",
-    "digest": str(Digest.of(b"cosign's")),
-    "size": 882,
-    "artifactType": "application/vnd.oci.empty.v1+json",
-}
+COSIGNS = parse_descriptor(
+    {
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "digest": str(Digest.of(b"cosign's")),
+        "size": 882,
+        "artifactType": "application/vnd.oci.empty.v1+json",
+    }
+)
 
 
 def test_the_tag_is_the_subject_s_digest_with_a_dash() -> None:
@@ -46,7 +49,7 @@ def test_an_entry_is_added_once_and_others_are_kept() -> None:
     listed = entries(index([COSIGNS]))
     added = with_entry(listed, OURS)
     assert added is not None and added[0] == COSIGNS
-    assert added[1] == {
+    assert added[1].to_json() == {
         "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "digest": str(OURS.digest),
         "size": 512,
@@ -73,12 +76,14 @@ def test_an_unreadable_index_is_refused(body: bytes, said: str) -> None:
         entries(body)
 
 
-PLATFORM_ENTRY = {
-    "mediaType": "application/vnd.oci.image.manifest.v1+json",
-    "digest": str(Digest.of(b"amd64 image")),
-    "size": 500,
-    "platform": {"os": "linux", "architecture": "amd64"},
-}
+PLATFORM_ENTRY = parse_descriptor(
+    {
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "digest": str(Digest.of(b"amd64 image")),
+        "size": 500,
+        "platform": {"os": "linux", "architecture": "amd64"},
+    }
+)
 
 
 def manifest(**fields: object) -> bytes:
@@ -110,7 +115,7 @@ def test_what_ties_an_artifact_to_its_image() -> None:
 def test_a_list_is_a_referrers_list_only_when_every_entry_is_an_artifact() -> None:
     assert is_referrers_index([COSIGNS, OURS.entry()])
     assert not is_referrers_index([COSIGNS, PLATFORM_ENTRY])
-    assert not is_referrers_index([{"digest": str(SUBJECT), "size": 1}])
+    assert not is_referrers_index([parse_descriptor({"digest": str(SUBJECT), "size": 1})])
 
 
 def test_json_nested_too_deep_is_not_json_never_a_crash() -> None:
