@@ -57,6 +57,7 @@ PROBE_REPORT = "/tmp/build-graph-probe.json"
 # (a read-only mount): never in a layer (settings.py's host_ca).
 HOST_CA = "/run/build-graph/host-ca.pem"
 WHEELS_DIR = "wheels"  # inside a tier's build context (and its build folder)
+DEBS_DIR = "debs"  # the .debs its apt lock names, likewise (stages/debs.py)
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,10 @@ class TierFolder:
     @property
     def wheels(self) -> Path:
         return self.root / WHEELS_DIR
+
+    @property
+    def debs(self) -> Path:
+        return self.root / DEBS_DIR
 
     @property
     def wheels_staging(self) -> Path:

@@ -18,8 +18,11 @@ from typing import Any
 
 from build_graph.aptlock import files
 from build_graph.aptlock.files import AptLock, Deb
+from build_graph.layout import DEBS_DIR
 
-ARCHIVES = "/var/cache/apt/archives"  # where apt keeps the .debs it fetched
+# Where a locked install finds its .debs: the build context's debs/ (stages/debs.py)
+# bind-mounted for the one step that installs them.
+MOUNT = "/tmp/debs"
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,9 @@ class Recorder:
             "missing": False,
             "file": where,
             "pins": [d.pin for d in debs],
-            "debs": [{"sha256": d.sha256, "path": f"{ARCHIVES}/{d.file}"} for d in debs],
+            "source": DEBS_DIR,
+            "mount": MOUNT,
+            "debs": [{"sha256": d.sha256, "path": f"{MOUNT}/{d.file}"} for d in debs],
         }
 
     def state(self) -> AptState:

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from build_graph.layout import WHEELS_DIR
+from build_graph.layout import DEBS_DIR, WHEELS_DIR
 
-_MOUNTS = re.compile(r"^RUN\s+(?:--mount=\S+\s+)+")
+# RUN options the classic builder does not know: mounts, and --network (a locked apt step)
+_MOUNTS = re.compile(r"^RUN\s+(?:--(?:mount|network)=\S+\s+)+")
 _CACHE_TARGET = re.compile(r"--mount=type=cache,(?:[^\s,]+,)*?target=([^\s,]+)")
 # a bind mount of the build context (no from=): `--mount=type=bind,source=S,target=T`
 _BIND = re.compile(r"--mount=type=bind,source=([^\s,]+),target=([^\s,]+)(?=\s)")
@@ -73,20 +74,26 @@ def _instructions(dockerfile: str) -> list[str]:
 
 
 def context_tar(
-    dockerfile: str, files: Sequence[tuple[str, Path]], wheels: Path | None, classic: bool = False
+    dockerfile: str,
+    files: Sequence[tuple[str, Path]],
+    wheels: Path | None,
+    classic: bool = False,
+    debs: Path | None = None,
 ) -> IO[bytes]:
     """A seekable tar (spooled to disk past 64 MiB) positioned at its start: `dockerfile`,
-    each (name, file) of `files`, and the wheels of `wheels` under wheels/. With `classic`,
-    the Dockerfile loses its RUN --mount options (without_mounts)."""
+    each (name, file) of `files`, the wheels of `wheels` under wheels/ and the files of
+    `debs` under debs/. With `classic`, the Dockerfile loses its RUN --mount options
+    (without_mounts)."""
     spool = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115 (returned)
     text = without_mounts(dockerfile) if classic else dockerfile
     with tarfile.open(fileobj=spool, mode="w") as archive:
         _add(archive, "Dockerfile", text.encode("utf-8"))
         for name, path in files:
             _add(archive, name, path.read_bytes(), _executable(path))
-        for wheel in sorted(wheels.glob("*")) if wheels is not None else ():
-            if wheel.is_file() and not wheel.name.startswith("."):
-                _add(archive, f"{WHEELS_DIR}/{wheel.name}", wheel.read_bytes())
+        for folder, name in ((wheels, WHEELS_DIR), (debs, DEBS_DIR)):
+            for path in sorted(folder.glob("*")) if folder is not None else ():
+                if path.is_file() and not path.name.startswith("."):
+                    _add(archive, f"{name}/{path.name}", path.read_bytes())
     spool.seek(0)
     return spool
 

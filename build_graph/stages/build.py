@@ -25,7 +25,7 @@ from build_graph.oci.refs import Presence
 from build_graph.plan.plan import PlannedTier
 from build_graph.plan.render import dockerquote
 from build_graph.registry.availability import Availability
-from build_graph.stages import base_platform, figures, preflight
+from build_graph.stages import base_platform, debs, figures, preflight
 from build_graph.stages.stage import Column, Need, Stage, fact
 from build_graph.stages.work import Facts, Work
 
@@ -178,10 +178,13 @@ def sent_context(
 ) -> IO[bytes]:
     """The build context the builder gets: the rendered Dockerfile with the labels added
     (only here, not in the rendered one that is hashed: they describe the build), the
-    tier's context files and, for a compiled tier, its wheels."""
+    tier's context files, for a compiled tier its wheels, and the .debs its apt lock names
+    (gathered here, each checked against the lock: stages/debs.py)."""
     dockerfile = tier.dockerfile.rstrip("\n") + "\n" + label_instruction(labels)
     wheels = tier.folder.wheels if tier.spec.compile is not None else None
-    return context_tar(dockerfile, tier.context_files, wheels, classic=classic)
+    return context_tar(
+        dockerfile, tier.context_files, wheels, classic=classic, debs=debs.gather(stack, tier)
+    )
 
 
 @cache

@@ -1,78 +1,150 @@
-"""apt locks on real parts: the real apt in the quickstart's debian:bookworm-slim resolves a
-package added to images.toml, a run records it before building, the image holds exactly
-the locked versions, and a .deb whose bytes are not the locked ones stops the build."""
+"""apt locks on real parts: the real apt in debian:bookworm-slim resolves the lock, the run
+fetches each locked .deb from a mirror on 127.0.0.1 (the real file, taken from Debian's
+archive by apt in a container), keeps it in the team's store and installs it with no
+network; when the mirror drops the version the rebuild takes it from the store and makes
+the same image; other bytes under the locked version stop the run before anything builds."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
+from typing import Any
 
 import docker
 import pytest
 
 from build_graph.aptlock import files
 from build_graph.manifest.load import load
-from build_graph.plan.plan import plan
+from build_graph.plan.plan import PlannedTier, plan
 from tests.helpers import REPO
+from tests.loopback_http import serving
 from tests.support.registry import Registry
-from tests.support.workspace import Workspace, make_workspace
+from tests.support.workspace import run_doit
 
 pytestmark = pytest.mark.integration
 
+STACK = """
+[stack]
+name = "aptlock"
+registry = "{registry}/aptlock"
+
+[versions]
+python = "3.11"
+
+[apt]
+lock = true
+
+[tiers.tool]
+from = "debian:bookworm-slim"
+template = "tool.Dockerfile.j2"
+system_packages = ["hello"]
+"""
+
+TEMPLATE = """{% import "_macros.j2" as m %}
+FROM {{ base_image }}
+ENV DEBIAN_FRONTEND=noninteractive
+{{ m.apt_install(tier.system_packages) }}
+"""
+
 
 @pytest.fixture
-def ws(tmp_path: Path, registry: Registry) -> Iterator[Workspace]:
-    yield make_workspace(tmp_path, registry)
+def stack(tmp_path: Path, registry: Registry) -> Iterator[Path]:
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "tool.Dockerfile.j2").write_text(TEMPLATE)
+    manifest = tmp_path / "images.toml"
+    manifest.write_text(STACK.format(registry=registry.address))
+    yield manifest
 
 
-def check(ws: Workspace) -> subprocess.CompletedProcess[str]:
+def command(manifest: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "build_graph", "check", "--offline", "--manifest", str(ws.manifest)],
+        [sys.executable, "-m", "build_graph", *args, "--manifest", str(manifest)],
         capture_output=True,
         text=True,
         check=False,
         cwd=REPO,
-        timeout=120,
+        timeout=300,
     )
 
 
-def installed(image: str) -> dict[str, str]:
-    said = docker.from_env().containers.run(
-        image, ["dpkg-query", "-W", "-f", "${Package} ${Version}\\n"], remove=True
-    )
-    return dict(line.split(" ", 1) for line in said.decode().splitlines())
+def tool(manifest: Path) -> PlannedTier:
+    [planned] = plan(load(manifest))
+    return planned
 
 
-def test_a_package_added_is_locked_by_the_run_installed_as_locked_and_other_bytes_refused(
-    ws: Workspace,
+def mirror_handler(folder: Path) -> type[SimpleHTTPRequestHandler]:
+    class Mirror(SimpleHTTPRequestHandler):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, directory=str(folder), **kwargs)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return Mirror
+
+
+def test_the_lock_is_installed_from_the_team_store_once_the_mirror_drops_it(
+    stack: Path, tmp_path: Path
 ) -> None:
-    ws.edit(
-        'system_packages = ["g++", "gcc", "libc6-dev"]',
-        'system_packages = ["g++", "gcc", "hello", "libc6-dev"]',
-    )
-    path = ws.root / "images.aptlock" / "builder.linux-amd64.toml"
-    said = check(ws)
-    assert said.returncode == 2, said.stdout + said.stderr
-    assert f"{path}" in said.stderr and "no longer answers images.toml" in said.stderr
-
-    first = ws.doit("build:builder")
-    text = first.stdout + first.stderr
-    assert first.returncode == 0, text[-3000:]
-    lock = files.read(path, "builder", ws.manifest)
+    said = command(stack, "check", "--offline")
+    assert said.returncode == 2 and "no apt lock yet" in said.stderr, said.stderr
+    locked = command(stack, "lock")
+    assert locked.returncode == 0, locked.stderr[-2000:]
+    path = stack.parent / "images.aptlock" / "tool.linux-amd64.toml"
+    lock = files.read(path, "tool", stack)
     assert lock is not None
-    hello = next(d for d in lock.debs if d.name == "hello")
-    assert f"builder.linux-amd64.toml: hello (none) -> {hello.version}" in text
-    [builder] = [t for t in plan(load(ws.manifest)) if t.spec.name == "builder"]
-    assert builder.apt.fresh
-    held = installed(builder.image)
-    assert {d.name: d.version for d in lock.debs}.items() <= held.items()
+    [hello] = lock.debs  # libc6 is in the image already
+    assert hello.name == "hello"
 
-    # Another file under the same version: the tag moves (the sha256 is an input) and the
-    # build refuses the archive's bytes before dpkg sees them.
-    path.write_text(path.read_text().replace(hello.sha256, "0" * 64))
-    second = ws.doit("build:builder")
-    text = second.stdout + second.stderr
-    assert second.returncode != 0, text[-3000:]
-    assert f"/var/cache/apt/archives/{hello.file}: FAILED" in text, text[-3000:]
+    # The mirror: the real .deb, taken from the archive by apt in a container.
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    client = docker.from_env()
+    client.containers.run(
+        "debian:bookworm-slim",
+        ["sh", "-c", f"apt-get update -qq && cd /out && apt-get download -qq {hello.pin}"],
+        volumes={str(mirror): {"bind": "/out", "mode": "rw"}},
+        network_mode="host",
+        remove=True,
+    )
+    assert (mirror / hello.file).is_file()
+    with serving(mirror_handler(mirror)) as address:
+        path.write_text(path.read_text().replace(hello.url, f"http://{address}/{hello.file}"))
+        first = run_doit(stack.parent, stack, ("build:tool",), {}, 600)
+        text = first.stdout + first.stderr
+        assert first.returncode == 0, text[-3000:]
+        assert f"{hello.file}: fetched from http://{address}/" in text
+        planned = tool(stack)
+        image = client.images.get(planned.image)
+        said_hello = client.containers.run(planned.image, ["hello"], remove=True)
+        assert said_hello.decode().strip() == "Hello, world!"
+
+        # The mirror moves on: the version is gone from it, the image from this machine.
+        (mirror / hello.file).unlink()
+        client.images.remove(planned.image, force=True)
+        for deb in planned.folder.debs.iterdir():
+            deb.unlink()
+        again = run_doit(stack.parent, stack, ("build:tool",), {}, 600)
+        text = again.stdout + again.stderr
+        assert again.returncode == 0, text[-3000:]
+        assert f"{hello.file}: from the team's store" in text
+        assert client.images.get(planned.image).id == image.id
+
+        # Other bytes under the locked version: refused before anything builds.
+        (mirror / hello.file).write_bytes(b"not the package")
+        store = stack.parent / "build" / "ccache-store" / "inputs" / "sha256" / hello.sha256
+        assert store.is_file()
+        store.unlink()
+        client.images.remove(planned.image, force=True)
+        for deb in planned.folder.debs.iterdir():
+            deb.unlink()
+        refused = run_doit(stack.parent, stack, ("build:tool",), {}, 600)
+        text = refused.stdout + refused.stderr
+        assert refused.returncode != 0
+        assert f"served other bytes for hello {hello.version}" in text, text[-3000:]
+        assert "refused before building" in text
+        assert not client.images.list(planned.image)
+        assert not (planned.folder.debs / hello.file).exists()

@@ -256,3 +256,19 @@ def test_the_shipped_runtime_template_installs_its_wheels_on_the_classic_builder
     assert "--mount" not in classic
     copy = classic.index("COPY wheels/ /tmp/wheels/")
     assert classic.index("pip install --no-cache-dir --no-deps /tmp/wheels/*.whl") > copy
+
+
+def test_the_classic_builder_installs_the_locked_debs_without_mounts_or_network_flags() -> None:
+    """A locked apt step bind-mounts the gathered .debs and runs with --network=none; the
+    classic builder knows neither, so it copies the folder in and removes it in the step."""
+    from build_graph.manifest.load import load
+    from build_graph.plan.plan import plan
+
+    planned = plan(load(REPO / "examples" / "quickstart" / "images.toml"))
+    fastext = next(p for p in planned if p.key == "fastext")
+    assert "--network=none" in fastext.dockerfile
+    classic = without_mounts(fastext.dockerfile)
+    assert "--mount" not in classic and "--network" not in classic
+    copy = classic.index("COPY debs/ /tmp/debs/")
+    install = classic.index("apt-get install -y --no-install-recommends /tmp/debs/")
+    assert copy < install and "rm -rf /tmp/debs" in classic[install:]

@@ -1,0 +1,124 @@
+"""The .debs a tier's apt lock names, on this machine before its build: kept, checked, handed over.
+
+Each file is taken from the tier's folder (build/<variant>/<tier>/debs/) when its sha256 is
+the locked one, else from the team's store (the compiler cache's: `[cache] url`, or
+build/ccache-store), keyed by sha256, else from where the archive served it when the lock
+was made. Every file is hashed and held to the lock before it is used, wherever it came
+from; one fetched from the archive is put in the store, so a rebuild after the archive
+dropped that version needs only the store. Other bytes under a locked version stop the run
+here, in one line, before anything builds. The build gets the folder in its context and
+installs from it with no network (templates/_macros.j2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import os
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from build_graph.aptlock.files import Deb
+from build_graph.ccache.store import Store, open_store
+from build_graph.errors import BuildFailed, CacheConflict, CacheUnavailable
+from build_graph.log import log, progress
+from build_graph.manifest.model import Stack
+from build_graph.plan.plan import PlannedTier
+
+TIMEOUT_S = 60
+_CHUNK = 1 << 20
+
+
+def store_key(deb: Deb) -> str:
+    """Where the team's store keeps a file: by content, so stacks and tiers share it."""
+    return f"inputs/sha256/{deb.sha256}"
+
+
+def gather(stack: Stack, tier: PlannedTier) -> Path | None:
+    """The folder holding exactly the tier's locked .debs, each checked; None for a tier
+    that installs none from a lock."""
+    lock = tier.apt.lock if tier.apt.fresh else None
+    if lock is None or not lock.debs:
+        return None
+    folder = tier.folder.debs
+    folder.mkdir(parents=True, exist_ok=True)
+    wanted = {d.file: d for d in lock.debs}
+    for path in folder.iterdir():  # the context holds the lock's files and nothing else
+        if path.name not in wanted:
+            path.unlink()
+    store: Store | None = None
+    for deb in lock.debs:
+        target = folder / deb.file
+        if target.is_file() and _sha256(target) == deb.sha256:
+            continue
+        store = store or open_store(stack.cache.url)
+        partial = folder / f".{deb.file}.partial"
+        try:
+            where = _take(tier, deb, store, partial)
+            os.replace(partial, target)
+        finally:
+            partial.unlink(missing_ok=True)
+        log(f"[{tier.key}] {deb.file}: {where}")
+    return folder
+
+
+def _take(tier: PlannedTier, deb: Deb, store: Store, partial: Path) -> str:
+    """Put the locked bytes of `deb` at `partial`; where they came from."""
+    try:
+        found = store.stat(store_key(deb))
+        if found is not None:
+            store.download(found, partial)
+            if _sha256(partial) == deb.sha256:
+                return f"from the team's store ({store.url})"
+            progress(
+                f"warning: {tier.key}: the store's {store_key(deb)} is not the locked "
+                f"{deb.file}: not used; fetching it from the archive"
+            )
+    except CacheUnavailable as exc:
+        progress(f"warning: {tier.key}: the team's store cannot be read ({exc})")
+    got = _download(tier, deb, partial)
+    if got != deb.sha256:
+        raise BuildFailed(
+            f"{tier.key}: {deb.url} served other bytes for {deb.name} {deb.version} "
+            f"(sha256 {got}; the apt lock holds {deb.sha256}): refused before building; "
+            "if the archive rebuilt the package on purpose, move the pin with "
+            f"`python -m build_graph lock --update {tier.spec.name}`"
+        )
+    try:
+        store.upload(partial, store_key(deb), if_generation=0)
+    except CacheConflict:
+        pass  # another run stored it first: the same bytes, by their sha256
+    except CacheUnavailable as exc:
+        progress(f"warning: {tier.key}: {deb.file} not kept in the team's store ({exc})")
+    return f"fetched from {deb.url}, kept in the team's store"
+
+
+def _download(tier: PlannedTier, deb: Deb, out_path: Path) -> str:
+    """Stream `deb.url` into `out_path`, at most the locked size; its sha256."""
+    digest, received = hashlib.sha256(), 0
+    try:
+        with (
+            urllib.request.urlopen(deb.url, timeout=TIMEOUT_S) as response,
+            out_path.open("wb") as out,
+        ):
+            while chunk := response.read(_CHUNK):
+                received += len(chunk)
+                if received > deb.size:
+                    break  # more than the locked size: other bytes, whatever follows
+                digest.update(chunk)
+                out.write(chunk)
+    except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+        raise BuildFailed(
+            f"{tier.key}: cannot fetch {deb.file} ({deb.name} {deb.version}) from {deb.url}: "
+            f"{exc}; the team's store does not hold it either (sha256 {deb.sha256})"
+        ) from None
+    return digest.hexdigest()
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
