@@ -48,8 +48,8 @@ def summary(stack: Stack) -> str:
 def run_check(args: argparse.Namespace) -> int:
     stack = load_stack(args.manifest, releases.offline if args.offline else _index(args.manifest))
     planned = plan(stack)  # renders every template, so template errors surface here too
-    from build_graph.pylock.sync import disagreements
     from build_graph.stages.apt_pin import disagreements as apt_disagreements
+    from build_graph.stages.python_pin import disagreements
 
     issues = disagreements(stack, planned) + apt_disagreements(stack, planned)
     if issues:
@@ -85,7 +85,7 @@ def run_outdated(args: argparse.Namespace) -> int:
     )
     print("\n".join(lines))
     if not args.no_python:
-        from build_graph.pylock.sync import newer
+        from build_graph.stages.python_pin import newer
 
         asked, pins = newer(stack)
         if asked:
@@ -161,8 +161,7 @@ def _known_packages(stack: Stack, tier: str, packages: list[str]) -> None:
 
 def run_lock(args: argparse.Namespace) -> int:
     from build_graph.plan.lock import lock_path, read_lock
-    from build_graph.pylock import sync
-    from build_graph.stages import apt_pin
+    from build_graph.stages import apt_pin, python_pin
     from build_graph.stages import pin as pins
 
     stack = load_stack(args.manifest)
@@ -180,7 +179,7 @@ def run_lock(args: argparse.Namespace) -> int:
         for line in moved or [f"{lock_path(stack.manifest).name}: no pin moved"]:
             print(line)
         python = dict.fromkeys(tiers, True) if not names else {}
-    lines = sync.record(stack, python)
+    lines = python_pin.record(stack, python)
     if python and not lines:
         print("Python locks: no pin moved")
     apt_pin.record(stack, set(python))

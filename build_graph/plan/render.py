@@ -127,7 +127,7 @@ def tier_context(
 def _python_lock(stack: Stack, python: LockState | None) -> dict[str, Any]:
     """The tier's locked requirement lines, its file (relative to the manifest's folder) and
     whether it is missing or stale (then the Dockerfile refuses to build: a run resolves it
-    first, see pylock/sync.py)."""
+    first, see stages/python_pin.py)."""
     if python is None or python.request is None or python.path is None:
         return {"lines": [], "file": "", "missing": False}
     return {

@@ -21,11 +21,10 @@ from build_graph.interrupts import quiet_interrupts
 from build_graph.layout import DEFAULT_MANIFEST
 from build_graph.log import progress
 from build_graph.plan.cache import load_plan
-from build_graph.pylock import sync
 from build_graph.run import run_lock
 from build_graph.run.stack import check_tier_names
 from build_graph.run.tasks import StackTasks
-from build_graph.stages import apt_pin, pin
+from build_graph.stages import apt_pin, pin, python_pin
 
 
 def open_session(
@@ -50,7 +49,7 @@ def open_session(
             # images.lock or a Python lock changed: plan with it
             pinned = pin.record_missing(tasks.stack)
             # the plan in hand, unless images.lock just changed: no second plan on a no-op
-            moved = sync.record(tasks.stack, planned=None if pinned else tasks.planned)
+            moved = python_pin.record(tasks.stack, planned=None if pinned else tasks.planned)
             moved += apt_pin.record(tasks.stack, planned=None if pinned or moved else tasks.planned)
             if pinned or moved:
                 tasks = StackTasks(*load_plan(path))

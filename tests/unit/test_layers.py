@@ -26,18 +26,18 @@ LAYERS: dict[str, int] = {
     "oci": 1,
     "signing": 1,
     "manifest": 2,
-    "plan": 3,
-    "pylock": 3,
     "aptlock": 2,  # read by plan/ (what a template installs), never reading it
-    "docker": 4,
-    "registry": 5,
-    "pypi": 5,
-    "ccache": 6,
-    "verify": 6,
-    "stages": 7,
-    "run": 8,
-    "cli": 9,
-    "__main__": 10,
+    "pylock": 3,  # read by plan/ (a tier's lock and request); recording locks is stages/
+    "plan": 4,
+    "docker": 5,
+    "registry": 6,
+    "pypi": 6,
+    "ccache": 7,
+    "verify": 7,
+    "stages": 8,
+    "run": 9,
+    "cli": 10,
+    "__main__": 11,
 }
 # The adapters take plain values: they never see a manifest, a plan or a stage.
 PLAIN = {
@@ -88,18 +88,36 @@ def test_every_module_has_a_layer() -> None:
     assert not unknown, f"give these a layer in LAYERS: {sorted(unknown)}"
 
 
-@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_no_module_imports_a_higher_layer(path: Path) -> None:
-    own = layer_of(".".join(("build_graph", *path.relative_to(PACKAGE).with_suffix("").parts)))
+def higher_imports(path: Path, own: str) -> list[str]:
+    """The imports in `path`, a module of layer `own`, of a higher layer."""
     rank = LAYERS.get(own, 0)
-    higher = [
+    return [
         f"line {line}: {name}"
         for name, line in imports_of(path)
         if name.startswith("build_graph.")
         and layer_of(name) in LAYERS
         and LAYERS[layer_of(name)] > rank
     ]
+
+
+@pytest.mark.parametrize("path", modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_imports_a_higher_layer(path: Path) -> None:
+    own = layer_of(".".join(("build_graph", *path.relative_to(PACKAGE).with_suffix("").parts)))
+    higher = higher_imports(path, own)
     assert not higher, f"{path.name} ({own}) imports a higher layer: {higher}"
+
+
+def test_a_lock_module_that_imports_the_plan_is_caught(tmp_path: Path) -> None:
+    """plan/ reads pylock/ (a tier's lock state), so pylock/ may not read plan/: what needs
+    the plan (recording locks, `check`'s words) lives in stages/python_pin.py."""
+    bad = tmp_path / "sync.py"
+    bad.write_text("from build_graph.plan.plan import PlannedTier, plan\n")
+    assert higher_imports(bad, "pylock") == [
+        "line 1: build_graph.plan.plan",
+        "line 1: build_graph.plan.plan.PlannedTier",
+        "line 1: build_graph.plan.plan.plan",
+    ]
+    assert higher_imports(bad, "stages") == []
 
 
 @pytest.mark.parametrize("name", IN_IMAGE)

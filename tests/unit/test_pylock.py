@@ -13,7 +13,7 @@ from build_graph.plan.cache import load_plan
 from build_graph.plan.plan import plan
 from build_graph.pylock import files
 from build_graph.pylock.files import Pin, PythonLock
-from build_graph.pylock.sync import disagreements
+from build_graph.stages.python_pin import disagreements
 from build_graph.verify.lock_check import check_python_lock
 from build_graph.verify.probe_output import ProbeOutput
 from tests.helpers import MINIMAL, REPO, load_text
@@ -178,7 +178,7 @@ def test_a_run_whose_locks_answer_plans_once(monkeypatch: pytest.MonkeyPatch) ->
     nothing planned again (that second plan rendered every template: 45-95 ms)."""
     from build_graph.manifest.load import load
     from build_graph.plan.plan import plan
-    from build_graph.pylock import sync
+    from build_graph.stages import python_pin
 
     stack = load(REPO / "examples" / "quickstart" / "images.toml")
     planned = plan(stack)
@@ -186,5 +186,5 @@ def test_a_run_whose_locks_answer_plans_once(monkeypatch: pytest.MonkeyPatch) ->
     def again(_: object) -> None:
         pytest.fail("planned a second time")
 
-    monkeypatch.setattr(sync, "plan", again)
-    assert sync.record(stack, planned=planned) == []
+    monkeypatch.setattr(python_pin, "plan", again)
+    assert python_pin.record(stack, planned=planned) == []
