@@ -34,6 +34,9 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
 VERSION = re.compile(r"^(?:[0-9]+:)?[0-9][A-Za-z0-9.+~-]*$")
 _ARCH = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+# What a template may ask for: a name, optionally ':arch' and '=version' (images.toml's
+# system_packages grammar, manifest/values.py's APT_RE, plus an architecture).
+REQUEST = re.compile(r"^[a-z0-9][a-z0-9+.-]+(?::[a-z0-9-]+)?(?:=[A-Za-z0-9.+:~-]+)?$")
 # apt's cache names a file name_version_arch.deb, the epoch's ':' written '%3a'.
 _FILE = re.compile(r"^[a-z0-9][a-z0-9+.-]+_[A-Za-z0-9.+~%-]+_[a-z0-9-]+\.deb$")
 _URL = re.compile(r"^https?://[A-Za-z0-9._~:/?#\[\]@!$&()*+,;=%-]+$")
@@ -93,8 +96,9 @@ def problem(deb: Deb) -> str | None:
         return f"{deb.name}: version {deb.version!r} is not a Debian version"
     if not _ARCH.match(deb.architecture):
         return f"{deb.name}: architecture {deb.architecture!r} is not one"
-    if not _FILE.match(deb.file) or not deb.file.startswith(f"{deb.name}_"):
-        return f"{deb.name}: file {deb.file!r} is not this package's .deb"
+    version = deb.version.replace(":", "%3a")
+    if not _FILE.match(deb.file) or deb.file != f"{deb.name}_{version}_{deb.architecture}.deb":
+        return f"{deb.name}: file {deb.file!r} is not the .deb of {deb.pin} ({deb.architecture})"
     if not _SHA256.match(deb.sha256):
         return f"{deb.name}: sha256 {deb.sha256!r} is not 64 lower-case hex digits"
     if not _URL.match(deb.url):
@@ -111,9 +115,11 @@ def lock_file(manifest: Path, key_without_platform: str, platform: str) -> Path:
 
 
 def fix(manifest: Path, tier: str) -> str:
+    """What to do about a lock that cannot be read (every command plans, and so reads it,
+    first): remove it and let `lock` resolve the tier again."""
     return (
-        f"run `python -m build_graph lock --update {tier}{manifest_option(manifest)}` "
-        "to resolve it again"
+        f"delete the file and run `python -m build_graph lock{manifest_option(manifest)}` "
+        f"to resolve {tier}'s apt packages again"
     )
 
 
@@ -162,12 +168,16 @@ def _step(entry: object, where: str, bad: Callable[[str, str], None]) -> Step | 
         return None
     request = entry.get("request")
     if not isinstance(request, list) or not all(
-        isinstance(r, str) and NAME.match(r) for r in request
+        isinstance(r, str) and REQUEST.match(r) for r in request
     ):
         bad(f"{where}.request", "must be a list of Debian package names")
         return None
+    packages = entry.get("packages", [])
+    if not isinstance(packages, list):
+        bad(f"{where}.packages", "must be an array of tables")
+        return None
     debs: list[Deb] = []
-    for index, raw in enumerate(entry.get("packages", [])):
+    for index, raw in enumerate(packages):
         deb = _deb(raw)
         if isinstance(deb, str):
             bad(f"{where}.packages[{index}]", deb)

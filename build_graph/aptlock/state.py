@@ -55,8 +55,14 @@ class AptState:
 
     @property
     def pins(self) -> list[str]:
-        """'name=version' of what the image installs: a hash input (plan.py)."""
+        """'name=version' of what the image installs."""
         return [d.pin for d in self.lock.debs] if self.lock and self.fresh else []
+
+    @property
+    def hashed(self) -> list[str]:
+        """'name=version sha256' of each file the image installs: a hash input (plan.py),
+        so a template that renders only the pins still gets a tag for the bytes."""
+        return [f"{d.pin} {d.sha256}" for d in self.lock.debs] if self.lock and self.fresh else []
 
 
 NO_APT = AptState(None, None)

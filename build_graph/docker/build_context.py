@@ -22,6 +22,16 @@ _CACHE_TARGET = re.compile(r"--mount=type=cache,(?:[^\s,]+,)*?target=([^\s,]+)")
 _BIND = re.compile(r"--mount=type=bind,source=([^\s,]+),target=([^\s,]+)(?=\s)")
 
 
+def _add_streamed(archive: tarfile.TarFile, name: str, path: Path) -> None:
+    """A file of the tool's own (a wheel, a .deb: up to GBs), read as it is written."""
+    info = tarfile.TarInfo(name)
+    info.size = path.stat().st_size
+    info.mode = 0o644
+    info.mtime = 0
+    with path.open("rb") as handle:
+        archive.addfile(info, handle)
+
+
 def _add(archive: tarfile.TarFile, name: str, data: bytes, executable: bool = False) -> None:
     info = tarfile.TarInfo(name)
     info.size = len(data)
@@ -93,7 +103,7 @@ def context_tar(
         for folder, name in ((wheels, WHEELS_DIR), (debs, DEBS_DIR)):
             for path in sorted(folder.glob("*")) if folder is not None else ():
                 if path.is_file() and not path.name.startswith("."):
-                    _add(archive, f"{name}/{path.name}", path.read_bytes())
+                    _add_streamed(archive, f"{name}/{path.name}", path)
     spool.seek(0)
     return spool
 

@@ -208,7 +208,7 @@ def _plan_tier(
         # only where a tier has one, so a tier without packages keeps its hash.
         **({"python_lock": python.lines} if python.lines else {}),
         # The locked apt set, likewise: only where a stack locks apt ([apt] lock).
-        **({"apt_lock": system.pins} if system.pins else {}),
+        **({"apt_lock": system.hashed} if system.hashed else {}),
     }
     tag_hash = content_hash(
         {

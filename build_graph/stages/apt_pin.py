@@ -11,12 +11,17 @@ newest the archive serves now. `check` (stale()) says which tiers disagree, offl
 
 from __future__ import annotations
 
+import re
+from contextlib import suppress
+
 from build_graph.aptlock import files
 from build_graph.aptlock.files import AptLock, Deb, Step, deb_from_file
 from build_graph.docker.apt import would_fetch
 from build_graph.errors import BuildFailed, ConfigIssue
+from build_graph.layout import manifest_option
 from build_graph.log import progress
 from build_graph.manifest.model import Stack
+from build_graph.plan.hashing import instructions
 from build_graph.plan.plan import PlannedTier, plan
 
 
@@ -25,15 +30,39 @@ def stale(planned: list[PlannedTier]) -> list[PlannedTier]:
     return [t for t in planned if not t.apt.fresh]
 
 
+# An install a locked stack's template runs itself, outside the macros (not of /tmp/debs).
+_UNLOCKED = re.compile(r"\b(?:apt-get|apt|aptitude)\s+(?:-\S+\s+)*install\b(?![^\n]*/tmp/debs/)")
+
+
+def unlocked(stack: Stack, planned: list[PlannedTier]) -> list[ConfigIssue]:
+    """Tiers of a locked stack whose Dockerfile installs packages apt resolves on the day."""
+    if not stack.apt_locked:
+        return []
+    issues: dict[str, ConfigIssue] = {}  # one per tier and variant, whatever its platforms
+    for t in planned:
+        found = _UNLOCKED.findall(instructions(t.dockerfile))
+        if found and t.group_key not in issues:
+            issues[t.group_key] = ConfigIssue(
+                stack.manifest,
+                f"tiers.{t.spec.name}.template",
+                f"{t.spec.template} runs `{found[0]}` outside the locked install "
+                f"({t.group_key}): what it installs is not in the apt lock; list the "
+                "packages in system_packages and install them with the shipped macros "
+                "(m.apt_install, m.system_python)",
+            )
+    return list(issues.values())
+
+
 def disagreements(stack: Stack, planned: list[PlannedTier]) -> list[ConfigIssue]:
-    """`check`'s words for every stale apt lock."""
-    return [
+    """`check`'s words for every stale apt lock, and every install outside the lock."""
+    return unlocked(stack, planned) + [
         ConfigIssue(
             t.apt.path or stack.manifest,
             "",
             f"tiers.{t.spec.name}: {'no apt lock' if t.apt.lock is None else 'the apt lock'}"
             f" {'yet' if t.apt.lock is None else 'no longer answers images.toml'} "
-            f"({t.key}); {files.fix(stack.manifest, t.spec.name)}",
+            f"({t.key}); run `python -m build_graph lock{manifest_option(stack.manifest)}` "
+            "to resolve it",
         )
         for t in stale(planned)
     ]
@@ -61,7 +90,7 @@ def record(
             return lines
         tier = waiting[0]
         done.add(tier.key)
-        new = resolve(tier)
+        new = resolve(tier, keep=tier.spec.name not in todo)
         assert tier.apt.path is not None
         files.write(tier.apt.path, new)
         for line in moves(tier.apt.path.name, tier.apt.lock, new):
@@ -69,28 +98,52 @@ def record(
             lines.append(line)
 
 
-def resolve(tier: PlannedTier) -> AptLock:
-    """The tier's lock as apt resolves it now, install by install."""
+def resolve(tier: PlannedTier, keep: bool = True) -> AptLock:
+    """The tier's lock as apt resolves it now, install by install. `keep`: where the old
+    lock's version of a package still installs, it stays (a package added moves what it
+    must pull, nothing else); without it, every package goes to the newest."""
     state = tier.apt
-    platform = tier.platform or state.inputs[0].removeprefix("platform ")
+    platform = state.inputs[0].removeprefix("platform ")
+    old = state.lock.steps if keep and state.lock is not None else ()
     have = list(state.below)
     steps = []
-    for request in state.requests:
+    for index, request in enumerate(state.requests):
         progress(f"{tier.key}: resolving apt packages {' '.join(request)} in {state.image}")
-        given = [d.pin for d in have]
-        rows = would_fetch(state.image, tier.platform, [*given, *request])
-        held = {(d.name, d.version) for d in have}
-        debs = []
-        for file, size, sha256, url in rows:
-            deb = deb_from_file(file, size, sha256, url)
-            if isinstance(deb, str):
-                raise BuildFailed(f"apt in {state.image}: {deb}")
-            if (deb.name, deb.version) not in held:
-                debs.append(deb)
-        debs.sort(key=lambda d: d.name)
+        debs = _ask(tier, platform, have, list(request))
+        kept = {d.name: d.pin for d in old[index].debs} if index < len(old) else {}
+        prefer = {n: p for n, p in kept.items() if any(d.name == n for d in debs)}
+        if prefer and prefer != {d.name: d.pin for d in debs if d.name in prefer}:
+            asked = [prefer.pop(r, r) for r in request] + sorted(prefer.values())
+            # an old version gone or no longer fitting: the newest, as resolved
+            with suppress(BuildFailed):
+                debs = _ask(tier, platform, have, asked)
         have += debs
         steps.append(Step(request, tuple(debs)))
     return AptLock(tier.group_key, platform, state.inputs, tuple(steps))
+
+
+def _ask(tier: PlannedTier, platform: str, have: list[Deb], request: list[str]) -> list[Deb]:
+    """What installing `request` adds over `have` (the tiers below and the earlier installs,
+    given to apt as name=version), sorted by name."""
+    held = {(d.name, d.version) for d in have}
+    try:
+        rows = would_fetch(tier.apt.image, platform, [*(d.pin for d in have), *request])
+    except BuildFailed as exc:
+        if have and tier.spec.parent:
+            raise BuildFailed(
+                f"{tier.key}: {exc}; if a version the tiers below locked is gone from the "
+                f"archive, move them first: `python -m build_graph lock --update "
+                f"{tier.spec.parent}`"
+            ) from None
+        raise
+    debs = []
+    for file, size, sha256, url in rows:
+        deb = deb_from_file(file, size, sha256, url)
+        if isinstance(deb, str):
+            raise BuildFailed(f"apt in {tier.apt.image}: {deb}")
+        if (deb.name, deb.version) not in held:
+            debs.append(deb)
+    return sorted(debs, key=lambda d: d.name)
 
 
 def moves(name: str, old: AptLock | None, new: AptLock) -> list[str]:

@@ -12,9 +12,11 @@ installs from it with no network (templates/_macros.j2).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import http.client
 import os
+import shutil
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -43,34 +45,41 @@ def gather(stack: Stack, tier: PlannedTier) -> Path | None:
         return None
     folder = tier.folder.debs
     folder.mkdir(parents=True, exist_ok=True)
-    wanted = {d.file: d for d in lock.debs}
-    for path in folder.iterdir():  # the context holds the lock's files and nothing else
-        if path.name not in wanted:
-            path.unlink()
-    store: Store | None = None
-    for deb in lock.debs:
-        target = folder / deb.file
-        if target.is_file() and _sha256(target) == deb.sha256:
-            continue
-        store = store or open_store(stack.cache.url)
-        partial = folder / f".{deb.file}.partial"
-        try:
-            where = _take(tier, deb, store, partial)
-            os.replace(partial, target)
-        finally:
-            partial.unlink(missing_ok=True)
-        log(f"[{tier.key}] {deb.file}: {where}")
+    # Two runs (a run and `reproduce`) gathering one tier take turns.
+    with (tier.folder.root / ".debs.lock").open("a") as turn:
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        wanted = {d.file: d for d in lock.debs}
+        for path in folder.iterdir():  # the context holds the lock's files and nothing else
+            if path.name not in wanted:
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+        store: Store | None = None
+        for deb in lock.debs:
+            target = folder / deb.file
+            if target.is_file() and not target.is_symlink() and _sha256(target) == deb.sha256:
+                continue
+            store = store or open_store(stack.cache.url)
+            partial = folder / f".{deb.file}.partial"
+            try:
+                where = _take(tier, deb, store, partial)
+                os.replace(partial, target)
+            finally:
+                partial.unlink(missing_ok=True)
+            log(f"[{tier.key}] {deb.file}: {where}")
     return folder
 
 
 def _take(tier: PlannedTier, deb: Deb, store: Store, partial: Path) -> str:
-    """Put the locked bytes of `deb` at `partial`; where they came from."""
+    """Put the locked bytes of `deb` at `partial`; where they came from. A store object of
+    another size is not read; one with other bytes is replaced by what the archive serves."""
+    generation = 0  # the store holds nothing under the key: create it
     try:
         found = store.stat(store_key(deb))
         if found is not None:
-            store.download(found, partial)
-            if _sha256(partial) == deb.sha256:
-                return f"from the team's store ({store.url})"
+            generation = found.generation
+            if found.size == deb.size:
+                store.download(found, partial)
+                if _sha256(partial) == deb.sha256:
+                    return f"from the team's store ({store.url})"
             progress(
                 f"warning: {tier.key}: the store's {store_key(deb)} is not the locked "
                 f"{deb.file}: not used; fetching it from the archive"
@@ -86,9 +95,9 @@ def _take(tier: PlannedTier, deb: Deb, store: Store, partial: Path) -> str:
             f"`python -m build_graph lock --update {tier.spec.name}`"
         )
     try:
-        store.upload(partial, store_key(deb), if_generation=0)
+        store.upload(partial, store_key(deb), if_generation=generation)
     except CacheConflict:
-        pass  # another run stored it first: the same bytes, by their sha256
+        pass  # another run stored it meanwhile (its bytes are checked when read)
     except CacheUnavailable as exc:
         progress(f"warning: {tier.key}: {deb.file} not kept in the team's store ({exc})")
     return f"fetched from {deb.url}, kept in the team's store"
@@ -111,7 +120,9 @@ def _download(tier: PlannedTier, deb: Deb, out_path: Path) -> str:
     except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
         raise BuildFailed(
             f"{tier.key}: cannot fetch {deb.file} ({deb.name} {deb.version}) from {deb.url}: "
-            f"{exc}; the team's store does not hold it either (sha256 {deb.sha256})"
+            f"{exc}; the team's store does not hold it either (sha256 {deb.sha256}). "
+            f"`python -m build_graph lock --update {tier.spec.name}` moves the pins to what "
+            "the archive serves now (a new image), or put the file in the team's store"
         ) from None
     return digest.hexdigest()
 

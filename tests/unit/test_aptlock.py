@@ -3,6 +3,7 @@ what they were resolved from moves; apt's own output parsed as a resolver gives 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -60,7 +61,8 @@ def test_a_missing_lock_refuses_to_build_and_check_names_the_fix(tmp_path: Path)
     assert "images.aptlock/base.linux-amd64.toml is missing or stale" in tier.dockerfile
     assert "exit 1" in tier.dockerfile and "apt-get install" not in tier.dockerfile
     [issue] = disagreements(load_text(tmp_path, LOCKED), [tier])
-    assert issue.file.name == "base.linux-amd64.toml" and "lock --update base" in issue.message
+    assert issue.file.name == "base.linux-amd64.toml"
+    assert "run `python -m build_graph lock` to resolve it" in issue.message
 
 
 def test_the_build_fetches_checks_and_installs_exactly_the_lock(tmp_path: Path) -> None:
@@ -138,7 +140,8 @@ def test_a_damaged_lock_is_refused_naming_file_and_key(
     with pytest.raises(ConfigError) as caught:
         only(tmp_path, LOCKED)
     [issue] = caught.value.issues
-    assert issue.file == path and issue.key == key and "lock --update base" in issue.message
+    assert issue.file == path and issue.key == key
+    assert "delete the file and run `python -m build_graph lock`" in issue.message
 
 
 def test_a_package_locked_twice_in_one_install_is_refused(tmp_path: Path) -> None:
@@ -156,22 +159,29 @@ def test_apt_file_names_carry_the_epoch_quoted() -> None:
 POOL = "http://deb.debian.org/debian/pool/main"
 MD5 = "MD5Sum:0123456789abcdef0123456789abcdef"
 APT_SAID = f"""\
-Reading package lists...
 '{POOL}/g/gcc-defaults/g%2b%2b_12.2.0-3_amd64.deb' g++_4%3a12.2.0-3_amd64.deb 1356 {MD5}
 '{POOL}/h/hello/hello_2.10-3_amd64.deb' hello_2.10-3_amd64.deb 52000 {MD5}
 --- index records
 Package: g++
 Version: 4:12.2.0-3
+Architecture: amd64
 Size: 1356
 SHA256: {{g}}
 Description: the GNU C++ compiler
  SHA256: {{bad}}
+\tSHA256: {{bad}}
 
 Package: hello
 Version: 2.10-3
+Architecture: amd64
 Size: 52000
 SHA256: {{h}}
+--- installed
+ii libc6
+rc oldpackage
+--- end
 """
+ASKED = ["g++", "hello", "libc6"]
 
 
 def _said(**sums: str) -> str:
@@ -179,7 +189,7 @@ def _said(**sums: str) -> str:
 
 
 def test_the_sha256_comes_from_the_index_record_of_each_file() -> None:
-    rows = parse(_said(), "debian:bookworm-slim")
+    rows = parse(_said(), "debian:bookworm-slim", ASKED)
     assert rows == [
         (
             "g++_4%3a12.2.0-3_amd64.deb",
@@ -197,11 +207,70 @@ def test_the_sha256_comes_from_the_index_record_of_each_file() -> None:
         _said(h="md5-only"),  # no SHA256 in the record
         _said().replace("Size: 52000", "Size: 52001"),  # another size than the file's
         _said().replace("Version: 2.10-3", "Version: 2.10-4"),  # no record of that version
+        _said().replace("Architecture: amd64\nSize: 52000", "Architecture: i386\nSize: 52000"),
     ],
 )
 def test_a_file_the_index_does_not_vouch_for_is_refused(said: str) -> None:
     with pytest.raises(BuildFailed, match=r"hello_2\.10-3_amd64\.deb"):
-        parse(said, "debian:bookworm-slim")
+        parse(said, "debian:bookworm-slim", ASKED)
+
+
+@pytest.mark.parametrize(
+    ("said", "asked", "words"),
+    [
+        (_said().replace("--- end\n", ""), ASKED, "cut short"),
+        ("", ASKED, "cut short"),
+        (_said().replace(f" 52000 {MD5}", " 52000"), ASKED, "a line of its plan"),
+        (_said(), [*ASKED, "oldpackage"], "oldpackage would be neither installed"),
+        (_said(), [*ASKED, "curl=7.88.1-10"], "curl=7.88.1-10 would be neither"),
+    ],
+)
+def test_an_answer_that_would_leave_a_package_out_is_refused(
+    said: str, asked: list[str], words: str
+) -> None:
+    """An answer cut short, a plan line that does not parse, or a requested package that
+    would be neither installed nor already there: never read as 'nothing to install'."""
+    with pytest.raises(BuildFailed, match=words):
+        parse(said, "debian:bookworm-slim", asked)
+
+
+def test_a_request_with_a_version_or_an_architecture_reads_back(tmp_path: Path) -> None:
+    text = LOCKED.replace(
+        'template = "python-runtime.Dockerfile.j2"\n',
+        'template = "python-runtime.Dockerfile.j2"\nsystem_packages = ["gcc=4:12.2.0-3"]\n',
+    )
+    lock(only(tmp_path, text), deb("gcc", "4:12.2.0-3"))
+    tier = only(tmp_path, text)
+    assert tier.apt.fresh and "gcc=4:12.2.0-3" in tier.apt.requests[0]
+
+
+@pytest.mark.parametrize(
+    ("find", "put", "words"),
+    [
+        ("[[steps.packages]]", "packages = 5\n[[steps.x]]", "must be an array of tables"),
+        ('version = "1.0-1"', 'version = "9.9"', "is not the .deb of python3=9.9"),
+    ],
+)
+def test_a_lock_whose_shape_or_names_disagree_is_refused(
+    tmp_path: Path, find: str, put: str, words: str
+) -> None:
+    lock(only(tmp_path, LOCKED), deb("python3"))
+    path = tmp_path / "images.aptlock" / "base.linux-amd64.toml"
+    path.write_text(path.read_text().replace(find, put, 1))
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        only(tmp_path, LOCKED)
+
+
+def test_check_names_a_template_that_installs_outside_the_lock(tmp_path: Path) -> None:
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "own.Dockerfile.j2").write_text(
+        "FROM {{ base_image }}\nRUN apt-get update && apt-get -y install curl\n"
+    )
+    text = LOCKED + '\n[tiers.own]\nparent = "base"\ntemplate = "own.Dockerfile.j2"\n'
+    lock(only(tmp_path, text), deb("python3"))
+    stack = load_text(tmp_path, text)
+    [issue] = disagreements(stack, plan(stack))
+    assert issue.key == "tiers.own.template" and "apt-get -y install" in issue.message
 
 
 def test_moves_say_what_changed() -> None:
