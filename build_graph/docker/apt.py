@@ -17,8 +17,9 @@ from build_graph.errors import BuildFailed
 
 # 'http://deb.debian.org/debian/pool/main/g/gcc-12/gcc-12_12.2.0-14_amd64.deb'
 #   gcc-12_12.2.0-14_amd64.deb 19305768 MD5Sum:<hex>
-# (--print-uris prints the MD5 sum; the sha256 is read from the index with apt-cache show.)
-_URI_LINE = re.compile(r"^'(?P<url>[^'\s]+)' (?P<file>\S+) (?P<size>\d+) \S+$")
+# (--print-uris prints the MD5 sum; the sha256 is read from the index with apt-cache show)
+# (an archive whose index carries no MD5, as Debian's security archive, leaves it empty)
+_URI_LINE = re.compile(r"^'(?P<url>[^'\s]+)' (?P<file>\S+) (?P<size>\d+)(?: \S+)?$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _INDEX, _INSTALLED, _END = "--- index records", "--- installed", "--- end"
 _OUT = "/tmp/build-graph-apt"  # the answer, read whole after the container exits
