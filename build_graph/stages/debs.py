@@ -1,7 +1,8 @@
 """The .debs a tier's apt lock names, on this machine before its build: kept, checked, handed over.
 
 Each file is taken from the tier's folder (build/<variant>/<tier>/debs/) when its sha256 is
-the locked one, else from the team's store (the compiler cache's: `[cache] url`, or
+the locked one, else from this machine's cache (`$XDG_CACHE_HOME/build-graph/debs/`, shared
+by every stack here), else from the team's store (the compiler cache's: `[cache] url`, or
 build/ccache-store), keyed by sha256, else from where the archive served it when the lock
 was made. Every file is hashed and held to the lock before it is used, wherever it came
 from; one fetched from the archive is put in the store, so a rebuild after the archive
@@ -32,6 +33,12 @@ TIMEOUT_S = 60
 _CHUNK = 1 << 20
 
 
+def machine_cache() -> Path:
+    """Where this machine keeps the .debs any stack fetched, by sha256 (read back checked)."""
+    home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(home) / "build-graph" / "debs"
+
+
 def store_key(deb: Deb) -> str:
     """Where the team's store keeps a file: by content, so stacks and tiers share it."""
     return f"inputs/sha256/{deb.sha256}"
@@ -57,10 +64,16 @@ def gather(stack: Stack, tier: PlannedTier) -> Path | None:
             target = folder / deb.file
             if target.is_file() and not target.is_symlink() and _sha256(target) == deb.sha256:
                 continue
+            cached = machine_cache() / f"sha256-{deb.sha256}.deb"
+            if cached.is_file() and not cached.is_symlink() and _sha256(cached) == deb.sha256:
+                shutil.copyfile(cached, target)
+                log(f"[{tier.key}] {deb.file}: from this machine's cache")
+                continue
             store = store or open_store(stack.cache.url)
             partial = folder / f".{deb.file}.partial"
             try:
                 where = _take(tier, deb, store, partial)
+                _keep(partial, cached)
                 os.replace(partial, target)
             finally:
                 partial.unlink(missing_ok=True)
@@ -101,6 +114,17 @@ def _take(tier: PlannedTier, deb: Deb, store: Store, partial: Path) -> str:
     except CacheUnavailable as exc:
         progress(f"warning: {tier.key}: {deb.file} not kept in the team's store ({exc})")
     return f"fetched from {deb.url}, kept in the team's store"
+
+
+def _keep(checked: Path, cached: Path) -> None:
+    """A copy of a checked file in this machine's cache (best effort: a cache)."""
+    try:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        spare = cached.with_name(f".{cached.name}.{os.getpid()}")
+        shutil.copyfile(checked, spare)
+        os.replace(spare, cached)
+    except OSError as exc:
+        log(f"note: {cached} not kept ({exc.strerror})")
 
 
 def _download(tier: PlannedTier, deb: Deb, out_path: Path) -> str:

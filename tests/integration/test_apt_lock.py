@@ -6,6 +6,7 @@ the same image; other bytes under the locked version stop the run before anythin
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -113,7 +114,9 @@ def test_the_lock_is_installed_from_the_team_store_once_the_mirror_drops_it(
     assert (mirror / hello.file).is_file()
     with serving(mirror_handler(mirror)) as address:
         path.write_text(path.read_text().replace(hello.url, f"http://{address}/{hello.file}"))
-        first = run_doit(stack.parent, stack, ("build:tool",), {}, 600)
+        # this machine's cache of .debs, the test's own (every stack on a machine shares it)
+        cache = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+        first = run_doit(stack.parent, stack, ("build:tool",), cache, 600)
         text = first.stdout + first.stderr
         assert first.returncode == 0, text[-3000:]
         assert f"{hello.file}: fetched from http://{address}/" in text
@@ -127,11 +130,15 @@ def test_the_lock_is_installed_from_the_team_store_once_the_mirror_drops_it(
         client.images.remove(planned.image, force=True)
         for deb in planned.folder.debs.iterdir():
             deb.unlink()
-        again = run_doit(stack.parent, stack, ("build:tool",), {}, 600)
+        shutil.rmtree(tmp_path / "cache")
+        again = run_doit(stack.parent, stack, ("build:tool",), cache, 600)
         text = again.stdout + again.stderr
         assert again.returncode == 0, text[-3000:]
         assert f"{hello.file}: from the team's store" in text
         assert client.images.get(planned.image).id == image.id
+        assert (
+            tmp_path / "cache" / "build-graph" / "debs" / f"sha256-{hello.sha256}.deb"
+        ).is_file()
 
         # Other bytes under the locked version: refused before anything builds.
         (mirror / hello.file).write_bytes(b"not the package")
@@ -141,7 +148,8 @@ def test_the_lock_is_installed_from_the_team_store_once_the_mirror_drops_it(
         client.images.remove(planned.image, force=True)
         for deb in planned.folder.debs.iterdir():
             deb.unlink()
-        refused = run_doit(stack.parent, stack, ("build:tool",), {}, 600)
+        shutil.rmtree(tmp_path / "cache")
+        refused = run_doit(stack.parent, stack, ("build:tool",), cache, 600)
         text = refused.stdout + refused.stderr
         assert refused.returncode != 0
         assert f"served other bytes for hello {hello.version}" in text, text[-3000:]
