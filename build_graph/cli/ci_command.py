@@ -1,12 +1,12 @@
-"""`python -m build_graph ci --github|--cloudbuild|--kyverno`: the engine's options checked,
-its document made. An option of another engine is refused, not silently dropped."""
+"""`python -m build_graph ci --github|--cloudbuild|--kyverno`: its options, the engine's
+checked, its document made. An option of another engine is refused, not silently dropped."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from build_graph.cli import cloudbuild
+from build_graph.cli import cloudbuild, options
 from build_graph.cli.ci import (
     ARM64_GPU_RUNS_ON,
     ARM64_RUNS_ON,
@@ -35,6 +35,104 @@ _GITHUB = {
     "--arm64-runs-on": "arm64_runs_on",
     "--arm64-gpu-runs-on": "arm64_gpu_runs_on",
 }
+
+
+def add_options(command: argparse.ArgumentParser) -> None:
+    engine = command.add_mutually_exclusive_group(required=True)
+    engine.add_argument("--github", action="store_true", help="GitHub Actions")
+    engine.add_argument(
+        "--cloudbuild",
+        action="store_true",
+        help="Google Cloud Build (Artifact Registry, gs:// compiler cache)",
+    )
+    engine.add_argument(
+        "--kyverno",
+        action="store_true",
+        help="a Kyverno ClusterPolicy (GKE): Pods run this stack's images only with a "
+        "passing verify report signed by signing.public_keys",
+    )
+    options.output(
+        command,
+        "write here (e.g. .github/workflows/images.yml, cloudbuild.yaml); default stdout",
+    )
+    command.add_argument(
+        "--machine-type", help=f"Cloud Build machine type (default: {cloudbuild.DEFAULT_MACHINE})"
+    )
+    command.add_argument(
+        "--timeout-hours",
+        type=float,
+        dest="hours",
+        help="Cloud Build timeout, for a cold multi-hour compile (default: "
+        f"{cloudbuild.DEFAULT_HOURS:g})",
+    )
+    command.add_argument(
+        "--service-account",
+        metavar="projects/P/serviceAccounts/EMAIL",
+        help="Cloud Build: the build's service account (default: Cloud Build's)",
+    )
+    _runners(command)
+    command.add_argument(
+        "--setup",
+        metavar="COMMAND",
+        help="the set-up command of a fresh runner (default: a .venv with "
+        "build-graph==<this version> from the runner's package index)",
+    )
+    command.add_argument(
+        "--login-secret",
+        metavar="NAME",
+        help="GitHub: docker login to the stack's registry with this secret "
+        "(e.g. REGISTRY_KEY); default: the runner's own credentials",
+    )
+    command.add_argument(
+        "--login-user",
+        metavar="USER",
+        help=f"GitHub: the user for --login-secret (default: {LOGIN_USER}, "
+        "an Artifact Registry service account key, base64)",
+    )
+    command.add_argument(
+        "--step-image",
+        metavar="IMAGE",
+        help="Cloud Build: the image of every step (docker, python3, gcloud; "
+        f"default: {cloudbuild.STEP_IMAGE})",
+    )
+    options.manifest(command)
+
+
+def _runners(command: argparse.ArgumentParser) -> None:
+    """The runner labels of the jobs, per platform and GPU."""
+    command.add_argument(
+        "--runs-on",
+        nargs="+",
+        default=["ubuntu-latest"],
+        metavar="LABEL",
+        help="runner labels of the jobs (default: ubuntu-latest)",
+    )
+    command.add_argument(
+        "--gpu-runs-on",
+        nargs="+",
+        default=["self-hosted", "gpu"],
+        metavar="LABEL",
+        help="runner labels of tiers whose verify needs a GPU (default: self-hosted gpu)",
+    )
+    command.add_argument(
+        "--arm64-runs-on",
+        nargs="+",
+        metavar="LABEL",
+        help="GitHub: runner labels of linux/arm64 images' jobs (default: "
+        f"{' '.join(ARM64_RUNS_ON)}, GitHub's hosted Arm runner)",
+    )
+    command.add_argument(
+        "--arm64-gpu-runs-on",
+        nargs="+",
+        metavar="LABEL",
+        help="GitHub: runner labels of linux/arm64 images whose verify needs a "
+        "GPU (default: " + " ".join(ARM64_GPU_RUNS_ON) + "; GitHub hosts no "
+        "Arm runner with a GPU: a self-hosted Grace machine, say)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    return options.emit(document(args), args.output)
 
 
 def document(args: argparse.Namespace) -> str:

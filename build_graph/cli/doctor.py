@@ -7,11 +7,13 @@ check failed and --fail-on-mismatch was given, 2 for a bad manifest, tier or var
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+from build_graph.cli import options
 from build_graph.errors import BuildFailed, ConfigError, ConfigIssue, did_you_mean
 from build_graph.manifest.expectation import Expectation, expectation_for
 from build_graph.run.stack import load_stack
@@ -21,6 +23,20 @@ from build_graph.verify.device import gpu_code_paths
 from build_graph.verify.probe_output import ProbeOutput
 from build_graph.verify.request import PROBE, probe_request
 from build_graph.verify.results import blocking, gpu_status, summary
+
+
+def add_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--tier", required=True, help="the tier whose promises to check")
+    command.add_argument("--variant", help="the variant (default: the stack's default)")
+    command.add_argument(
+        "--fail-on-mismatch", action="store_true", help="exit 1 when any check fails"
+    )
+    command.add_argument("--emit-json", type=Path, help="write the report to this file")
+    options.manifest(command)
+
+
+def run(args: argparse.Namespace) -> int:
+    return doctor(args.manifest, args.tier, args.variant, args.fail_on_mismatch, args.emit_json)
 
 
 def run_local_probe(want: Expectation) -> ProbeOutput:

@@ -10,9 +10,12 @@ tier built per platform) passes when each platform's image does.
 
 from __future__ import annotations
 
+import argparse
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from build_graph.cli import options
 from build_graph.errors import OptionError, RegistryError, UntrustedAnswer
 from build_graph.manifest.model import Stack
 from build_graph.oci.digest import Digest
@@ -21,8 +24,44 @@ from build_graph.plan.plan import PlannedTier, plan
 from build_graph.registry import api
 from build_graph.registry.availability import Availability
 from build_graph.registry.reports import ReportStore, StoredReport
+from build_graph.run.stack import load_stack
 from build_graph.signing.spec import KMS_SCHEME, SigningSpec
 from build_graph.verify.request import trusted_fingerprints
+
+
+def add_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("image", help="an image reference: REGISTRY/REPO:TAG or REPO@sha256:...")
+    command.add_argument(
+        "--key",
+        action="append",
+        default=[],
+        metavar="FILE|gcpkms://...",
+        help="a PEM public key file or a Cloud KMS key version whose signatures count "
+        "(repeatable; default: images.toml's signing.public_keys)",
+    )
+    command.add_argument(
+        "--current",
+        action="store_true",
+        help="also require the image to be what the tier's inputs and locks make now (its "
+        "hash tag names it)",
+    )
+    command.add_argument(
+        "--print-ref",
+        action="store_true",
+        help="on success print only REGISTRY/REPO@DIGEST, the reference checked, for the "
+        "deploy to use (the verdict goes to stderr)",
+    )
+    options.manifest(command)
+
+
+def run(args: argparse.Namespace) -> int:
+    verdict = gate(load_stack(args.manifest), args.image, args.key, args.current)
+    # With --print-ref stdout carries only the reference to deploy (nothing when refused),
+    # so `image=$(... --print-ref) || exit 1` can never hand a deploy a sentence.
+    print(verdict.line, file=sys.stderr if args.print_ref else sys.stdout)
+    if verdict.passed and args.print_ref:
+        print(verdict.pinned)
+    return 0 if verdict.passed else 1
 
 
 @dataclass(frozen=True)

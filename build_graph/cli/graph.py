@@ -19,12 +19,7 @@ from build_graph.run.stack import load_stack
 FORMATS = ("mermaid", "dot")
 
 
-def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    """The command's options; `run` is what it does."""
-    command = commands.add_parser(
-        "graph",
-        help="print the stack's tier graph (Mermaid or Graphviz dot) from the plan, without Docker",
-    )
+def add_options(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--format", choices=FORMATS, default="mermaid", help="mermaid (default) or dot"
     )
@@ -34,8 +29,6 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> argpar
         help="wrap Mermaid in a ```mermaid block, ready to paste into Markdown",
     )
     options.manifest(command)
-    command.set_defaults(run=run)
-    return command
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,13 +18,13 @@ every such file named, before anything is written (exit 2).
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 from pathlib import Path
 
 from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.layout import DEFAULT_MANIFEST, OWN_FOLDER
-from build_graph.manifest.resolve import shipped_templates
 from build_graph.plan.lock import lock_path
 
 # --from NAME -> the example folder it copies. from-source is the real stack of this
@@ -78,9 +78,32 @@ info = build_graph.run.commands:TierInfo
 """
 
 
+def add_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "folder", nargs="?", type=Path, default=Path(), help="where (default: the current folder)"
+    )
+    command.add_argument(
+        "--from",
+        dest="source",
+        required=True,
+        choices=list(SCAFFOLDS),
+        help="quickstart: a CPU stack that builds anywhere; cuda: CUDA 13 "
+        "from PyPI wheels and CUDA ops compiled with ccache; "
+        "from-source: PyTorch compiled from source for your GPUs",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    for line in init(args.folder, args.source):
+        print(line)
+    return 0
+
+
 def shipped_examples() -> Path:
     """The examples: package data beside the templates in an installed wheel, else the
     checkout's examples/ (a source tree, an editable install)."""
+    from build_graph.manifest.resolve import shipped_templates  # pydantic: not for `--help`
+
     folder = shipped_templates().parent / "examples"  # both lie beside the templates
     if not folder.is_dir():
         raise FileNotFoundError(f"no {folder}: reinstall build-graph")
@@ -88,6 +111,8 @@ def shipped_examples() -> Path:
 
 
 def _templates_readme(own: list[str]) -> str:
+    from build_graph.manifest.resolve import shipped_templates
+
     shipped = sorted(p.name for p in shipped_templates().glob("*.j2"))
     lines = [
         "# Templates of this stack",

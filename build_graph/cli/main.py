@@ -4,278 +4,125 @@ gate|keygen`: commands outside doit."""
 from __future__ import annotations
 
 import argparse
+import importlib
+import sys
 from collections.abc import Sequence
-from pathlib import Path
+from dataclasses import dataclass
+from typing import Protocol, cast
 
-from build_graph.cli import graph, options, size
-from build_graph.cli.ci import ARM64_GPU_RUNS_ON, ARM64_RUNS_ON, LOGIN_USER
-from build_graph.cli.cloudbuild import DEFAULT_HOURS, DEFAULT_MACHINE, STEP_IMAGE
-from build_graph.cli.handlers import (
-    run_check,
-    run_ci,
-    run_doctor,
-    run_gate,
-    run_init,
-    run_keygen,
-    run_lock,
-    run_outdated,
-    run_plan,
-    run_prune,
-    run_reproduce,
-    run_sbom,
-)
 from build_graph.errors import run_cli
 from build_graph.interrupts import quiet_interrupts
 
 
-def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="python -m build_graph", description=__doc__)
-    sub = top.add_subparsers(dest="command", required=True)
-    check = sub.add_parser("check", help="validate images.toml and print the resolved stack")
-    check.add_argument(
-        "--offline",
-        action="store_true",
-        help="do not ask the package index about torch pairings the shipped "
-        "data lacks (they stay notes)",
-    )
-    check.set_defaults(run=run_check)
-    show = sub.add_parser("plan", help="print each tier's hash tag and where it exists")
-    show.add_argument("--json", action="store_true", help="machine-readable output")
-    show.add_argument(
-        "--offline", action="store_true", help="do not ask the Docker daemon or the registry"
-    )
-    show.set_defaults(run=run_plan)
-    graph.add(sub)
-    size.add(sub)
-    doc = sub.add_parser("doctor", help="check this machine against a tier of the stack")
-    doc.add_argument("--tier", required=True, help="the tier whose promises to check")
-    doc.add_argument("--variant", help="the variant (default: the stack's default)")
-    doc.add_argument("--fail-on-mismatch", action="store_true", help="exit 1 when any check fails")
-    doc.add_argument("--emit-json", type=Path, help="write the report to this file")
-    doc.set_defaults(run=run_doctor)
-    lock = sub.add_parser(
+class CommandModule(Protocol):
+    """A command's module: its options, and what it does (its exit code)."""
+
+    def add_options(self, command: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    module: str  # a CommandModule, imported only when its command runs
+    help: str
+
+    def load(self) -> CommandModule:
+        return cast(CommandModule, importlib.import_module(self.module))
+
+
+# The commands, in the order `--help` lists them. Adding one is a row and its module.
+COMMANDS = (
+    Command("check", "build_graph.cli.check", "validate images.toml and print the resolved stack"),
+    Command("plan", "build_graph.cli.plan", "print each tier's hash tag and where it exists"),
+    Command(
+        "graph",
+        "build_graph.cli.graph",
+        "print the stack's tier graph (Mermaid or Graphviz dot) from the plan, without Docker",
+    ),
+    Command(
+        "size",
+        "build_graph.cli.size",
+        "why a tier's image is big: its layers, what fills them, what it adds over its "
+        "parent and the bytes it stores twice, read from the registry",
+    ),
+    Command("doctor", "build_graph.cli.doctor", "check this machine against a tier of the stack"),
+    Command(
         "lock",
-        help="pin every `from` image (digest) and git source (commit) in images.lock, and "
+        "build_graph.cli.lock",
+        "pin every `from` image (digest) and git source (commit) in images.lock, and "
         "every tier's Python packages in images.pylock/",
-    )
-    lock.add_argument(
-        "--update",
-        nargs="*",
-        metavar="NAME",
-        help="move pins: `--update TIER [PACKAGE...]` moves a tier's Python packages (all of "
-        "them without names) to the newest images.toml allows; `--update IMAGE|SOURCE...` "
-        "re-resolves those `from` images or git sources; `--update` alone moves every pin",
-    )
-    lock.set_defaults(run=run_lock)
-    ci = sub.add_parser(
+    ),
+    Command(
         "ci",
-        help="write a CI config: GitHub Actions (a job per tier, "
+        "build_graph.cli.ci_command",
+        "write a CI config: GitHub Actions (a job per tier, "
         "needs: following the tier graph) or Cloud Build (a step per tier)",
-    )
-    engine = ci.add_mutually_exclusive_group(required=True)
-    engine.add_argument("--github", action="store_true", help="GitHub Actions")
-    engine.add_argument(
-        "--cloudbuild",
-        action="store_true",
-        help="Google Cloud Build (Artifact Registry, gs:// compiler cache)",
-    )
-    engine.add_argument(
-        "--kyverno",
-        action="store_true",
-        help="a Kyverno ClusterPolicy (GKE): Pods run this stack's images only with a "
-        "passing verify report signed by signing.public_keys",
-    )
-    ci.add_argument(
-        "--output",
-        type=Path,
-        help="write here (e.g. .github/workflows/images.yml, cloudbuild.yaml); default stdout",
-    )
-    ci.add_argument("--machine-type", help=f"Cloud Build machine type (default: {DEFAULT_MACHINE})")
-    ci.add_argument(
-        "--timeout-hours",
-        type=float,
-        dest="hours",
-        help=f"Cloud Build timeout, for a cold multi-hour compile (default: {DEFAULT_HOURS:g})",
-    )
-    ci.add_argument(
-        "--service-account",
-        metavar="projects/P/serviceAccounts/EMAIL",
-        help="Cloud Build: the build's service account (default: Cloud Build's)",
-    )
-    ci.add_argument(
-        "--runs-on",
-        nargs="+",
-        default=["ubuntu-latest"],
-        metavar="LABEL",
-        help="runner labels of the jobs (default: ubuntu-latest)",
-    )
-    ci.add_argument(
-        "--gpu-runs-on",
-        nargs="+",
-        default=["self-hosted", "gpu"],
-        metavar="LABEL",
-        help="runner labels of tiers whose verify needs a GPU (default: self-hosted gpu)",
-    )
-    ci.add_argument(
-        "--arm64-runs-on",
-        nargs="+",
-        metavar="LABEL",
-        help="GitHub: runner labels of linux/arm64 images' jobs (default: "
-        f"{' '.join(ARM64_RUNS_ON)}, GitHub's hosted Arm runner)",
-    )
-    ci.add_argument(
-        "--arm64-gpu-runs-on",
-        nargs="+",
-        metavar="LABEL",
-        help="GitHub: runner labels of linux/arm64 images whose verify needs a "
-        "GPU (default: " + " ".join(ARM64_GPU_RUNS_ON) + "; GitHub hosts no "
-        "Arm runner with a GPU: a self-hosted Grace machine, say)",
-    )
-    ci.add_argument(
-        "--setup",
-        metavar="COMMAND",
-        help="the set-up command of a fresh runner (default: a .venv with "
-        "build-graph==<this version> from the runner's package index)",
-    )
-    ci.add_argument(
-        "--login-secret",
-        metavar="NAME",
-        help="GitHub: docker login to the stack's registry with this secret "
-        "(e.g. REGISTRY_KEY); default: the runner's own credentials",
-    )
-    ci.add_argument(
-        "--login-user",
-        metavar="USER",
-        help=f"GitHub: the user for --login-secret (default: {LOGIN_USER}, "
-        "an Artifact Registry service account key, base64)",
-    )
-    ci.add_argument(
-        "--step-image",
-        metavar="IMAGE",
-        help="Cloud Build: the image of every step (docker, python3, gcloud; "
-        f"default: {STEP_IMAGE})",
-    )
-    ci.set_defaults(run=run_ci)
-    start = sub.add_parser(
+    ),
+    Command(
         "init",
-        help="scaffold a stack in a team's repository: images.toml, "
+        "build_graph.cli.init",
+        "scaffold a stack in a team's repository: images.toml, "
         "a thin dodo.py, templates/ for overrides, .gitignore",
-    )
-    start.add_argument(
-        "folder", nargs="?", type=Path, default=Path(), help="where (default: the current folder)"
-    )
-    start.add_argument(
-        "--from",
-        dest="source",
-        required=True,
-        choices=["quickstart", "cuda", "from-source"],
-        help="quickstart: a CPU stack that builds anywhere; cuda: CUDA 13 "
-        "from PyPI wheels and CUDA ops compiled with ccache; "
-        "from-source: PyTorch compiled from source for your GPUs",
-    )
-    start.set_defaults(run=run_init)
-    prune = sub.add_parser(
+    ),
+    Command(
         "prune",
-        help="delete the hash-tag images (and their reports) "
-        "that nothing needs; a dry run unless --yes",
-    )
-    prune.add_argument(
-        "--keep",
-        type=int,
-        default=3,
-        metavar="N",
-        help="the newest N builds of each tier and platform always stay (default 3)",
-    )
-    prune.add_argument(
-        "--older-than",
-        default="14d",
-        metavar="AGE",
-        help="only images created longer ago than this go (default 14d; e.g. 12h, 0s)",
-    )
-    prune.add_argument("--yes", action="store_true", help="delete (default: only print)")
-    prune.set_defaults(run=run_prune)
-    newer = sub.add_parser(
+        "build_graph.cli.prune",
+        "delete the hash-tag images (and their reports) that nothing needs; a dry run unless --yes",
+    ),
+    Command(
         "outdated",
-        help="newer torch (with its partners), pip and "
+        "build_graph.cli.outdated",
+        "newer torch (with its partners), pip and "
         "setuptools on the package index, newer tags of the `from` "
         "images, and the images.toml edit for each; then the Python pins "
         "`lock --update` would move (exit 0)",
-    )
-    newer.add_argument(
-        "--no-from-tags",
-        action="store_true",
-        help="ask the package index only, not the `from` images' registries",
-    )
-    newer.add_argument(
-        "--no-python",
-        action="store_true",
-        help="leave out the Python pins (each tier's lock resolved again with every package "
-        "free to move, against the builds' index: seconds to a minute per tier)",
-    )
-    newer.set_defaults(run=run_outdated)
-    bom = sub.add_parser(
+    ),
+    Command(
         "sbom",
-        help="print (or save) a tier's SBOM, CycloneDX JSON, as "
-        "stored beside its hash tag's digest",
-    )
-    bom.add_argument("tier", help="tier, or tier@variant (default: the stack's default)")
-    bom.add_argument("--output", type=Path, help="write here instead of stdout")
-    bom.set_defaults(run=run_sbom)
-    again = sub.add_parser(
+        "build_graph.cli.sbom",
+        "print (or save) a tier's SBOM, CycloneDX JSON, as stored beside its hash tag's digest",
+    ),
+    Command(
         "reproduce",
-        help="rebuild a tier here from scratch (no build cache, nothing tagged) and compare "
+        "build_graph.cli.reproduce",
+        "rebuild a tier here from scratch (no build cache, nothing tagged) and compare "
         "it with the registry's image under its hash tag: the same digest (exit 0), or "
         "every file and config field that differs (exit 1)",
-    )
-    again.add_argument("tier", help="tier, or tier@variant (default: the stack's default)")
-    again.add_argument(
-        "--scratch",
-        type=Path,
-        help="where the two image archives are written while comparing (default: the "
-        "tier's build folder; a multi-GB tier needs room for both)",
-    )
-    again.set_defaults(run=run_reproduce)
-    gated = sub.add_parser(
+    ),
+    Command(
         "gate",
-        help="the step before a deploy: exit 0 only when the digest IMAGE names has a "
+        "build_graph.cli.gate",
+        "the step before a deploy: exit 0 only when the digest IMAGE names has a "
         "passing verify report, validly signed, for its tier's current promises",
-    )
-    gated.add_argument("image", help="an image reference: REGISTRY/REPO:TAG or REPO@sha256:...")
-    gated.add_argument(
-        "--key",
-        action="append",
-        default=[],
-        metavar="FILE|gcpkms://...",
-        help="a PEM public key file or a Cloud KMS key version whose signatures count "
-        "(repeatable; default: images.toml's signing.public_keys)",
-    )
-    gated.add_argument(
-        "--current",
-        action="store_true",
-        help="also require the image to be what the tier's inputs and locks make now (its "
-        "hash tag names it)",
-    )
-    gated.add_argument(
-        "--print-ref",
-        action="store_true",
-        help="on success print only REGISTRY/REPO@DIGEST, the reference checked, for the "
-        "deploy to use (the verdict goes to stderr)",
-    )
-    gated.set_defaults(run=run_gate)
-    keys = sub.add_parser(
+    ),
+    Command(
         "keygen",
-        help="make a key pair for signed verify reports (ECDSA P-256, as cosign's): "
+        "build_graph.cli.keygen",
+        "make a key pair for signed verify reports (ECDSA P-256, as cosign's): "
         "FOLDER/NAME.key and FOLDER/NAME.pub",
-    )
-    keys.add_argument("folder", type=Path, help="where to write them")
-    keys.add_argument("--name", default="verify", help="file name stem (default: verify)")
-    keys.set_defaults(run=run_keygen)
-    for command in (check, show, doc, lock, ci, prune, newer, bom, again, gated):
-        options.manifest(command)
+    ),
+)
+
+
+def parser(chosen: str | None = None) -> argparse.ArgumentParser:
+    """Every command, each with its options; with `chosen`, only that command's options (and
+    only its module imported: `--help` and one command pay for no other's imports)."""
+    top = argparse.ArgumentParser(prog="python -m build_graph", description=__doc__)
+    sub = top.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        options = sub.add_parser(command.name, help=command.help)
+        if chosen is None or chosen == command.name:
+            module = command.load()
+            module.add_options(options)
+            options.set_defaults(run=module.run)
     return top
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    # The top level has no option but -h: a command, if any, is the first word.
+    args = parser(argv[0] if argv else "").parse_args(argv)
     quiet_interrupts()  # Ctrl-C or SIGTERM: one line, and `finally` blocks run (scratch files)
     return run_cli(lambda: int(args.run(args)))

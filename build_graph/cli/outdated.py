@@ -6,32 +6,75 @@ Read-only and advisory: exit 0 whatever it finds (exit 3 only when the index can
 read at all; a registry that cannot be asked is one line for its image). torch's partners
 come from the same facts `check` uses (the shipped torch_releases.json, plus what the index
 says about newer releases), so the edit it proposes passes `check`. A `from` tag is compared
-with the registry's tags of the same shape (oci/tags.py): the digits a {field} put there are
+with the registry's tags of the same shape (outdated_from.py): the digits a {field} put there are
 proposed as that version's edit; a tag written out in full is only said to have newer tags.
+Then the Python pins `lock --update` would move (stages/python_pin.py), unless --no-python.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+import argparse
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from packaging.version import InvalidVersion, Version
 
-from build_graph.errors import NotOnIndex, RegistryError, UntrustedAnswer
+from build_graph.cli import options
+from build_graph.cli.outdated_from import Ask, from_lines, registry_tags, tags_once
+from build_graph.errors import NotOnIndex
 from build_graph.gpu import releases, tables
 from build_graph.gpu.releases import PARTNERS, Lookup, TorchRow
-from build_graph.log import log, shown
-from build_graph.manifest import schema
 from build_graph.manifest.model import Stack, VariantSpec, major_minor
-from build_graph.oci.digest import maybe_digest
-from build_graph.oci.refs import Ref, parse_ref
-from build_graph.oci.tags import Newer, filled, newer_tags, newer_values, shape_of
+from build_graph.pypi.lookup import builds_index, for_stack
 from build_graph.pypi.simple import project
+from build_graph.run.stack import load_stack
+
+if TYPE_CHECKING:  # pydantic: only where images.toml is read, not for `--help`
+    from build_graph.manifest import schema
 
 TOOLS = ("pip", "setuptools")
 _CANDIDATES = 4  # newer torch releases tried, newest first, for one whose partners exist
-_SHOWN = 3  # newer tags named for a tag written out in full
-Ask = Callable[[Ref], tuple[str, ...]]  # its tags; RegistryError, UntrustedAnswer
+
+
+def add_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--no-from-tags",
+        action="store_true",
+        help="ask the package index only, not the `from` images' registries",
+    )
+    command.add_argument(
+        "--no-python",
+        action="store_true",
+        help="leave out the Python pins (each tier's lock resolved again with every package "
+        "free to move, against the builds' index: seconds to a minute per tier)",
+    )
+    options.manifest(command)
+
+
+def run(args: argparse.Namespace) -> int:
+    stack = load_stack(args.manifest, releases.offline)  # a manifest with errors stops here
+    lines = outdated(
+        stack,
+        manifest_of(stack),
+        builds_index(),
+        for_stack(args.manifest, fresh=True),
+        None if args.no_from_tags else registry_tags,
+    )
+    print("\n".join(lines))
+    if not args.no_python:
+        from build_graph.stages.python_pin import newer
+
+        asked, pins = newer(stack)
+        if asked:
+            print(
+                f"Python pins: all {asked} locks are at the newest images.toml allows"
+                if not pins
+                else f"Python pins that `lock --update` would move ({asked} locks asked):"
+            )
+        for line in pins:
+            print(f"  {line}", flush=True)
+    return 0
 
 
 def outdated(
@@ -57,7 +100,9 @@ def outdated(
         if ask is not None:
             lines.extend(
                 f"  {line}"
-                for line in _from_lines(manifest, variant, keys, lambda ref: _tags(ask, ref, asked))
+                for line in from_lines(
+                    manifest, variant, keys, lambda ref: tags_once(ask, ref, asked)
+                )
             )
     return lines
 
@@ -165,109 +210,6 @@ def _older(current: str, newest: Version) -> bool:
         return Version(current) < newest
     except InvalidVersion:
         return False
-
-
-def _tags(ask: Ask, ref: Ref, asked: dict[str, tuple[str, ...] | str]) -> tuple[str, ...] | str:
-    """The repository's tags, or why they could not be had (asked once per repository)."""
-    where = f"{ref.host}/{ref.repository}"
-    if where not in asked:
-        try:
-            asked[where] = ask(ref)
-        except (RegistryError, UntrustedAnswer) as exc:
-            asked[where] = str(exc)
-    return asked[where]
-
-
-def _from_lines(
-    manifest: schema.Manifest,
-    variant: VariantSpec,
-    keys: Mapping[str, str],
-    tags: Callable[[Ref], tuple[str, ...] | str],
-) -> Iterator[str]:
-    """A line (or two) per `from` image of the variant: newer tags of its shape."""
-    seen = set()
-    for tier in manifest.tiers.values():
-        if tier.from_ is None:
-            continue
-        image, owners = filled(tier.from_, variant.fields)
-        if image not in seen:
-            seen.add(image)
-            yield from _from(image, owners, variant.versions, keys, tags)
-
-
-def _from(
-    image: str,
-    owners: tuple[str | None, ...],
-    versions: Mapping[str, str],
-    keys: Mapping[str, str],
-    tags: Callable[[Ref], tuple[str, ...] | str],
-) -> Iterator[str]:
-    head = f"from {image}"
-    ref = parse_ref(image)
-    if maybe_digest(ref.reference) or not image.endswith(f":{ref.reference}"):
-        yield f"{head}: names no tag to compare"
-        return
-    shape = shape_of(ref.reference, owners[len(image) - len(ref.reference) :], versions)
-    if not shape.runs:
-        yield f"{head}: its tag has no version number to compare"
-        return
-    listed = tags(ref)
-    if isinstance(listed, str) or not listed:
-        yield (
-            f"{head}: could not ask: {shown(listed, 400)}"
-            if listed
-            else f"{head}: its registry lists no tags of {ref.repository}"
-        )
-        return
-    if not shape.fields:
-        newer = newer_tags(shape, listed)
-        more = f" and {len(newer) - _SHOWN} more" if len(newer) > _SHOWN else ""
-        yield (
-            f"{head}: newer tags exist: {', '.join(shown(t) for t in newer[:_SHOWN])}{more}"
-            if newer
-            else f"{head}: up to date (no newer tag of its shape)"
-        )
-        return
-    proposed = [
-        line
-        for field in shape.fields
-        for line in _edits(
-            head, field, versions[field], keys, newer_values(shape, field, versions[field], listed)
-        )
-    ]
-    yield from proposed or [f"{head}: up to date (no newer tag of its shape)"]
-
-
-def _edits(
-    head: str, field: str, value: str, keys: Mapping[str, str], found: list[Newer]
-) -> list[str]:
-    """The newest tag's edit of `field`, and the newest of the same major when another."""
-    major = value.split(".")[0]
-    same = next((n for n in found if str(n.value).split(".")[0] == major), None)
-    picks = [
-        (n, note)
-        for n, note in ((found[0] if found else None, ""), (same, f" (the newest {major}.x)"))
-        if n is not None
-    ]
-    if len(picks) == 2 and picks[0][0] == picks[1][0]:
-        picks.pop()
-    return [
-        f'{head} -> {shown(n.tag)}: edit {keys[field]} = "{shown(n.value)}"{note}'
-        for n, note in picks
-    ]
-
-
-def registry_tags(ref: Ref) -> tuple[str, ...]:
-    """The tags `ref`'s registry lists for its repository (registry/tags.py's bounds)."""
-    from build_graph.registry.tags import read_tags
-
-    listed = read_tags(ref)
-    if listed.malformed:
-        log(
-            f"{ref.host}/{ref.repository}: {listed.malformed} listed tag(s) that are not "
-            "tags left out"
-        )
-    return listed.tags
 
 
 def manifest_of(stack: Stack) -> schema.Manifest:

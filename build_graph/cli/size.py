@@ -20,7 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from build_graph.cli import options
-from build_graph.cli.artifacts import planned_tier
+from build_graph.cli.named_tier import planned_tier
 from build_graph.errors import BuildFailed, ConfigError
 from build_graph.log import shown
 from build_graph.manifest.model import Stack
@@ -36,13 +36,7 @@ from build_graph.registry.download import download_blob
 from build_graph.run.stack import load_stack
 
 
-def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    """The command's options; `run` is what it does."""
-    command = commands.add_parser(
-        "size",
-        help="why a tier's image is big: its layers, what fills them, what it adds over its "
-        "parent and the bytes it stores twice, read from the registry",
-    )
+def add_options(command: argparse.ArgumentParser) -> None:
     command.add_argument("tier", help="TIER, TIER@VARIANT or TIER/ARCH")
     command.add_argument(
         "--over",
@@ -55,8 +49,6 @@ def add(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> argpar
     command.add_argument("--top", type=int, default=5, help="folders and files named per layer")
     command.add_argument("--json", action="store_true", help="machine-readable output")
     options.manifest(command)
-    command.set_defaults(run=run)
-    return command
 
 
 def run(args: argparse.Namespace) -> int:

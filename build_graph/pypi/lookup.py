@@ -22,10 +22,12 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from build_graph import settings
 from build_graph.errors import IndexUnreachable, NotOnIndex
 from build_graph.fs import write_if_changed
 from build_graph.gpu import releases
 from build_graph.gpu.releases import PARTNERS, Facts, Partner, PartnerRow
+from build_graph.layout import BuildFolder
 from build_graph.pypi import facts as read
 from build_graph.pypi.simple import Project, project
 from build_graph.settings import redact
@@ -115,3 +117,15 @@ class IndexLookup:
             text = json.dumps({"index": redact(self.index), "partners": [asdict(row)]})
             write_if_changed(path, text + "\n")
         return row
+
+
+def builds_index() -> str:
+    """The index builds use (BUILD_GRAPH_PIP_INDEX_URL, default pypi.org): the one `check`
+    and `outdated` ask."""
+    return settings.index_url(settings.DEFAULT_INDEX)
+
+
+def for_stack(manifest: Path, fresh: bool = False) -> IndexLookup:
+    """A lookup of the builds' index, its answers cached in the stack's build folder."""
+    cache = BuildFolder.of(manifest).index_cache(settings.without_userinfo(builds_index()))
+    return IndexLookup(builds_index(), cache, fresh=fresh)

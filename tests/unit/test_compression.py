@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from build_graph.ccache.keys import cache_key
-from build_graph.cli.handlers import summary
+from build_graph.cli.check import summary
 from build_graph.docker import buildkit, connection, daemon
 from build_graph.errors import BuildFailed, PullFailed, RegistryError
 from build_graph.oci.compression import (

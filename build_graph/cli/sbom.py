@@ -1,48 +1,30 @@
-"""`python -m build_graph sbom <tier>[@variant]`: what the registry stores about a tier's
-image, read back by the digest its hash tag names."""
+"""`python -m build_graph sbom <tier>[@variant]`: the SBOM the registry stores about a
+tier's image (CycloneDX JSON), read back by the digest its hash tag names."""
 
 from __future__ import annotations
 
+import argparse
 import json
 
-from build_graph.errors import BuildFailed, ConfigError, ConfigIssue, RegistryError, did_you_mean
+from build_graph.cli import options
+from build_graph.cli.named_tier import planned_tier
+from build_graph.errors import BuildFailed, RegistryError
 from build_graph.manifest.model import Stack
 from build_graph.oci import json_door
 from build_graph.oci.refs import Presence
-from build_graph.plan.plan import PlannedTier, plan
 from build_graph.registry.availability import head
+from build_graph.run.stack import load_stack
 from build_graph.stages import trust
 
 
-def planned_tier(stack: Stack, name: str) -> PlannedTier:
-    """'tier' (the default variant) or 'tier@variant', and '/arm64' for one platform's
-    image of a tier built per platform; a ConfigError naming the choices."""
-    named, _, arch = name.partition("/")
-    tier, _, variant = named.partition("@")
-    variant = variant or stack.default_variant
-    planned = plan(stack)
-    for p in planned:
-        if (
-            p.spec.name == tier
-            and p.spec.variant == variant
-            and (p.platform or "").partition("/")[2] == arch
-        ):
-            return p
-    keys = sorted(
-        {f"{p.spec.name}@{p.spec.variant}" for p in planned if not p.platform}
-        | {p.key for p in planned}
-    )
-    raise ConfigError(
-        [
-            ConfigIssue(
-                stack.manifest,
-                "tiers",
-                f"no tier {name!r} in variant "
-                f"{variant!r}{did_you_mean(name, keys)}; known: "
-                f"{', '.join(keys)}",
-            )
-        ]
-    )
+def add_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("tier", help="tier, or tier@variant (default: the stack's default)")
+    options.output(command, "write here instead of stdout")
+    options.manifest(command)
+
+
+def run(args: argparse.Namespace) -> int:
+    return options.emit(sbom(load_stack(args.manifest), args.tier), args.output)
 
 
 def sbom(stack: Stack, name: str) -> str:
