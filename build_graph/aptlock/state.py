@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from build_graph.aptlock import files
 from build_graph.aptlock.files import AptLock, Deb
@@ -78,6 +77,28 @@ def base_inputs(platform: str, image: str, below: tuple[Deb, ...]) -> tuple[str,
     )
 
 
+@dataclass(frozen=True)
+class LockedFile:
+    sha256: str
+    path: str  # where the install finds it: MOUNT/<apt's file name>
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a template's install renders (templates/_macros.j2 reads these names)."""
+
+    locked: bool  # False: the stack does not lock apt; install what the archive serves
+    missing: bool = False  # no lock for this install: the step refuses to build
+    file: str = ""  # the lock, relative to the manifest's folder
+    pins: tuple[str, ...] = ()  # name=version of each file
+    debs: tuple[LockedFile, ...] = ()
+    source: str = DEBS_DIR  # the build context's folder of the gathered files
+    mount: str = MOUNT
+
+
+UNLOCKED = Answer(locked=False)
+
+
 @dataclass
 class Recorder:
     """The `apt` object a template renders with: records each install it asks for and
@@ -91,12 +112,12 @@ class Recorder:
     below: tuple[Deb, ...]
     requests: list[tuple[str, ...]] = field(default_factory=list)
 
-    def step(self, packages: list[str]) -> dict[str, Any]:
+    def step(self, packages: list[str]) -> Answer:
         request = tuple(sorted(set(packages)))
         index = len(self.requests)
         self.requests.append(request)
         if self.path is None:
-            return {"locked": False}
+            return UNLOCKED
         where = self.path.relative_to(self.manifest.parent).as_posix()
         lock = self.lock
         if (
@@ -105,17 +126,14 @@ class Recorder:
             or index >= len(lock.steps)
             or lock.steps[index].request != request
         ):
-            return {"locked": True, "missing": True, "file": where, "debs": [], "pins": []}
+            return Answer(locked=True, missing=True, file=where)
         debs = lock.steps[index].debs
-        return {
-            "locked": True,
-            "missing": False,
-            "file": where,
-            "pins": [d.pin for d in debs],
-            "source": DEBS_DIR,
-            "mount": MOUNT,
-            "debs": [{"sha256": d.sha256, "path": f"{MOUNT}/{d.file}"} for d in debs],
-        }
+        return Answer(
+            locked=True,
+            file=where,
+            pins=tuple(d.pin for d in debs),
+            debs=tuple(LockedFile(d.sha256, f"{MOUNT}/{d.file}") for d in debs),
+        )
 
     def state(self) -> AptState:
         return AptState(
@@ -131,8 +149,8 @@ class Steps:
     def __init__(self) -> None:
         self.current: Recorder | None = None
 
-    def step(self, packages: list[str]) -> dict[str, Any]:
-        return self.current.step(packages) if self.current is not None else {"locked": False}
+    def step(self, packages: list[str]) -> Answer:
+        return self.current.step(packages) if self.current is not None else UNLOCKED
 
 
 def recorder(
