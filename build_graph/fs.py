@@ -10,9 +10,12 @@ import json
 import os
 import shutil
 import tempfile
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from build_graph.errors import ConfigError, ConfigIssue
 
 
 def inside(root: Path, path: Path) -> bool:
@@ -75,3 +78,14 @@ def read_record(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def read_toml(path: Path, fix: str) -> Mapping[str, Any] | None:
+    """A TOML file this tool writes (a lock): None when there is none; a ConfigError naming
+    the file, and `fix`, when it cannot be read or is not TOML."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError([ConfigIssue(path, "", f"not a valid lock ({exc}); {fix}")]) from None

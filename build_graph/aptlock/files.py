@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
 from build_graph.errors import ConfigError, ConfigIssue
-from build_graph.fs import write_if_changed
+from build_graph.fs import read_toml, write_if_changed
 from build_graph.layout import manifest_option
 
 FORMAT = "build-graph apt lock 1"
@@ -126,14 +125,9 @@ def fix(manifest: Path, tier: str) -> str:
 def read(path: Path, tier: str, manifest: Path) -> AptLock | None:
     """The lock in `path`; None when there is none. Raises ConfigError (exit 2) naming the
     file and the entry for anything that is not a lock this tool wrote."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    data = read_toml(path, fix(manifest, tier))
+    if data is None:
         return None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(
-            [ConfigIssue(path, "", f"not a valid lock ({exc}); {fix(manifest, tier)}")]
-        ) from None
     issues: list[ConfigIssue] = []
 
     def bad(key: str, message: str) -> None:

@@ -27,6 +27,7 @@ from build_graph.ccache.store import Store, open_store
 from build_graph.errors import BuildFailed, CacheConflict, CacheUnavailable
 from build_graph.log import log, progress
 from build_graph.manifest.model import Stack
+from build_graph.plan.hashing import file_digest
 from build_graph.plan.plan import PlannedTier
 
 TIMEOUT_S = 60
@@ -152,8 +153,4 @@ def _download(tier: PlannedTier, deb: Deb, out_path: Path) -> str:
 
 
 def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return file_digest(path.name, path).sha256

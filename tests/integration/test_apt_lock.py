@@ -76,6 +76,14 @@ def tool(manifest: Path) -> PlannedTier:
     return planned
 
 
+def forget_here(planned: PlannedTier, cache: Path) -> None:
+    """What this machine holds of the tier: its image, its gathered .debs, its .deb cache."""
+    docker.from_env().images.remove(planned.image, force=True)
+    for deb in planned.folder.debs.iterdir():
+        deb.unlink()
+    shutil.rmtree(cache)
+
+
 def mirror_handler(folder: Path) -> type[SimpleHTTPRequestHandler]:
     class Mirror(SimpleHTTPRequestHandler):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -127,10 +135,7 @@ def test_the_lock_is_installed_from_the_team_store_once_the_mirror_drops_it(
 
         # The mirror moves on: the version is gone from it, the image from this machine.
         (mirror / hello.file).unlink()
-        client.images.remove(planned.image, force=True)
-        for deb in planned.folder.debs.iterdir():
-            deb.unlink()
-        shutil.rmtree(tmp_path / "cache")
+        forget_here(planned, tmp_path / "cache")
         again = run_doit(stack.parent, stack, ("build:tool",), cache, 600)
         text = again.stdout + again.stderr
         assert again.returncode == 0, text[-3000:]
@@ -145,10 +150,7 @@ def test_the_lock_is_installed_from_the_team_store_once_the_mirror_drops_it(
         store = stack.parent / "build" / "ccache-store" / "inputs" / "sha256" / hello.sha256
         assert store.is_file()
         store.unlink()
-        client.images.remove(planned.image, force=True)
-        for deb in planned.folder.debs.iterdir():
-            deb.unlink()
-        shutil.rmtree(tmp_path / "cache")
+        forget_here(planned, tmp_path / "cache")
         refused = run_doit(stack.parent, stack, ("build:tool",), cache, 600)
         text = refused.stdout + refused.stderr
         assert refused.returncode != 0
