@@ -18,7 +18,8 @@
 # ENGINE_INSTANCE=NAME runs another engine beside the first (own socket, data root, exec
 # root, config and cgroup parent: they share no cache). ENGINE_MIN_API=1.44 gives the daemon
 # Docker 29.0's API floor (DOCKER_MIN_API_VERSION); ENGINE_TCP=PORT also listens on
-# tcp://127.0.0.1:PORT (loopback only, no TLS: a "remote" daemon for tests); ENGINE_CA_DIR=DIR
+# tcp://127.0.0.1:PORT (loopback only, no TLS: a "remote" daemon for tests); ENGINE_CACHE_MAX
+# (16GB) caps BuildKit's build cache (its garbage collector, least recently used first); ENGINE_CA_DIR=DIR
 # (a host folder under one of the bound ones below) adds its CA certificates to what the
 # daemon trusts besides the system's (Go's SSL_CERT_DIR: a token service's, whose requests do
 # not read /etc/docker/certs.d), read once when it starts. `purge` stops an
@@ -141,7 +142,8 @@ up() {  # up [containerd|classic]
   local store=${1:-containerd} min_api=${ENGINE_MIN_API:-} tcp=${ENGINE_TCP:-} cas=${ENGINE_CA_DIR:-}
   # A restart when any of these changed; the bound folders too: a clone elsewhere (CI's) must
   # be visible to the daemon at its own path, or its bind mounts would name nothing.
-  local wanted="$min_api|$tcp|$cas|$(binds | tr '\n' ,)"
+  local cache_max=${ENGINE_CACHE_MAX:-16GB}
+  local wanted="$min_api|$tcp|$cas|$cache_max|$(binds | tr '\n' ,)"
   case $store in containerd|classic) ;; *) log "store: containerd or classic, not '$store'"; return 2 ;; esac
   # One `up` at a time on this machine: two runners must not both install or start.
   mkdir -p "$(dirname "$root")"
@@ -159,8 +161,13 @@ up() {  # up [containerd|classic]
   fi
   stop_dockerd
   mkdir -p "$root/etc/docker" "$root/run"
-  if [ "$store" = containerd ]; then echo '{"features": {"containerd-snapshotter": true}}' >"$root$conf"
-  else echo '{"features": {"containerd-snapshotter": false}}' >"$root$conf"; fi
+  local snapshotter=false; [ "$store" = containerd ] && snapshotter=true
+  # BuildKit's garbage collector keeps the build cache under $cache_max (least recently used
+  # first; records in use are never taken): a machine that builds many stacks (CI runs
+  # dozens of quickstarts and the CUDA example) otherwise fills its disk with cache that
+  # nothing will read again. Keys as moby 28 reads them (daemon/config/builder.go).
+  printf '{"features": {"containerd-snapshotter": %s}, "builder": {"gc": {"enabled": true, "defaultMaxUsedSpace": "%s"}}}\n' \
+    "$snapshotter" "$cache_max" >"$root$conf"
   echo "$wanted" >"$state/$instance.options"
   rm -f "$sock"
   local mounts="mount --bind '$root' '$root' && mount -t proc proc '$root/proc' && mount --rbind /sys '$root/sys' && mount --rbind /dev '$root/dev'"

@@ -5,9 +5,11 @@ Contracts: listing is tri-state like every registry read (RegistryError is never
 adding an entry writes the amended index, then reads it back SETTLE times, a moment
 apart, and writes again whenever another writer's update replaced ours (a read-modify-write
 has no lock on a registry: the spec leaves it to clients), up to ATTEMPTS writes, then
-RegistryError; what remains possible is a writer whose read and write straddle all of our
-reads, which one settling round makes unlikely rather than impossible (the reads are spaced
-by at least as long as our own read-modify-write took, so the window grows with the load).
+RegistryError, unless the entry's own manifest is gone (another runner made the same
+artifact again and deleted ours: nothing is left to list); what remains possible is a
+writer whose read and write straddle all of our reads, which one settling round makes
+unlikely rather than impossible (the reads are spaced by at least as long as our own
+read-modify-write took, so the window grows with the load).
 The index an update replaces is never deleted here (a tag naming anything else is
 replaced, not merged).
 """
@@ -62,7 +64,7 @@ def listed(image: Ref, subject: Digest) -> list[Referrer]:
 def attach(image: Ref, subject: Digest, referrer: Referrer) -> None:
     """List `referrer` in `subject`'s referrers tag (for a registry that did not take the
     artifact's subject itself), and see it stay listed (the module's contract)."""
-    writes, settled, gap = 0, 0, SETTLE_GAP
+    writes, settled, gap, paused = 0, 0, SETTLE_GAP, False
     while settled < SETTLE:
         read_at = time.monotonic()
         listed_now, _ = _read_tag(image, subject)
@@ -72,18 +74,28 @@ def attach(image: Ref, subject: Digest, referrer: Referrer) -> None:
             if settled < SETTLE:
                 time.sleep(gap * random.uniform(0.5, 1.5))
             continue
+        if writes and not paused:  # another writer won the last round
+            if _gone(image, referrer.digest):
+                # Another runner made the same artifact again and deleted ours (artifacts.py's
+                # supersede): nothing is left to list, and writing it back would only be
+                # refused, round after round, until ATTEMPTS ran out.
+                log(f"  {referrer.digest} was replaced by another runner's: not listed")
+                return
+            # Let the writers fall out of step, by as long as a round takes here (a loaded
+            # CI machine's is far over SETTLE_GAP: jitter below it kept two racing runners
+            # in step for ATTEMPTS rounds); then read afresh: a list read before the pause
+            # would drop whatever the others wrote during it.
+            time.sleep(random.uniform(0, max(gap, SETTLE_GAP) * writes))
+            paused = True
+            continue
         if writes == ATTEMPTS:
             raise RegistryError(
                 f"{image.host}/{image.repository}:{fallback_tag(subject)}: other writers "
                 f"replaced the referrers index {ATTEMPTS} times while {referrer.digest} was "
                 "added; run again"
             )
-        if writes:  # another writer won the last round: let the writers fall out of step,
-            # by as long as a round takes here (a loaded CI machine's is far over SETTLE_GAP:
-            # jitter below it kept two racing runners in step for ATTEMPTS rounds)
-            time.sleep(random.uniform(0, max(gap, SETTLE_GAP) * writes))
         _write_tag(image, subject, amended)
-        writes, settled = writes + 1, 0
+        writes, settled, paused = writes + 1, 0, False
         # Another writer's read-modify-write takes about as long as ours did: on a loaded
         # machine or a slow registry the settling reads wait that long, not a fixed moment,
         # so a writer that read before our write has had the time to write back.
@@ -141,16 +153,16 @@ def _write_tag(image: Ref, subject: Digest, listed_now: list[Descriptor]) -> Non
     try:
         api.put_manifest(ref, index(listed_now), OCI_INDEX)
     except RegistryError:
-        held = [entry for entry in listed_now if not _gone(image, entry)]
+        held = [entry for entry in listed_now if not _gone(image, entry.digest)]
         if len(held) == len(listed_now):
             raise
         api.put_manifest(ref, index(held), OCI_INDEX)
 
 
-def _gone(image: Ref, entry: Descriptor) -> bool:
-    """The registry says the manifest an entry names is absent (404): an unanswered
-    question is not 'gone'."""
-    answer = api.head_manifest(image.at(str(entry.digest)))
+def _gone(image: Ref, digest: Digest) -> bool:
+    """The registry says the manifest `digest` is absent (404): an unanswered question is
+    not 'gone'."""
+    answer = api.head_manifest(image.at(str(digest)))
     return answer.error is None and answer.digest is None
 
 

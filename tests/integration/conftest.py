@@ -5,6 +5,8 @@ Needs `scripts/services.sh up` (the Docker engine, the base image)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from collections.abc import Iterator
 
@@ -16,12 +18,30 @@ from tests.support.registry import Registry
 from tests.support.servers import started_on_a_free_port
 
 
+@pytest.fixture(scope="module", autouse=True)
+def module_folders_removed(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """A module's temporary folders (workspaces with their OCI layouts and .debs, registry
+    storage) are removed when it ends with every test passed; kept for reading when one
+    failed, or when KEEP_TEST_FOLDERS is set. A CI run's disk then holds the module running
+    now, not the forty before it (pytest keeps every folder of a run until the next ones)."""
+    base = tmp_path_factory.getbasetemp()
+    before = set(base.iterdir())
+    failed = request.session.testsfailed
+    yield
+    if request.session.testsfailed == failed and not os.environ.get("KEEP_TEST_FOLDERS"):
+        for folder in set(base.iterdir()) - before:
+            if folder.is_dir() and not folder.is_symlink():
+                shutil.rmtree(folder, ignore_errors=True)
+
+
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
     folder = tmp_path_factory.mktemp("registry")
     reg = started_on_a_free_port(lambda port: Registry(folder, port))
     yield reg
-    reg.stop()
+    reg.discard()
 
 
 @pytest.fixture(scope="module")

@@ -81,7 +81,7 @@ def test_a_daemon_with_docker_29s_api_floor_builds_the_quickstart(
         promoted_everywhere(registry)
         assert read_lock(ws.root / "images.lock").images == {seed: LOCAL}
     finally:
-        registry.stop()
+        registry.discard()
 
 
 def test_a_cli_the_daemon_refuses_is_never_chosen(
@@ -97,7 +97,7 @@ def test_a_cli_the_daemon_refuses_is_never_chosen(
         path = f"{old_cli.parent}:/usr/sbin:/usr/bin:/sbin:/bin"
         run = ws.doit("build:builder", env={"DOCKER_HOST": floor.host, "PATH": path})
     finally:
-        registry.stop()
+        registry.discard()
     assert run.returncode != 0
     assert "API 1.44 or newer" in run.stderr and "buildx" in run.stderr, run.stderr[-2000:]
     assert f"{old_cli} (API 1.41)" in run.stderr

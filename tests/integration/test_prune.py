@@ -319,7 +319,7 @@ def test_a_registry_that_refuses_deletes_is_one_line(
         assert "would delete" in dry.stdout and "42 bytes" in dry.stdout
         result = prune_cli(ws, "--keep", "0", "--older-than", "0s", "--yes")
     finally:
-        reg.stop()
+        reg.discard()
     assert result.returncode == 3
     [line] = result.stderr.splitlines()
     assert f"the registry {reg.address} does not allow deletes" in line

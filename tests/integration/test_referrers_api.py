@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from build_graph.oci.digest import Digest
-from build_graph.oci.refs import parse_ref
+from build_graph.oci.refs import Answer, Ref, artifact_tag, parse_ref
 from build_graph.registry import api, artifacts, referrers
 from build_graph.signing.kms import ENDPOINT_ENV
 from build_graph.signing.policy import SIGNING_KEY_ENV
@@ -138,11 +138,9 @@ def test_the_gate_reads_the_kms_key_named_in_images_toml(
     assert f"signed with {KEY}" in passed.stdout
 
 
-def test_writers_racing_on_one_referrers_tag_lose_no_entry(registry: Registry) -> None:
-    """Runners publishing about one digest at once, on a registry without the API: every
-    artifact ends up listed (each writer reads its update back and writes again if another
-    writer's replaced it)."""
-    image = parse_ref(f"{registry.address}/race/app:v1")
+def empty_image(image: Ref) -> tuple[Answer, Digest]:
+    """An image with no layers pushed as `image` (what the artifacts are about): the
+    registry's answer for it, and its digest."""
     config = api.put_blob(image, b"{}")
     manifest = {
         "schemaVersion": 2,
@@ -159,6 +157,15 @@ def test_writers_racing_on_one_referrers_tag_lose_no_entry(registry: Registry) -
     )
     subject = api.head_manifest(image)
     assert subject.digest is not None
+    return subject, subject.digest
+
+
+def test_writers_racing_on_one_referrers_tag_lose_no_entry(registry: Registry) -> None:
+    """Runners publishing about one digest at once, on a registry without the API: every
+    artifact ends up listed (each writer reads its update back and writes again if another
+    writer's replaced it)."""
+    image = parse_ref(f"{registry.address}/race/app:v1")
+    subject, digest = empty_image(image)
 
     def publish(n: int) -> Digest:
         payload = json.dumps({"writer": n}).encode()
@@ -168,5 +175,32 @@ def test_writers_racing_on_one_referrers_tag_lose_no_entry(registry: Registry) -
 
     with ThreadPoolExecutor(max_workers=6) as pool:
         written = set(pool.map(publish, range(6)))
-    listed = {r.digest for r in referrers.listed(image, subject.digest)}
+    listed = {r.digest for r in referrers.listed(image, digest)}
     assert written == listed, (written, listed)
+
+
+def test_runners_remaking_one_artifact_at_once_all_finish_and_the_tag_is_listed(
+    registry: Registry,
+) -> None:
+    """Runners publishing the same artifact (one tag: a report made again) about one digest
+    at once: each replaces and deletes the one it found, so a writer's own entry can vanish
+    under it. Every writer finishes (none writes a deleted entry back until it runs out of
+    rounds: the racing-runners failure of a loaded CI) and the artifact the tag names is
+    listed. (A replaced one can stay listed after its deletion, where a writer's list was
+    read before the deleter's removal: not checked here.)"""
+    image = parse_ref(f"{registry.address}/remade/app:v1")
+    subject, digest = empty_image(image)
+
+    for made in range(3):  # each time new reports (a verify made again says when)
+
+        def publish(n: int, made: int = made) -> Digest:
+            payload = json.dumps({"writer": n, "made": made}).encode()
+            return artifacts.publish(
+                image, subject, "report", "application/vnd.test+json", payload, {}
+            )[1]
+
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            list(pool.map(publish, range(6)))  # raises what any writer raised
+        tagged = api.head_manifest(image.at(artifact_tag(digest, "report")))
+        listed = {r.digest for r in referrers.listed(image, digest)}
+        assert tagged.digest in listed, (tagged.digest, listed)

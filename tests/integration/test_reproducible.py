@@ -139,5 +139,5 @@ def test_two_daemons_build_the_same_quickstart_and_reproduce_says_so(
         b = make_workspace(tmp_path / "b", other)
         on_b = built(b, other, env={"DOCKER_HOST": second.host})
     finally:
-        other.stop()
+        other.discard()
     assert on_b == on_a  # every tier: the same hash tag naming the same digest

@@ -108,3 +108,29 @@ def engine_events(since: int, about: str) -> list[tuple[str, str]]:
         for e in stream
         if about in json.dumps(e.get("Actor") or {}) or about in str(e.get("from") or "")
     ]
+
+
+def forget_images(address: str) -> int:
+    """Removes from the main engine every image name under `address` (a test registry's, once
+    it is gone: nothing can pull or push those names again), tags and digest names alike,
+    and says how many went. Names only, never by ID: an image also named under another
+    registry (a test beside this one) keeps that name and its content. Without this a CI
+    run keeps every quickstart and CUDA image it ever built (tens of GB)."""
+    import docker
+    import docker.errors
+
+    client = docker.from_env()
+    names = [
+        name
+        for image in client.images.list(all=True)
+        for name in (image.attrs.get("RepoTags") or []) + (image.attrs.get("RepoDigests") or [])
+        if name.startswith(f"{address}/")
+    ]
+    gone = 0
+    for name in names:
+        try:
+            client.images.remove(name, noprune=False)
+            gone += 1
+        except docker.errors.NotFound:
+            pass  # one removal can take two names (a tag and its digest)
+    return gone

@@ -5,6 +5,7 @@ ask it directly. Its readers raise on anything but the registry's own "not here"
 from __future__ import annotations
 
 import json
+import shutil
 import urllib.error
 import urllib.request
 
@@ -29,6 +30,16 @@ class Registry(LoopbackServer):
 
     def health_url(self) -> str:
         return f"http://{self.address}/v2/"
+
+    def discard(self) -> None:
+        """Stopped for good: its storage removed and its images forgotten by the main engine
+        (a module's registry, at the module's end: CI's disk holds what is running, not
+        everything every test pushed)."""
+        from tests.support.engines import forget_images
+
+        self.stop()
+        forget_images(self.address)
+        shutil.rmtree(self.folder / "data", ignore_errors=True)
 
     def tags(self, repo: str) -> list[str]:
         """The tags of `repo`; [] only when the registry says the repository is unknown."""
