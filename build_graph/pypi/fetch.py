@@ -1,20 +1,26 @@
-"""Bounded HTTP reads from a package index: whole small documents, and byte ranges of files.
+"""Bounded HTTP reads from a package index or archive: whole small documents, byte ranges
+of files, and whole files streamed to disk while hashed (the .debs an apt lock names, the
+source archives compile.sources pins).
 
 Everything an index answers is untrusted: every read has a timeout and a size bound, a
-range answer must say (Content-Range) exactly the bytes asked for, and any failure is an
-`IndexUnreachable` (the network or the server) or an `IndexAnswerRefused` (an answer that
-fails its check), never an empty result.
+range answer must say (Content-Range) exactly the bytes asked for, a file must be as long
+as its Content-Length says, and any failure is an `IndexUnreachable` (the network or the
+server) or an `IndexAnswerRefused` (an answer that fails its check), never an empty
+result. A user:password in a URL goes as Basic auth to that URL only and never into a
+message.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import http.client
 import io
 import re
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
+from typing import IO
 from urllib.parse import unquote, urlsplit
 
 from build_graph.errors import (
@@ -23,10 +29,11 @@ from build_graph.errors import (
     NotOnIndex,
     RangesUnsupported,
 )
-from build_graph.settings import redact, without_userinfo
+from build_graph.settings import redact, redact_text, without_userinfo
 
 TIMEOUT_S = 20
 MAX_PAGE = 16 << 20  # torch's JSON page is ~0.4 MiB; an index page past 16 MiB is refused
+_CHUNK = 1 << 20
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+)$")
 
 
@@ -73,7 +80,36 @@ def get_range(url: str, start: int, length: int) -> tuple[bytes, int]:
     return body, total
 
 
-def _open(url: str, headers: dict[str, str]) -> http.client.HTTPResponse:
+def stream(url: str, out: IO[bytes], limit: int | None = None, timeout: float = TIMEOUT_S) -> str:
+    """The sha256 (hex) of a GET's body, written to `out` as it arrives. Past `limit` bytes
+    IndexAnswerRefused (a file of a locked size that grew is other bytes, whatever follows);
+    a body shorter than its Content-Length IndexUnreachable (the connection ended)."""
+    digest, received = hashlib.sha256(), 0
+    with _open(url, {}, timeout) as response:
+        length = response.headers.get("Content-Length") or ""
+        expected = int(length) if length.isascii() and length.isdigit() else None
+        while True:
+            try:
+                chunk = response.read(_CHUNK)
+            except (http.client.HTTPException, OSError) as exc:
+                raise IndexUnreachable(f"{redact(url)}: {redact_text(str(exc))}") from None
+            if not chunk:
+                break
+            received += len(chunk)
+            if limit is not None and received > limit:
+                raise IndexAnswerRefused(f"{redact(url)}: more than {limit} bytes; refused")
+            digest.update(chunk)
+            out.write(chunk)  # a full disk is this machine's OSError, not the server's
+    if expected is not None and received != expected:
+        raise IndexUnreachable(
+            f"{redact(url)}: the connection ended after {received} of {expected} bytes"
+        )
+    return digest.hexdigest()
+
+
+def _open(
+    url: str, headers: dict[str, str], timeout: float = TIMEOUT_S
+) -> http.client.HTTPResponse:
     """The answer to a GET; a user:password in the URL (a private index's, as pip takes it)
     goes as Basic auth to that URL only, and never into a message."""
     shown = redact(url)
@@ -95,7 +131,7 @@ def _open(url: str, headers: dict[str, str]) -> http.client.HTTPResponse:
             "Authorization", f"Basic {base64.b64encode(user.encode()).decode()}"
         )
     try:
-        response: http.client.HTTPResponse = urllib.request.urlopen(request, timeout=TIMEOUT_S)
+        response: http.client.HTTPResponse = urllib.request.urlopen(request, timeout=timeout)
         return response
     except urllib.error.HTTPError as exc:
         exc.close()

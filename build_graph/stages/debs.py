@@ -14,24 +14,28 @@ installs from it with no network (templates/_macros.j2).
 from __future__ import annotations
 
 import fcntl
-import hashlib
-import http.client
 import os
 import shutil
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from build_graph.aptlock.files import Deb
 from build_graph.ccache.store import Store, open_store
-from build_graph.errors import BuildFailed, CacheConflict, CacheUnavailable
+from build_graph.errors import (
+    BuildFailed,
+    CacheConflict,
+    CacheUnavailable,
+    IndexAnswerRefused,
+    IndexUnreachable,
+    NotOnIndex,
+)
 from build_graph.log import log, progress
 from build_graph.manifest.model import Stack
 from build_graph.plan.hashing import file_digest
 from build_graph.plan.plan import PlannedTier
+from build_graph.pypi import fetch
+from build_graph.settings import redact
 
 TIMEOUT_S = 60
-_CHUNK = 1 << 20
 
 
 def machine_cache() -> Path:
@@ -102,12 +106,7 @@ def _take(tier: PlannedTier, deb: Deb, store: Store, partial: Path) -> str:
         progress(f"warning: {tier.key}: the team's store cannot be read ({exc})")
     got = _download(tier, deb, partial)
     if got != deb.sha256:
-        raise BuildFailed(
-            f"{tier.key}: {deb.url} served other bytes for {deb.name} {deb.version} "
-            f"(sha256 {got}; the apt lock holds {deb.sha256}): refused before building; "
-            "if the archive rebuilt the package on purpose, move the pin with "
-            f"`python -m build_graph lock --update {tier.spec.name}`"
-        )
+        raise _other_bytes(tier, deb, f"sha256 {got}")
     try:
         store.upload(partial, store_key(deb), if_generation=generation)
     except CacheConflict:
@@ -129,27 +128,29 @@ def _keep(checked: Path, cached: Path) -> None:
 
 
 def _download(tier: PlannedTier, deb: Deb, out_path: Path) -> str:
-    """Stream `deb.url` into `out_path`, at most the locked size; its sha256."""
-    digest, received = hashlib.sha256(), 0
+    """Stream `deb.url` into `out_path`, at most the locked size; its sha256 (other bytes
+    are refused by the caller, a longer file here)."""
     try:
-        with (
-            urllib.request.urlopen(deb.url, timeout=TIMEOUT_S) as response,
-            out_path.open("wb") as out,
-        ):
-            while chunk := response.read(_CHUNK):
-                received += len(chunk)
-                if received > deb.size:
-                    break  # more than the locked size: other bytes, whatever follows
-                digest.update(chunk)
-                out.write(chunk)
-    except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+        with out_path.open("wb") as out:
+            return fetch.stream(deb.url, out, limit=deb.size, timeout=TIMEOUT_S)
+    except IndexAnswerRefused as exc:
+        raise _other_bytes(tier, deb, str(exc)) from None
+    except (IndexUnreachable, NotOnIndex) as exc:
         raise BuildFailed(
-            f"{tier.key}: cannot fetch {deb.file} ({deb.name} {deb.version}) from {deb.url}: "
-            f"{exc}; the team's store does not hold it either (sha256 {deb.sha256}). "
+            f"{tier.key}: cannot fetch {deb.file} ({deb.name} {deb.version}): {exc}; the "
+            f"team's store does not hold it either (sha256 {deb.sha256}). "
             f"`python -m build_graph lock --update {tier.spec.name}` moves the pins to what "
             "the archive serves now (a new image), or put the file in the team's store"
         ) from None
-    return digest.hexdigest()
+
+
+def _other_bytes(tier: PlannedTier, deb: Deb, found: str) -> BuildFailed:
+    return BuildFailed(
+        f"{tier.key}: {redact(deb.url)} served other bytes for {deb.name} {deb.version} "
+        f"({found}; the apt lock holds sha256 {deb.sha256}): refused before building; "
+        "if the archive rebuilt the package on purpose, move the pin with "
+        f"`python -m build_graph lock --update {tier.spec.name}`"
+    )
 
 
 def _sha256(path: Path) -> str:

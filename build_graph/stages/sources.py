@@ -19,25 +19,22 @@ their lock, and `.partial-*` files that earlier versions left in the sha256 fold
 from __future__ import annotations
 
 import fcntl
-import hashlib
-import http.client
 import os
 import shutil
 import tempfile
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path, PurePosixPath
 from typing import IO
 from urllib.parse import urlsplit
 
-from build_graph.errors import BuildFailed
+from build_graph.errors import BuildFailed, IndexAnswerRefused, IndexUnreachable, NotOnIndex
 from build_graph.log import progress
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier
+from build_graph.pypi import fetch
+from build_graph.settings import redact
 
 TIMEOUT_S = 60
-_CHUNK = 1 << 20
 DOWNLOADING = ".downloading"
 # A file there younger than this is never swept: between its creation and its lock, a
 # download has not taken the lock yet.
@@ -64,7 +61,7 @@ def cached_archive(cache: Path, source: str) -> Path:
     downloading = cache / DOWNLOADING
     downloading.mkdir(exist_ok=True)
     _sweep(downloading)
-    progress(f"sources: downloading {url}")
+    progress(f"sources: downloading {redact(url)}")
     fd, name = tempfile.mkstemp(dir=downloading, prefix=f"{digest[:16]}-")
     partial = Path(name)
     try:
@@ -73,7 +70,7 @@ def cached_archive(cache: Path, source: str) -> Path:
             got = _download(url, out)
             if got != digest:
                 raise BuildFailed(
-                    f"{url}: sha256 is {got}, but compile.sources pins "
+                    f"{redact(url)}: sha256 is {got}, but compile.sources pins "
                     f"{digest}: the archive changed upstream or the pin is "
                     "wrong; check the file's published sha256 and fix the "
                     "#sha256= in images.toml"
@@ -99,26 +96,13 @@ def _sweep(downloading: Path) -> None:
 
 
 def _download(url: str, out: IO[bytes]) -> str:
-    digest, received, expected = hashlib.sha256(), 0, None
     try:
-        with urllib.request.urlopen(url, timeout=TIMEOUT_S) as response:
-            length = response.headers.get("Content-Length")
-            expected = int(length) if length.isascii() and length.isdigit() else None
-            while chunk := response.read(_CHUNK):
-                digest.update(chunk)
-                out.write(chunk)
-                received += len(chunk)
-    except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+        return fetch.stream(url, out, timeout=TIMEOUT_S)
+    except (IndexUnreachable, IndexAnswerRefused, NotOnIndex) as exc:
         raise BuildFailed(
-            f"cannot download {url}: {exc}; check the URL in compile.sources "
-            "and this machine's network or proxy"
+            f"cannot download {exc}; check the URL in compile.sources and this machine's "
+            "network or proxy, and run again"
         ) from None
-    if expected is not None and received != expected:
-        raise BuildFailed(
-            f"cannot download {url}: the connection ended after {received} of "
-            f"{expected} bytes; run again"
-        )
-    return digest.hexdigest()
 
 
 def stage_sources(stack: Stack, tier: PlannedTier) -> None:
