@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from contextlib import suppress
+from urllib.parse import urlsplit
 
 from build_graph.aptlock import files
 from build_graph.aptlock.files import AptLock, Deb, Step, deb_from_file
@@ -159,9 +160,21 @@ def moves(name: str, old: AptLock | None, new: AptLock) -> list[str]:
             if was.sha256 != now.sha256:
                 lines.append(f"{name}: {package} {now.version}: other bytes ({now.sha256[:12]})")
             continue
-        lines.append(f"{name}: {package} {_version(was)} -> {_version(now)}")
+        lines.append(f"{name}: {package} {_version(was)} -> {_version(now)}{_security(now)}")
     return lines or [f"{name}: no apt package moved"]
 
 
 def _version(deb: Deb | None) -> str:
     return deb.version if deb is not None else "(none)"
+
+
+def _security(deb: Deb | None) -> str:
+    """' (security update)' where the archive served the new file from its security
+    archive: Debian's debian-security, Ubuntu's security.ubuntu.com (the lock keeps where
+    each file came from). Said only where the URL says so, never guessed from a version."""
+    if deb is None:
+        return ""
+    parts = urlsplit(deb.url)
+    if parts.hostname and parts.hostname.startswith("security."):
+        return " (security update)"
+    return " (security update)" if "/debian-security/" in parts.path else ""

@@ -3,6 +3,7 @@ what they were resolved from moves; apt's own output parsed as a resolver gives 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -293,3 +294,24 @@ def test_moves_say_what_changed() -> None:
         f"base.toml: b 1.0-1: other bytes ({'c' * 12})",
     ]
     assert moves("base.toml", old, old) == ["base.toml: no apt package moved"]
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("http://deb.debian.org/debian-security/pool/updates/main/o/openssl/x.deb", True),
+        ("http://security.debian.org/debian-security/pool/updates/main/o/openssl/x.deb", True),
+        ("http://security.ubuntu.com/ubuntu/pool/main/o/openssl/x.deb", True),
+        ("http://deb.debian.org/debian/pool/main/o/openssl/x.deb", False),
+        ("http://archive.ubuntu.com/ubuntu/pool/main/o/openssl/x.deb", False),
+        ("http://mirror.example/security-notes/pool/x.deb", False),
+    ],
+)
+def test_a_move_to_a_file_from_the_security_archive_says_so(url: str, said: bool) -> None:
+    """Updates on purpose: the team reading `lock --update` sees which moves are security
+    updates, by where the archive served the file (the lock keeps it), never by a guess."""
+    old = AptLock("base", "linux/amd64", (), (Step(("ssl",), (deb("ssl", "3.0.1-1"),)),))
+    moved = dataclasses.replace(deb("ssl", "3.0.1-1+deb12u1"), url=url)
+    new = AptLock("base", "linux/amd64", (), (Step(("ssl",), (moved,)),))
+    [line] = moves("base.toml", old, new)
+    assert line == "base.toml: ssl 3.0.1-1 -> 3.0.1-1+deb12u1" + (" (security update)" * said)
