@@ -43,6 +43,9 @@ class Expectation:
     # (name, version) of every distribution the tier's and its ancestors' Python locks hold:
     # installed at exactly that version, and nothing else installed from the index
     locked: tuple[tuple[str, str], ...] = ()
+    # (name, version, architecture) of every package the tier's and its ancestors' apt locks
+    # hold: installed at exactly that version (a stack that locks apt)
+    apt_locked: tuple[tuple[str, str, str], ...] = ()
     # the largest compressed layer the stack's registry takes ([layers] max_size or its
     # known limit); None: no limit
     max_layer: LayerLimit | None = None

@@ -263,6 +263,7 @@ def _plan_tier(
         expect=replace(
             expect,
             locked=python.chain,
+            apt_locked=tuple((d.name, d.version, d.architecture) for d in system.chain),
             platform=platform,
             machine=parse_platform(platform).machine if platform else None,
             max_layer=stack.layer_limit,

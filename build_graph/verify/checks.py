@@ -12,6 +12,7 @@ from packaging.utils import canonicalize_name
 
 from build_graph.manifest.expectation import Expectation
 from build_graph.oci.layer_limits import amount, over, problem
+from build_graph.verify.apt_check import check_apt_lock
 from build_graph.verify.device import (
     check_arch_list,
     check_binaries,
@@ -270,6 +271,7 @@ CHECKS: tuple[Check, ...] = (
     check_pip,
     check_packages,
     check_python_lock,
+    check_apt_lock,
     check_imports,
     check_torch_cuda,
     check_arch_list,

@@ -25,6 +25,7 @@ class ProbeOutput(TypedDict, total=False):
     pip_check: Any
     packages: Any  # distribution -> version, for the packages asked about
     distributions: Any  # every distribution pip installed (not apt): name -> version
+    debian: Any  # every package dpkg lists as installed: name, version, architecture
     imports: Any  # module -> whether it imported, and why not
     torch: Any  # version, CUDA, cuDNN, arch list
     gpu: Any  # the kernel run on a GPU, when one was present

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, cast
 
@@ -345,3 +346,34 @@ def test_a_torch_built_for_another_cuda_fails_by_its_cuda_line(tmp_path: Path) -
         torch = {"version": "2.7.0", "cuda": cuda, "arch_list": ["sm_80", "sm_90"]}
         found = results(tmp_path, torch=torch)["torch CUDA"]
         assert (found.status, found.actual) == ("fail", str(cuda)), found
+
+
+def test_the_apt_lock_check_holds_dpkg_to_the_lock(tmp_path: Path) -> None:
+    """A locked stack's image: every locked package at its version and architecture, as
+    dpkg's database says; a later step's upgrade or removal fails by name; an unlocked
+    stack gets no such check; an unreadable database is 'not checked', never a pass."""
+    stack = load_text(tmp_path, GPU_STACK)
+    want = dataclasses.replace(
+        expectation_for(stack.variants[0], "child"),
+        apt_locked=(("gcc-12", "12.2.0-14", "amd64"), ("tzdata", "2025b-0+deb12u1", "all")),
+    )
+
+    def apt(debian: object) -> Result:
+        [found] = [r for r in evaluate(want, probe(debian=debian)) if r.name == "apt lock"]
+        return found
+
+    good = [
+        {"name": "gcc-12", "version": "12.2.0-14", "architecture": "amd64"},
+        {"name": "tzdata", "version": "2025b-0+deb12u1", "architecture": "all"},
+        {"name": "bash", "version": "5.2.15-2+b7", "architecture": "amd64"},  # the from image's
+    ]
+    assert apt(good).status == "pass" and apt(good).actual == "2 as locked"
+    upgraded = [good[0], {**good[1], "version": "2025c-0+deb12u1"}, good[2]]
+    assert apt(upgraded).status == "fail"
+    assert apt(upgraded).actual == (
+        "not as locked: tzdata 2025c-0+deb12u1 all (locked 2025b-0+deb12u1 all)"
+    )
+    assert apt(good[1:]).actual.startswith("not as locked: gcc-12 not installed (locked")
+    assert apt(None).status == "not checked"
+    unlocked = dataclasses.replace(want, apt_locked=())
+    assert not [r for r in evaluate(unlocked, probe(debian=good)) if r.name == "apt lock"]
