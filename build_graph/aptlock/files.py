@@ -26,6 +26,7 @@ from urllib.parse import unquote
 from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.fs import read_toml, write_if_changed
 from build_graph.layout import manifest_option
+from build_graph.settings import redact
 
 FORMAT = "build-graph apt lock 1"
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -101,7 +102,7 @@ def problem(deb: Deb) -> str | None:
     if not _SHA256.match(deb.sha256):
         return f"{deb.name}: sha256 {deb.sha256!r} is not 64 lower-case hex digits"
     if not _URL.match(deb.url):
-        return f"{deb.name}: url {deb.url!r} is not an http(s) URL"
+        return f"{deb.name}: url {redact(deb.url)!r} is not an http(s) URL"
     return None
 
 

@@ -29,6 +29,7 @@ from build_graph.errors import (
     NotOnIndex,
     RangesUnsupported,
 )
+from build_graph.oci.hosts import is_loopback
 from build_graph.settings import redact, redact_text, without_userinfo
 
 TIMEOUT_S = 20
@@ -122,6 +123,12 @@ def _open(
     request = urllib.request.Request(
         without_userinfo(url), headers={"User-Agent": "build-graph", **headers}
     )
+    host = parts.netloc.rpartition("@")[2]
+    if parts.username is not None and parts.scheme != "https" and not is_loopback(host):
+        raise IndexAnswerRefused(
+            f"{shown[:200]}: credentials in a plain http:// URL would cross the network "
+            "unencrypted; use https:// (or a loopback address)"
+        )
     if parts.username is not None:
         # Unredirected: urllib copies ordinary headers onto a redirect, to any host; a
         # private index that redirects downloads to a blob store must not hand it the

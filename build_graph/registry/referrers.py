@@ -74,6 +74,7 @@ def attach(image: Ref, subject: Digest, referrer: Referrer) -> None:
             if settled < SETTLE:
                 time.sleep(gap * random.uniform(0.5, 1.5))
             continue
+        settled = 0  # SETTLE reads in a row: one that lost our entry starts the count again
         if writes and not paused:  # another writer won the last round
             if _gone(image, referrer.digest):
                 # Another runner made the same artifact again and deleted ours (artifacts.py's

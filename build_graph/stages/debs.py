@@ -113,7 +113,7 @@ def _take(tier: PlannedTier, deb: Deb, store: Store, partial: Path) -> str:
         pass  # another run stored it meanwhile (its bytes are checked when read)
     except CacheUnavailable as exc:
         progress(f"warning: {tier.key}: {deb.file} not kept in the team's store ({exc})")
-    return f"fetched from {deb.url}, kept in the team's store"
+    return f"fetched from {redact(deb.url)}, kept in the team's store"
 
 
 def _keep(checked: Path, cached: Path) -> None:

@@ -23,7 +23,14 @@ def check_apt_lock(want: Expectation, probe: ProbeOutput) -> list[Result]:
     expected = f"{len(want.apt_locked)} locked packages at their versions"
     listed = probe.get("debian")
     if not isinstance(listed, list):
-        return [Result(NAME, "not checked", expected, "dpkg's database could not be read")]
+        return [
+            Result(
+                NAME,
+                "not checked",
+                expected,
+                "dpkg's database could not be read (none in the image, or unreadable)",
+            )
+        ]
     installed: dict[str, set[tuple[str, str]]] = {}
     for row in listed:
         if isinstance(row, dict):

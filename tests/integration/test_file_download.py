@@ -88,3 +88,11 @@ def test_credentials_in_the_url_go_as_basic_auth_and_never_into_a_message(server
     with pytest.raises(BuildFailed) as failed:
         sources._download(f"http://ci:{SECRET}@{server}/gone.tar.gz", io.BytesIO())
     assert SECRET not in str(failed.value) and "HTTP 404" in str(failed.value)
+
+
+def test_credentials_never_cross_the_network_in_plain_http() -> None:
+    """A lock's or an index's http:// URL with a user:password off this machine is refused
+    before any connection (apt archives are plain http: Basic auth there is cleartext)."""
+    with pytest.raises(IndexAnswerRefused, match="unencrypted") as refused:
+        fetch.stream(f"http://ci:{SECRET}@deb.example.invalid/pool/x.deb", io.BytesIO())
+    assert SECRET not in str(refused.value)

@@ -49,6 +49,9 @@ def test_full_run_builds_pushes_verifies_and_promotes(
         assert "latest" in tags and len(tags) >= 2  # the hash tag and latest
         report = json.loads((ws.root / "build" / "default" / tier / "verify.json").read_text())
         assert report["passed"] is True
+        # every tier of the apt-locked quickstart: dpkg's database in the image is the locks'
+        [apt] = [c for c in report["checks"] if c["name"] == "apt lock"]
+        assert apt["status"] == "pass" and apt["actual"].endswith(" as locked"), apt
         # the report's layers: sizes, steps, and which the parent tier's image has
         layers = report["probe"]["layers"]
         assert all(layer["size"] > 0 for layer in layers)

@@ -82,6 +82,12 @@ BREAKAGES = {
         "python lock",
         "installed behind the lock's back: sneaky 1.0",
     ),
+    # A package the apt lock holds, removed by a later step (dpkg's database says so)
+    "apt-behind-the-lock": (
+        "dpkg --force-depends --remove ca-certificates",
+        "apt lock",
+        "ca-certificates not installed (locked ",
+    ),
     "old-setuptools": (
         "python3 -m pip install --no-index --force-reinstall --no-deps "
         "/usr/share/python-wheels/setuptools-*.whl",

@@ -127,10 +127,15 @@ def forget_images(address: str) -> int:
         if name.startswith(f"{address}/")
     ]
     gone = 0
-    for name in names:
-        try:
-            client.images.remove(name, noprune=False)
-            gone += 1
-        except docker.errors.NotFound:
-            pass  # one removal can take two names (a tag and its digest)
+    try:
+        for name in names:
+            try:
+                client.images.remove(name, noprune=False)
+                gone += 1
+            except docker.errors.NotFound:
+                pass  # one removal can take two names (a tag and its digest)
+            except docker.errors.APIError as exc:  # a container a killed run left uses it
+                print(f"note: {name} kept: {exc.explanation or exc}")
+    finally:
+        client.close()
     return gone

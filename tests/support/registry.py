@@ -37,9 +37,11 @@ class Registry(LoopbackServer):
         everything every test pushed)."""
         from tests.support.engines import forget_images
 
-        self.stop()
-        forget_images(self.address)
-        shutil.rmtree(self.folder / "data", ignore_errors=True)
+        try:  # forgotten while its port is still ours: no other worker's registry has it
+            forget_images(self.address)
+        finally:
+            self.stop()
+            shutil.rmtree(self.folder / "data", ignore_errors=True)
 
     def tags(self, repo: str) -> list[str]:
         """The tags of `repo`; [] only when the registry says the repository is unknown."""

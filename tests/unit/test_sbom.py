@@ -50,6 +50,9 @@ def test_dpkg_status_lists_only_installed_packages(tmp_path: Path) -> None:
         },
     ]
     assert inventory.debian_packages(str(tmp_path / "none")) == []  # no dpkg: no packages
+    # verify's apt lock check: no database is no answer, not "nothing installed"
+    assert inventory.dpkg_database(str(tmp_path / "none")) is None
+    assert inventory.dpkg_database(str(status)) == inventory.debian_packages(str(status))
 
 
 def test_python_distributions_say_name_version_license_and_where() -> None:

@@ -270,7 +270,7 @@ def main(argv: list[str]) -> int:
     section("packages", lambda: packages(list(request.get("packages", []))))
     section("distributions", inventory.pip_distributions)
     section("requires", inventory.pip_requirements)
-    section("debian", inventory.debian_packages)
+    section("debian", inventory.dpkg_database)
     section("imports", lambda: imports([*request.get("imports", []), *TORCH_FAMILY]))
     torch = section("torch", lambda: torch_facts(bool(request.get("gpu"))))
     report["gpu"] = torch.pop("gpu", None) if isinstance(torch, dict) else None
