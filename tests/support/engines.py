@@ -120,10 +120,12 @@ def forget_images(address: str) -> int:
     import docker.errors
 
     client = docker.from_env()
+    # One listing call: images.list() inspects each image after listing, and an image a
+    # worker beside this one removes in between is a NotFound (seen in CI).
     names = [
         name
-        for image in client.images.list(all=True)
-        for name in (image.attrs.get("RepoTags") or []) + (image.attrs.get("RepoDigests") or [])
+        for image in client.api.images(all=True)
+        for name in (image.get("RepoTags") or []) + (image.get("RepoDigests") or [])
         if name.startswith(f"{address}/")
     ]
     gone = 0
