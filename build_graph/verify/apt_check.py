@@ -10,11 +10,11 @@ What the root `from` image brought is not the lock's to judge (its digest pins i
 from __future__ import annotations
 
 from build_graph.manifest.expectation import Expectation
+from build_graph.verify.lock_check import some
 from build_graph.verify.probe_output import ProbeOutput
 from build_graph.verify.results import Result
 
 NAME = "apt lock"
-_SHOWN = 8
 
 
 def check_apt_lock(want: Expectation, probe: ProbeOutput) -> list[Result]:
@@ -42,10 +42,7 @@ def check_apt_lock(want: Expectation, probe: ProbeOutput) -> list[Result]:
         if (version, arch) not in installed.get(name, set())
     ]
     if wrong:
-        more = f" and {len(wrong) - _SHOWN} more" if len(wrong) > _SHOWN else ""
-        return [
-            Result(NAME, "fail", expected, "not as locked: " + ", ".join(wrong[:_SHOWN]) + more)
-        ]
+        return [Result(NAME, "fail", expected, "not as locked: " + some(wrong))]
     return [Result(NAME, "pass", expected, f"{len(want.apt_locked)} as locked")]
 
 

@@ -52,11 +52,11 @@ def check_python_lock(want: Expectation, probe: ProbeOutput) -> list[Result]:
     extra = [f"{n} {v}" for n, v in sorted(installed.items()) if n and n not in known | pulled]
     problems = [*(f"not as locked: {w}" for w in wrong)]
     if moved:
-        problems.append("changed from the `from` image, unlocked: " + _some(moved))
+        problems.append("changed from the `from` image, unlocked: " + some(moved))
     if extra:
         problems.append(
             "installed behind the lock's back: "
-            + _some(extra)
+            + some(extra)
             + " (add them to tiers.<tier>.packages, or to verify.packages if the stack "
             "compiles or copies them in)"
         )
@@ -66,7 +66,7 @@ def check_python_lock(want: Expectation, probe: ProbeOutput) -> list[Result]:
     outside = sorted(p for p in pulled if p in installed)
     also = (
         f"; outside the lock: {', '.join(sorted(provided & set(installed)))} and "
-        f"{len(outside)} distributions they require ({_some(outside)})"
+        f"{len(outside)} distributions they require ({some(outside)})"
         if outside
         else ""
     )
@@ -90,6 +90,7 @@ def _required_by(roots: set[str], requires: object) -> set[str]:
     return seen
 
 
-def _some(items: list[str]) -> str:
+def some(items: list[str]) -> str:
+    """The first few of `items`, and how many more (a check's one line stays short)."""
     shown = ", ".join(items[:_SHOWN])
     return shown + (f" and {len(items) - _SHOWN} more" if len(items) > _SHOWN else "")

@@ -15,12 +15,20 @@ LICENSE_CHARS = 200  # some distributions put the whole license text in 'License
 
 
 def debian_packages(status: str = DPKG_STATUS) -> list[dict[str, str]]:
-    """Every package dpkg lists as installed: name, version, architecture, source."""
+    """Every package dpkg lists as installed: name, version, architecture, source (none
+    where the image has no dpkg database)."""
+    return dpkg_database(status) or []
+
+
+def dpkg_database(status: str = DPKG_STATUS) -> list[dict[str, str]] | None:
+    """debian_packages, or None where the image has no dpkg database (removed to save
+    space, or never there): verify's apt lock check is then 'not checked', never a list
+    of packages 'not installed'."""
     try:
         with open(status, encoding="utf-8", errors="replace") as handle:
             text = handle.read()
     except FileNotFoundError:
-        return []
+        return None
     found = []
     for paragraph in text.split("\n\n"):
         fields = _fields(paragraph)
@@ -34,18 +42,6 @@ def debian_packages(status: str = DPKG_STATUS) -> list[dict[str, str]]:
                 }
             )
     return sorted(found, key=lambda p: (p["name"], p["architecture"]))
-
-
-def dpkg_database(status: str = DPKG_STATUS) -> list[dict[str, str]] | None:
-    """debian_packages, or None where the image has no dpkg database (removed to save
-    space, or never there): verify's apt lock check is then 'not checked', never a list
-    of packages 'not installed'."""
-    try:
-        with open(status, "rb"):
-            pass
-    except FileNotFoundError:
-        return None
-    return debian_packages(status)
 
 
 def _fields(paragraph: str) -> dict[str, str]:
