@@ -8,6 +8,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -73,3 +74,27 @@ def engine_up(env: dict[str, str], store: str) -> str:
 
 def count(output: str, prefix: str) -> int:
     return sum(1 for line in output.splitlines() if line.startswith(prefix))
+
+
+def lock_seconds(path: Path) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "build_graph", "lock", "--manifest", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"lock failed:\n{done.stderr[-3000:]}")
+    return time.perf_counter() - started
+
+
+def nonce_rebuild(write: Callable[[str], Path], task: str) -> float:
+    """Seconds of `doit TASK` after a new NONCE build arg: the stack written by `write(nonce)`
+    is built once to warm its caches, then written with another nonce (which invalidates
+    every step after the ARG, as a changed package list would) and built again, timed."""
+    stamp = time.strftime("%H%M%S")
+    timed(doit_command(write(f"warm-{stamp}"), task), 1)
+    seconds, _ = timed(doit_command(write(f"timed-{stamp}"), task), 1)
+    return seconds

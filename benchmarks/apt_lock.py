@@ -12,13 +12,12 @@ list would: that rebuild is timed. One sitting, side by side. Run after scripts/
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
-from _common import REPO, doit_command, stack_args, stack_folder, timed
+from _common import lock_seconds, nonce_rebuild, stack_args, stack_folder
 
 TEMPLATE = """\
 {% import "_macros.j2" as m %}
@@ -44,20 +43,6 @@ def manifest(folder: Path, name: str, registry: str, locked: bool, nonce: str) -
     return path
 
 
-def lock_seconds(path: Path) -> float:
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "build_graph", "lock", "--manifest", str(path)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"lock failed:\n{done.stderr[-3000:]}")
-    return time.perf_counter() - started
-
-
 def main() -> None:
     args = stack_args(__doc__)
     stamp = time.strftime("%H%M%S")
@@ -65,15 +50,13 @@ def main() -> None:
     resolved = 0.0
     with tempfile.TemporaryDirectory() as tmp:
         for mode in ("networked", "locked"):
-            folder = Path(tmp) / mode
+            folder, locked = Path(tmp) / mode, mode == "locked"
             name = f"benchapt-{mode}-{stamp}"
-            locked = mode == "locked"
-            path = manifest(folder, name, args.registry, locked, f"warm-{stamp}")
             if locked:
-                resolved = lock_seconds(path)
-            timed(doit_command(path, "build:tools"), 1)
-            manifest(folder, name, args.registry, locked, f"timed-{stamp}")
-            results[mode], _ = timed(doit_command(path, "build:tools"), 1)
+                resolved = lock_seconds(manifest(folder, name, args.registry, True, "lock"))
+            results[mode] = nonce_rebuild(
+                partial(manifest, folder, name, args.registry, locked), "build:tools"
+            )
     print("gcc, g++, git, libc6-dev, python3-dev on debian:bookworm-slim (about 90 packages):")
     print(f"  `lock` (apt resolves in the image, one install):     {resolved:6.1f} s")
     print(f"  rebuild, networked (apt-get update, archive's bytes): {results['networked']:6.1f} s")

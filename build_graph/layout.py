@@ -58,6 +58,8 @@ PROBE_REPORT = "/tmp/build-graph-probe.json"
 HOST_CA = "/run/build-graph/host-ca.pem"
 WHEELS_DIR = "wheels"  # inside a tier's build context (and its build folder)
 DEBS_DIR = "debs"  # the .debs its apt lock names, likewise (stages/debs.py)
+PYWHEELS_DIR = "pywheels"  # a hermetic tier's locked wheels, likewise (stages/pywheels.py)
+PYWHEELS_MOUNT = "/tmp/pywheels"  # where its pip step finds them (templates/_macros.j2)
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,10 @@ class TierFolder:
     @property
     def debs(self) -> Path:
         return self.root / DEBS_DIR
+
+    @property
+    def pywheels(self) -> Path:
+        return self.root / PYWHEELS_DIR
 
     @property
     def wheels_staging(self) -> Path:

@@ -9,11 +9,9 @@ import io
 import re
 import tarfile
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
-
-from build_graph.layout import DEBS_DIR, WHEELS_DIR
 
 # RUN options the classic builder does not know: mounts, and --network (a locked apt step)
 _MOUNTS = re.compile(r"^RUN\s+(?:--(?:mount|network)=\S+\s+)+")
@@ -86,21 +84,20 @@ def _instructions(dockerfile: str) -> list[str]:
 def context_tar(
     dockerfile: str,
     files: Sequence[tuple[str, Path]],
-    wheels: Path | None,
+    folders: Mapping[str, Path | None],
     classic: bool = False,
-    debs: Path | None = None,
 ) -> IO[bytes]:
     """A seekable tar (spooled to disk past 64 MiB) positioned at its start: `dockerfile`,
-    each (name, file) of `files`, the wheels of `wheels` under wheels/ and the files of
-    `debs` under debs/. With `classic`, the Dockerfile loses its RUN --mount options
-    (without_mounts)."""
+    each (name, file) of `files`, and the files of each folder of `folders` under its name
+    (a compile's wheels, the .debs and wheels a lock names). With `classic`, the Dockerfile
+    loses its RUN --mount options (without_mounts)."""
     spool = tempfile.SpooledTemporaryFile(max_size=64 << 20)  # noqa: SIM115 (returned)
     text = without_mounts(dockerfile) if classic else dockerfile
     with tarfile.open(fileobj=spool, mode="w") as archive:
         _add(archive, "Dockerfile", text.encode("utf-8"))
         for name, path in files:
             _add(archive, name, path.read_bytes(), _executable(path))
-        for folder, name in ((wheels, WHEELS_DIR), (debs, DEBS_DIR)):
+        for name, folder in sorted(folders.items()):
             for path in sorted(folder.glob("*")) if folder is not None else ():
                 if path.is_file() and not path.name.startswith("."):
                     _add_streamed(archive, f"{name}/{path.name}", path)

@@ -14,6 +14,7 @@ that path (tests, hosts with a broken BuildKit).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -132,6 +133,7 @@ def build(
     layout: Path | None = None,
     parent_layout: Path | None = None,
     compression: Compression = GZIP,
+    network: str = "host",
 ) -> str:
     """Build from a tar context (Dockerfile at its root) with BuildKit; returns the image id
     (with `archive`: the image manifest's digest).
@@ -148,10 +150,12 @@ def build(
     No provenance attestation: it records when the build ran. `archive`: an OCI archive is
     written there instead, uncached and not loaded (`reproduce`). `compression` applies to
     the layers this build makes (oci/compression.py); only the OCI exporter takes it.
+    `network` "none" (a hermetic stack): no RUN step reaches any network, loopback included;
+    a step that tries fails the build, named.
     """
     started = time.monotonic()
     shown = f" --platform={platform}" if platform else ""
-    log(f"+ docker build (BuildKit) --network=host{shown} -t {tag} (tier {name})")
+    log(f"+ docker build (BuildKit) --network={network}{shown} -t {tag} (tier {name})")
     exported = archive or (layout if reproducible else None)
     with tempfile.TemporaryDirectory(prefix="build-graph-") as tmp:
         folder = Path(tmp)
@@ -184,7 +188,7 @@ def build(
         iid = folder / "iid"
         full = [
             *command,
-            "--network=host",
+            f"--network={network}",
             "--progress=plain",
             f"--iidfile={iid}",
             *args,
@@ -192,7 +196,7 @@ def build(
         ]
         since = time.time()
         try:
-            tail = _stream(full, tar, name)
+            tail = _stream(full, tar, name, offline=network == "none")
         except BuildFailed as exc:
             if f'image "{tag}": already exists' in str(exc):
                 raise NameTaken(f"{tag}: another build on this daemon named it first") from None
@@ -223,7 +227,7 @@ def reproducible_here(command: tuple[str, ...] | None) -> bool:
     return command is not None and command[1:2] == ("buildx",) and daemon.containerd_store()
 
 
-def _stream(command: list[str], tar: Path, name: str) -> list[str]:
+def _stream(command: list[str], tar: Path, name: str, offline: bool = False) -> list[str]:
     """Run the build with the tar on stdin, logging each line; the last lines, for errors."""
     tail: list[str] = []
     with (
@@ -250,5 +254,29 @@ def _stream(command: list[str], tar: Path, name: str) -> list[str]:
         raise BuildFailed(
             f"build of {name} failed (BuildKit, exit {proc.returncode}); "
             f"{last_output(tail)}{emulation_hint(chr(10).join(tail))}"
+            f"{offline_hint(name, tail) if offline else ''}"
         )
     return tail
+
+
+def failed_step(tail: list[str]) -> str | None:
+    """The step BuildKit says failed, as the Dockerfile has it (`RUN curl ...`, line 12),
+    from its error block; None when the output names none."""
+    line = next((t for t in reversed(tail) if re.match(r"^\s*\d+ \| >>> ", t)), None)
+    where = next((t for t in reversed(tail) if re.match(r"^Dockerfile:\d+$", t.strip())), "")
+    if line is None:
+        return None
+    step = line.split(">>> ", 1)[1].strip()
+    step = step if len(step) <= 120 else step[:117] + "..."
+    return f"`{step}`" + (f" ({where.strip()})" if where else "")
+
+
+def offline_hint(name: str, tail: list[str]) -> str:
+    """What a hermetic build's failure says: which step, and that it had no network."""
+    step = failed_step(tail)
+    said = f"step {step} of {name}" if step else f"a step of {name}"
+    return (
+        f"\n{said} ran with no network ([stack] hermetic = true): a RUN step installs only the "
+        "files the tier's locks name (handed to it in the build context); one that fetches "
+        "anything else fails here"
+    )

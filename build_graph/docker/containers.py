@@ -46,8 +46,10 @@ def container(
     entrypoint: list[str] | None = None,
     gpus: bool = False,
     platform: str | None = None,
+    network: str = "host",
 ) -> Iterator[Container]:
-    """A started container (host network) that is always removed afterwards. In copy mode
+    """A started container (host network; `network` "none": none, loopback included) that
+    is always removed afterwards. In copy mode
     (files.py) the mounts' files are put into it before it starts; `bring_back` then
     fetches the outputs once it stopped. `platform`: the image's, where it is not the
     host's (an arm64 image on an x86 host runs under the kernel's binfmt emulation)."""
@@ -62,13 +64,13 @@ def container(
         else {m.host: {"bind": m.container, "mode": "ro" if m.read_only else "rw"} for m in mounts}
     )
     shown = f" --platform={platform}" if platform else ""
-    log(f"+ docker run --network=host{shown} {image} {' '.join(command)}")
+    log(f"+ docker run --network={network}{shown} {image} {' '.join(command)}")
 
     def create() -> Container:
         return client().containers.create(
             image,
             command,
-            network_mode="host",
+            network_mode=network,
             volumes=volumes,
             environment=dict(env or {}),
             entrypoint=entrypoint,

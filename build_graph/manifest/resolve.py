@@ -27,7 +27,7 @@ from build_graph.manifest.model import (
 from build_graph.manifest.platforms import check_arm64_gpus, resolve_platforms
 from build_graph.manifest.rules import RULES, Report, Where
 from build_graph.manifest.sections import (
-    check_tags,
+    check_variants,
     fill,
     resolve_cache,
     resolve_layer_limit,
@@ -96,7 +96,7 @@ def resolve_stack(path: Path, manifest: schema.Manifest, lookup: Lookup = shippe
             "stack.default_variant", f"no variant named {default!r}{did_you_mean(default, names)}"
         )
     variants = tuple(_resolve_variant(manifest, name, order, report) for name in names)
-    check_tags(variants, report)
+    check_variants(manifest, variants, report)
     if report.issues:
         raise ConfigError(report.issues, report.notes)
     return Stack(
@@ -114,6 +114,7 @@ def resolve_stack(path: Path, manifest: schema.Manifest, lookup: Lookup = shippe
         compression=Compression(manifest.layers.compression, manifest.layers.level),
         layer_limit=layer_limit,
         apt_locked=manifest.apt.lock,
+        hermetic=manifest.stack.hermetic,
     )
 
 

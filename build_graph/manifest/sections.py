@@ -160,6 +160,36 @@ def resolve_verify(
     )
 
 
+def check_variants(
+    manifest: schema.Manifest, variants: tuple[VariantSpec, ...], report: Report
+) -> None:
+    """What holds across the resolved variants: human tags, and what a hermetic stack needs."""
+    check_tags(variants, report)
+    if not manifest.stack.hermetic:
+        return
+    if not manifest.apt.lock:
+        report.error(
+            "stack.hermetic",
+            "a hermetic build installs system packages only from files a lock names: "
+            "set [apt] lock = true (then `python -m build_graph lock`), or hermetic = false",
+        )
+    git = {
+        f"tiers.{tier.name}.compile.sources.{source.name}"
+        for variant in variants
+        for tier in variant.tiers
+        for source in (tier.compile.sources if tier.compile else ())
+        if source.kind == "git"
+    }
+    for key in sorted(git):
+        report.error(
+            key,
+            "a git source is fetched inside the compile container, which has no network "
+            "in a hermetic stack: name a release archive with its sha256 "
+            "('https://.../v1.2.tar.gz#sha256=<hex>', fetched and checked before the "
+            "compile), or set [stack] hermetic = false",
+        )
+
+
 def check_tags(variants: tuple[VariantSpec, ...], report: Report) -> None:
     """A human tag must name one image: unique per tier across variants; 'latest' is ours."""
     seen: dict[tuple[str, str], str] = {}

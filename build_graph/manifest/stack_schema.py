@@ -43,6 +43,13 @@ class StackSection(Strict):
     """`["linux/amd64", "linux/arm64"]`: every tier once per platform, one index per human tag
     ([platforms](platforms.md)); not set: the build host's platform only, as before platforms
     existed (same task names, hashes and tags)"""
+    hermetic: bool = False
+    """`true`: builds reach no network ([concepts](concepts.md#hermetic-builds)): every RUN
+    step of every tier and every compile runs with none, and installs only files a lock
+    names, fetched and checked before the build (the `.debs` of `[apt] lock`, which it
+    needs, and the wheels of each Python lock); a step that reaches for the network fails
+    the build, naming the tier and the step. `false`: steps use the build host's network.
+    Turning it on rebuilds every tier that installs Python packages"""
 
 
 class Cache(Strict):

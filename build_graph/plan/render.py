@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Any
 from build_graph import settings
 from build_graph.aptlock.state import Steps
 from build_graph.errors import TemplateError
-from build_graph.layout import CCACHE_DIR, HOST_CA, OUT_DIR, SOURCES_DIR, SRC_DIR, WHEELS_DIR
+from build_graph.layout import (
+    CCACHE_DIR,
+    HOST_CA,
+    OUT_DIR,
+    PYWHEELS_DIR,
+    PYWHEELS_MOUNT,
+    SOURCES_DIR,
+    SRC_DIR,
+    WHEELS_DIR,
+)
 from build_graph.manifest.model import Stack, TierSpec, VariantSpec
 
 if TYPE_CHECKING:
@@ -129,11 +138,16 @@ def _python_lock(stack: Stack, python: LockState | None) -> dict[str, Any]:
     whether it is missing or stale (then the Dockerfile refuses to build: a run resolves it
     first, see stages/python_pin.py)."""
     if python is None or python.request is None or python.path is None:
-        return {"lines": [], "file": "", "missing": False}
+        return {"lines": [], "file": "", "missing": False, "hermetic": stack.hermetic}
     return {
         "lines": python.lines,
         "file": python.path.relative_to(stack.root).as_posix(),
         "missing": not python.fresh,
+        # a hermetic stack's pip step installs the lock's wheels from the build context
+        # (stages/pywheels.py): no index, no network
+        "hermetic": stack.hermetic,
+        "source": PYWHEELS_DIR,
+        "mount": PYWHEELS_MOUNT,
     }
 
 

@@ -17,7 +17,7 @@ from build_graph import settings
 from build_graph.docker import buildkit, daemon, oci_layout
 from build_graph.docker.build_context import context_tar
 from build_graph.errors import BuildFailed, DaemonUnreachable, NameTaken
-from build_graph.layout import LABEL_PREFIX
+from build_graph.layout import DEBS_DIR, LABEL_PREFIX, PYWHEELS_DIR, WHEELS_DIR
 from build_graph.log import log, progress
 from build_graph.manifest.model import Stack
 from build_graph.oci.contents import CREATED
@@ -25,7 +25,7 @@ from build_graph.oci.refs import Presence
 from build_graph.plan.plan import PlannedTier
 from build_graph.plan.render import dockerquote
 from build_graph.registry.availability import Availability
-from build_graph.stages import base_platform, debs, figures, preflight
+from build_graph.stages import base_platform, debs, figures, preflight, pywheels
 from build_graph.stages.stage import Column, Need, Stage, fact
 from build_graph.stages.work import Facts, Work
 
@@ -88,6 +88,12 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> Facts | No
     can_compress(stack, tier, reproducible)
     if not reproducible:
         _warn_unreproducible()
+    if command is None and stack.hermetic:
+        raise BuildFailed(
+            f"{tier.key}: a hermetic stack ([stack] hermetic = true) builds with BuildKit "
+            "(docker buildx, or a docker CLI with BuildKit): the classic builder has no "
+            "RUN --mount to hand a step its locked files"
+        )
     if command is None and tier.platform is not None:
         raise BuildFailed(
             f"{tier.key}: building per platform needs BuildKit (docker buildx, "
@@ -115,6 +121,7 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> Facts | No
                     layout=tier.folder.root / oci_layout.LAYOUT,
                     parent_layout=parent_layout(stack, tier),
                     compression=tier.compression,
+                    network="none" if stack.hermetic else "host",
                 )
             except NameTaken:
                 # Two runners of one hash on one daemon: the same inputs, so the image the
@@ -179,12 +186,15 @@ def sent_context(
     """The build context the builder gets: the rendered Dockerfile with the labels added
     (only here, not in the rendered one that is hashed: they describe the build), the
     tier's context files, for a compiled tier its wheels, and the .debs its apt lock names
-    (gathered here, each checked against the lock: stages/debs.py)."""
+    and, in a hermetic stack, the wheels its Python lock names (gathered here, each checked
+    against the lock: stages/inputs.py)."""
     dockerfile = tier.dockerfile.rstrip("\n") + "\n" + label_instruction(labels)
-    wheels = tier.folder.wheels if tier.spec.compile is not None else None
-    return context_tar(
-        dockerfile, tier.context_files, wheels, classic=classic, debs=debs.gather(stack, tier)
-    )
+    folders = {
+        WHEELS_DIR: tier.folder.wheels if tier.spec.compile is not None else None,
+        DEBS_DIR: debs.gather(stack, tier),
+        PYWHEELS_DIR: pywheels.gather(stack, tier),
+    }
+    return context_tar(dockerfile, tier.context_files, folders, classic=classic)
 
 
 @cache
