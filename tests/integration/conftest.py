@@ -13,9 +13,21 @@ from collections.abc import Iterator
 import pytest
 
 from tests.browser import BROWSER_SH, browser_ready
+from tests.support import workspace
 from tests.support.gcs import GcsEmulator
 from tests.support.registry import Registry
 from tests.support.servers import started_on_a_free_port
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_compiler_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """One compiler cache for the session's quickstart workspaces (tests/support/workspace.py):
+    beside the workers' folders under xdist, so both share it; made before any module's
+    folders, so no module's clean-up removes it."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "compiler-cache"
+    shared.mkdir(exist_ok=True)
+    workspace.shared_compiler_cache = shared
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -62,7 +62,7 @@ def compile_record(ws: Workspace) -> dict[str, Any]:
 def test_a_second_compile_is_estimated_by_what_each_unit_took_last_time(
     tmp_path: Path, registry: Registry
 ) -> None:
-    ws = make_workspace(tmp_path, registry)
+    ws = make_workspace(tmp_path, registry, cold=True)
     ws.edit(
         'system_packages = ["g++", "gcc", "libc6-dev"]',
         'system_packages = ["g++", "gcc", "libc6-dev", "ninja-build"]',

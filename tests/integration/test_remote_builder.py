@@ -97,7 +97,7 @@ def local_traces(registry: Registry) -> tuple[list[str], list[str]]:
 def test_the_quickstart_runs_through_a_remote_daemon(
     tmp_path: Path, registry: Registry, remote: Daemon
 ) -> None:
-    ws = make_workspace(tmp_path, registry)
+    ws = make_workspace(tmp_path, registry, cold=True)
     env = {"DOCKER_HOST": remote.tcp}
     assert local_traces(registry) == ([], [])
     started = time.monotonic()
@@ -140,7 +140,7 @@ def test_a_failed_remote_compile_never_loses_the_cache(
 ) -> None:
     """A compile that fails after compiling brings its cache back (not its wheels); one
     whose cache holds a link out of it is refused whole: the local cache stays as it was."""
-    ws = make_workspace(tmp_path, registry)
+    ws = make_workspace(tmp_path, registry, cold=True)
     env = {"DOCKER_HOST": remote.tcp}
     script = ws.root / "templates" / "fastext-compile.sh.j2"
     script.write_text(script.read_text() + "exit 3\n")

@@ -85,7 +85,7 @@ def test_two_daemons_build_the_same_quickstart_and_reproduce_says_so(
     first.folder.mkdir()
     first.start()
     try:
-        a = make_workspace(tmp_path / "a", first)
+        a = make_workspace(tmp_path / "a", first, cold=True)
         (a.root / "templates" / "stamped.Dockerfile.j2").write_text(STAMPED)
         a.manifest.write_text(
             a.manifest.read_text()
@@ -136,7 +136,7 @@ def test_two_daemons_build_the_same_quickstart_and_reproduce_says_so(
     other.folder.mkdir()
     other.start()
     try:
-        b = make_workspace(tmp_path / "b", other)
+        b = make_workspace(tmp_path / "b", other, cold=True)
         on_b = built(b, other, env={"DOCKER_HOST": second.host})
     finally:
         other.discard()

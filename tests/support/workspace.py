@@ -19,6 +19,14 @@ from tests.helpers import REPO, doit_command, summary_rows
 from tests.support.registry import Registry
 
 SUMMARY = Path("build") / "summary.md"
+STORE = Path("build") / "ccache-store"  # the quickstart's compiler cache: [cache] url unset
+
+# The compiler cache the session's workspaces share (tests/integration/conftest.py sets it):
+# a workspace starts with the archives an earlier one saved, as a team's runner starts with
+# its bucket. Each module's first quickstart compiled fastext cold before (about 40 s of a
+# worker, in some thirty modules); the modules that test compiling itself start cold
+# (`make_workspace(..., cold=True)`) or name a bucket of their own.
+shared_compiler_cache: Path | None = None
 
 
 class Run(subprocess.CompletedProcess[str]):
@@ -95,6 +103,8 @@ class Workspace:
 
     root: Path
     registry: Registry
+    shares_cache: bool = False  # starts from, and adds to, the session's compiler cache
+    runs: int = 0
 
     @property
     def manifest(self) -> Path:
@@ -103,7 +113,15 @@ class Workspace:
     def doit(self, *args: str, env: dict[str, str] | None = None, timeout: float = 840) -> Run:
         # Verbose: some tests read the build's own steps from the output (quiet runs:
         # test_runs); what ran is read from the run's record (built(), pushed()).
-        return run_doit(self.root, self.manifest, args, env or {}, timeout)
+        shared = shared_compiler_cache if self.shares_cache else None
+        if shared is not None and self.runs == 0:
+            _copy_archives(shared, self.root / STORE)
+        self.runs += 1
+        try:
+            return run_doit(self.root, self.manifest, args, env or {}, timeout)
+        finally:
+            if shared is not None:
+                _copy_archives(self.root / STORE, shared)
 
     def edit(self, old: str, new: str) -> None:
         text = self.manifest.read_text()
@@ -111,12 +129,27 @@ class Workspace:
         self.manifest.write_text(text.replace(old, new, 1))
 
 
-def make_workspace(folder: Path, registry: Registry) -> Workspace:
+def _copy_archives(source: Path, target: Path) -> None:
+    """The compiler cache archives (`stack/tier/variant-<toolchain>.tar.zst`) of `source`
+    that `target` lacks, each put in place whole (two workers share the session's)."""
+    for archive in sorted(source.glob("*/*/*.tar.zst")) if source.is_dir() else ():
+        kept = target / archive.relative_to(source)
+        if kept.exists():
+            continue
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        spare = kept.with_name(f".{kept.name}.{os.getpid()}")
+        shutil.copyfile(archive, spare)
+        os.replace(spare, kept)
+
+
+def make_workspace(folder: Path, registry: Registry, cold: bool = False) -> Workspace:
+    """The quickstart in `folder`, pushed to `registry`; its compiler cache starts from the
+    session's (`cold`: empty, for tests of compiling itself)."""
     root = folder / "quickstart"
     shutil.copytree(
         REPO / "examples" / "quickstart", root, ignore=shutil.ignore_patterns("build", "gen")
     )
-    ws = Workspace(root, registry)
+    ws = Workspace(root, registry, shares_cache=not cold)
     ws.edit('registry = "127.0.0.1:5000/quickstart"', f'registry = "{registry.address}/quickstart"')
     # Two kernels instead of eight: the tests exercise the mechanism, not the cache's value.
     ws.edit(
