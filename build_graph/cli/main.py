@@ -1,5 +1,5 @@
-"""`python -m build_graph check|plan|graph|size|doctor|lock|ci|init|prune|outdated|sbom|reproduce|
-gate|keygen`: commands outside doit."""
+"""`python -m build_graph check|plan|graph|size|doctor|lock|fetch|ci|init|prune|outdated|sbom|
+reproduce|gate|keygen`: commands outside doit."""
 
 from __future__ import annotations
 
@@ -53,6 +53,12 @@ COMMANDS = (
         "build_graph.cli.lock",
         "pin every `from` image (digest) and git source (commit) in images.lock, and "
         "every tier's Python packages in images.pylock/",
+    ),
+    Command(
+        "fetch",
+        "build_graph.cli.fetch",
+        "fetch every file the locks name (.debs, wheels), check each and keep it in the "
+        "team's store, before any build",
     ),
     Command(
         "ci",

@@ -24,7 +24,11 @@ def locked(deb: Deb) -> inputs.Locked:
 def gather(stack: Stack, tier: PlannedTier) -> Path | None:
     """The folder holding exactly the tier's locked .debs, each checked; None for a tier
     that installs none from a lock."""
+    files = debs(tier)
+    return inputs.gather(stack, tier, KIND, tier.folder.debs, files) if files else None
+
+
+def debs(tier: PlannedTier) -> list[inputs.Locked]:
+    """Each .deb the tier's apt lock names (none for a missing or stale lock)."""
     lock = tier.apt.lock if tier.apt.fresh else None
-    if lock is None or not lock.debs:
-        return None
-    return inputs.gather(stack, tier, KIND, tier.folder.debs, [locked(d) for d in lock.debs])
+    return [locked(d) for d in lock.debs] if lock is not None else []

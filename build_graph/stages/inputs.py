@@ -107,6 +107,21 @@ def gather(
     return folder
 
 
+def keep(stack: Stack, folder: Path, files: Sequence[Locked]) -> int:
+    """Every file of `folder` (gathered: each checked) in the team's store, as `fetch` fills
+    it; how many it did not hold yet. A file another run stored meanwhile is left as is."""
+    store = open_store(stack.cache.url)
+    added = 0
+    for locked in files:
+        if store.stat(store_key(locked.sha256)) is None:
+            try:
+                store.upload(folder / locked.file, store_key(locked.sha256), if_generation=0)
+                added += 1
+            except CacheConflict:
+                pass
+    return added
+
+
 def _holds(path: Path, sha256: str) -> bool:
     return path.is_file() and not path.is_symlink() and _sha256(path) == sha256
 

@@ -22,12 +22,18 @@ KIND = inputs.Kind("wheels", ".whl", "Python lock")
 def gather(stack: Stack, tier: PlannedTier) -> Path | None:
     """The folder holding exactly the wheels of the tier's Python lock, each checked; None
     for a stack that is not hermetic or a tier that installs nothing from the index."""
+    files = wheels(tier) if stack.hermetic else []
+    return inputs.gather(stack, tier, KIND, tier.folder.pywheels, files) if files else None
+
+
+def wheels(tier: PlannedTier) -> list[inputs.Locked]:
+    """Each wheel the tier's Python lock names (none for a missing or stale lock)."""
     state = tier.python
     lock = state.lock if state.request is not None and state.fresh else None
-    if not stack.hermetic or lock is None or not lock.pins:
-        return None
+    if lock is None:
+        return []
     index = lookup.builds_index()
-    files = [
+    return [
         inputs.Locked(
             file,
             sha256,
@@ -38,7 +44,6 @@ def gather(stack: Stack, tier: PlannedTier) -> Path | None:
         for pin in lock.pins
         for file, sha256 in pin.wheels
     ]
-    return inputs.gather(stack, tier, KIND, tier.folder.pywheels, files)
 
 
 def served_at(index: str, project: str, file: str) -> str:

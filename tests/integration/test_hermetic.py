@@ -8,6 +8,10 @@ tier and the step, and moves no tag."""
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
+import subprocess
+import sys
 from http.server import BaseHTTPRequestHandler
 from typing import ClassVar
 
@@ -66,6 +70,48 @@ def test_a_hermetic_quickstart_installs_its_locks_from_files_and_is_promoted(
         assert "--no-index --find-links /tmp/pywheels" in tier.dockerfile, tier.key
         locked += len(wheels)
     assert locked >= 3  # teamlib's and the runner's wheels at least: not a vacuous pass
+
+
+def test_fetch_fills_the_teams_store_with_every_locked_file(
+    ws: Workspace, machine_cache: dict[str, str]
+) -> None:
+    """A store that lost its inputs (a new bucket) is filled again by `fetch`, no build: each
+    .deb and wheel under its sha256, from this machine's copies, held to the lock."""
+    store = ws.root / "build" / "ccache-store" / "inputs" / "sha256"
+    shutil.rmtree(store)
+    done = subprocess.run(
+        [sys.executable, "-m", "build_graph", "fetch", "--manifest", str(ws.manifest)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **machine_cache},
+        cwd=REPO,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    wanted = {}
+    for tier in plan(load(ws.manifest)):
+        for locked in (*tier.apt.lock.debs,) if tier.apt.lock is not None else ():
+            wanted[locked.sha256] = locked.file
+        for pin in tier.python.lock.pins if tier.python.lock is not None else ():
+            wanted.update({sha256: file for file, sha256 in pin.wheels})
+    assert len(wanted) > 20  # the builder's compilers alone are dozens of .debs
+    kept = {p.name for p in store.iterdir()}
+    assert kept == set(wanted), sorted(set(wanted) - kept)[:5]
+    for sha256 in kept:
+        assert hashlib.sha256((store / sha256).read_bytes()).hexdigest() == sha256
+    lines = done.stdout.splitlines()
+    assert any(line.startswith("builder: ") and " debs, " in line for line in lines), lines
+    again = subprocess.run(
+        [sys.executable, "-m", "build_graph", "fetch", "builder", "--manifest", str(ws.manifest)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **machine_cache},
+        cwd=REPO,
+        timeout=600,
+        check=False,
+    )
+    assert again.returncode == 0 and "; 0 newly kept" in again.stdout, again.stdout + again.stderr
 
 
 class _Counting(BaseHTTPRequestHandler):

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from build_graph.cli.main import main
 from build_graph.docker.buildkit import failed_step, offline_hint
+from build_graph.errors import BuildFailed, OptionError
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
 from tests.helpers import MINIMAL, config_errors
@@ -89,3 +93,19 @@ def test_a_failed_step_is_named_with_its_line() -> None:
     assert "of training ran with no network ([stack] hermetic = true)" in hint
     assert failed_step(["#5 ERROR: failed to read dockerfile"]) is None
     assert "a step of training ran with no network" in offline_hint("training", ["no step"])
+
+
+def test_fetch_names_an_unknown_tier_and_refuses_a_stale_lock(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = quickstart_copy(tmp_path)
+    assert main(["fetch", "nosuch", "--manifest", str(manifest)]) == OptionError.exit_code
+    assert "no tier named nosuch in " in capsys.readouterr().err
+    # a new pip: the builder's Python lock no longer answers images.toml, so what to fetch
+    # is not known (nothing is fetched for that tier, no index is asked), and it says so
+    manifest.write_text(manifest.read_text().replace('pip = "26.3"', 'pip = "26.4"'))
+    assert main(["fetch", "builder", "--manifest", str(manifest)]) == BuildFailed.exit_code
+    said = capsys.readouterr()
+    assert "builder: a lock is missing or stale" in said.err
+    assert "run `python -m build_graph lock" in said.err
+    assert "the team's store: " in said.out
