@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from build_graph.cli import options
-from build_graph.errors import BuildFailed, OptionError
+from build_graph.errors import BuildFailed, CacheUnavailable, OptionError
 from build_graph.layout import manifest_option
 
 
@@ -37,16 +37,24 @@ def run(args: argparse.Namespace) -> int:
         if not (tier.apt.fresh and tier.python.fresh):
             stale.append(tier.key)
             continue
-        kept = 0
-        said = []
+        kept, said = 0, []
         for kind, folder, files in (
             (debs.KIND, tier.folder.debs, debs.debs(tier)),
             (pywheels.KIND, tier.folder.pywheels, pywheels.wheels(tier)),
         ):
-            if files:
+            if not files:
+                continue
+            try:
+                lacking = inputs.missing(stack, files)
                 inputs.gather(stack, tier, kind, folder, files)
-                kept += inputs.keep(stack, folder, files)
-                said.append(f"{len(files)} {kind.name}")
+                inputs.keep(stack, folder, files)
+                kept += len(lacking - inputs.missing(stack, files))
+            except CacheUnavailable as exc:
+                raise BuildFailed(
+                    f"the team's store {stack.cache.url} cannot be used ({exc}): check its "
+                    "URL ([cache] url), the credentials and the network, and run again"
+                ) from None
+            said.append(f"{len(files)} {kind.name}")
         where = f"{tier.key}{f' ({tier.platform})' if tier.platform else ''}"
         print(f"{where}: {', '.join(said) or 'nothing locked'} checked; {kept} newly kept")
     print(f"the team's store: {stack.cache.url}")

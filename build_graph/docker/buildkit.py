@@ -246,7 +246,7 @@ def _stream(command: list[str], tar: Path, name: str, offline: bool = False) -> 
             for line in proc.stdout:
                 line = line.rstrip()
                 log(f"[{name}]   {line}")
-                tail = [*tail[-40:], line]
+                tail = [*tail[-200:], line]  # BuildKit's error block names the step
         except KeyboardInterrupt:  # the CLI cancels the build on SIGINT, as in a terminal
             proc.send_signal(signal.SIGINT)
             raise
@@ -261,14 +261,16 @@ def _stream(command: list[str], tar: Path, name: str, offline: bool = False) -> 
 
 def failed_step(tail: list[str]) -> str | None:
     """The step BuildKit says failed, as the Dockerfile has it (`RUN curl ...`, line 12),
-    from its error block; None when the output names none."""
-    line = next((t for t in reversed(tail) if re.match(r"^\s*\d+ \| >>> ", t)), None)
-    where = next((t for t in reversed(tail) if re.match(r"^Dockerfile:\d+$", t.strip())), "")
+    from its error block ('Dockerfile:12', then the instruction's lines marked '>>>': the
+    first is where it starts); None when the output names none."""
+    marks = [i for i, t in enumerate(tail) if re.match(r"^Dockerfile:\d+$", t.strip())]
+    block = tail[marks[-1] :] if marks else tail
+    line = next((t for t in block if re.match(r"^\s*\d+ \| >>> ", t)), None)
     if line is None:
         return None
     step = line.split(">>> ", 1)[1].strip()
     step = step if len(step) <= 120 else step[:117] + "..."
-    return f"`{step}`" + (f" ({where.strip()})" if where else "")
+    return f"`{step}`" + (f" ({block[0].strip()})" if marks else "")
 
 
 def offline_hint(name: str, tail: list[str]) -> str:

@@ -177,6 +177,11 @@ class Stack:
         return self.manifest.parent
 
     @property
+    def network(self) -> str:
+        """The network every build's RUN steps and every compile get: none when hermetic."""
+        return "none" if self.hermetic else "host"
+
+    @property
     def build_folder(self) -> BuildFolder:
         """Where this machine keeps everything about the stack (layout.py)."""
         return BuildFolder.of(self.manifest)

@@ -48,8 +48,8 @@ class StackSection(Strict):
     step of every tier and every compile runs with none, and installs only files a lock
     names, fetched and checked before the build (the `.debs` of `[apt] lock`, which it
     needs, and the wheels of each Python lock); a step that reaches for the network fails
-    the build, naming the tier and the step. `false`: steps use the build host's network.
-    Turning it on rebuilds every tier that installs Python packages"""
+    the build, naming the tier and the step; an `ADD` of a URL is refused when planned.
+    `false`: steps use the build host's network. Turning it on rebuilds every tier"""
 
 
 class Cache(Strict):

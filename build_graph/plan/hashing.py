@@ -104,3 +104,21 @@ def _plain(lines: list[str]) -> bool:
             if before.count('"') % 2 or before.count("'") % 2:
                 return False
     return True
+
+
+# An ADD whose source is a URL or a git repository: BuildKit fetches it itself, outside any
+# RUN step's network namespace, so `--network=none` does not stop it.
+_ADD_REMOTE = re.compile(r"^ADD\s[^\n]*?(?:[a-zA-Z][a-zA-Z0-9+.-]*://|git@)[^\n]*", re.I | re.M)
+
+
+def fetches_itself(dockerfile: str) -> str | None:
+    """Why a hermetic stack cannot build `dockerfile` (its first remote ADD), or None."""
+    found = _ADD_REMOTE.search(dockerfile)
+    if found is None:
+        return None
+    return (
+        f"`{found[0].strip()[:120]}`: BuildKit fetches an ADD of a URL or git repository "
+        "itself, with no lock and past the build's --network=none; in a hermetic stack "
+        "name it as a compile source with its sha256 (fetched and checked before the "
+        "build) or set [stack] hermetic = false"
+    )

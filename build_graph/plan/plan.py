@@ -21,7 +21,7 @@ from build_graph.oci.compression import DEFAULT as GZIP
 from build_graph.oci.compression import Compression
 from build_graph.oci.platforms import Platform, parse_platform
 from build_graph.plan.context import ContextError, context_files, local_sources
-from build_graph.plan.hashing import content_hash, file_digest, instructions
+from build_graph.plan.hashing import content_hash, fetches_itself, file_digest, instructions
 from build_graph.plan.lock import Lock, from_pin, lock_path, pinned_image, read_lock
 from build_graph.plan.render import environment, render, render_recorded, tier_context
 from build_graph.pylock.state import NO_LOCK, LockState, host_platform, lock_state
@@ -29,6 +29,8 @@ from build_graph.signing.spec import NO_SIGNING, SigningSpec
 
 if TYPE_CHECKING:
     import jinja2
+
+HERMETIC = {True: {"hermetic": True}}  # what a hash reads of [stack] hermetic: only when set
 
 LATEST = "latest"
 
@@ -157,6 +159,8 @@ def _plan_tier(
         python,
     )
     dockerfile = render_recorded(env, tier.template, context, apt)
+    if stack.hermetic and (problem := fetches_itself(dockerfile)):
+        raise ConfigError([ConfigIssue(stack.manifest, f"tiers.{tier.name}.template", problem)])
     script = render(env, tier.compile.script, context) if tier.compile else None
     system = apt.state()
     try:
@@ -188,6 +192,7 @@ def _plan_tier(
                     for s in tier.compile.sources
                     if s.kind == "git"
                 },
+                **HERMETIC.get(stack.hermetic, {}),  # a compile with no network: made again
             }
         )
     digests = [file_digest(n, p) for n, p in files]
@@ -209,6 +214,9 @@ def _plan_tier(
         **({"python_lock": python.lines} if python.lines else {}),
         # The locked apt set, likewise: only where a stack locks apt ([apt] lock).
         **({"apt_lock": system.hashed} if system.hashed else {}),
+        # Built with no network ([stack] hermetic): every tier again, not only those whose
+        # pip step reads otherwise; a stack that never set it keeps its hashes.
+        **HERMETIC.get(stack.hermetic, {}),
     }
     tag_hash = content_hash(
         {
@@ -236,6 +244,7 @@ def _plan_tier(
         *((f"file:{d.path}", d.sha256[:16] + ("x" if d.executable else "")) for d in digests),
         *((("platform", platform),) if platform else ()),
         *(() if stack.compression.is_default else (("compression", str(stack.compression)),)),
+        *((("hermetic", "true"),) if stack.hermetic else ()),
     )
     is_default = variant.name == stack.default_variant
     return PlannedTier(

@@ -25,6 +25,7 @@ from packaging.version import Version
 
 from build_graph.errors import IndexAnswerRefused
 from build_graph.pypi.fetch import get
+from build_graph.settings import redact
 
 ACCEPT = (
     "application/vnd.pypi.simple.v1+json, "
@@ -67,7 +68,7 @@ def project(index: str, name: str) -> Project:
         links = _html_links(body)
     else:
         raise IndexAnswerRefused(
-            f"{page}: answered {kind[:80]!r}, neither the JSON (PEP 691) "
+            f"{redact(page)}: answered {kind[:80]!r}, neither the JSON (PEP 691) "
             "nor the HTML (PEP 503) simple API"
         )
     files = [
@@ -82,7 +83,9 @@ def _json_links(page: str, body: bytes) -> list[tuple[str, bool]]:
         entries = data["files"]
         links = [(str(e["url"]), bool(e.get("yanked", False))) for e in entries]
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise IndexAnswerRefused(f"{page}: not a PEP 691 project page ({exc!r:.120})") from None
+        raise IndexAnswerRefused(
+            f"{redact(page)}: not a PEP 691 project page ({exc!r:.120})"
+        ) from None
     return links
 
 

@@ -121,7 +121,7 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> Facts | No
                     layout=tier.folder.root / oci_layout.LAYOUT,
                     parent_layout=parent_layout(stack, tier),
                     compression=tier.compression,
-                    network="none" if stack.hermetic else "host",
+                    network=stack.network,
                 )
             except NameTaken:
                 # Two runners of one hash on one daemon: the same inputs, so the image the

@@ -126,7 +126,7 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
             mounts=mounts,
             env=env,
             platform=builder.platform,
-            network="none" if stack.hermetic else "host",
+            network=stack.network,
         ) as box:
             with Watch(
                 tier.key,

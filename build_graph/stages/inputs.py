@@ -17,6 +17,7 @@ import fcntl
 import os
 import shutil
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,15 +92,15 @@ def gather(
             if _holds(target, locked.sha256):
                 continue
             cached = machine_cache(kind) / f"sha256-{locked.sha256}{kind.suffix}"
-            if _holds(cached, locked.sha256):
-                shutil.copyfile(cached, target)
-                log(f"[{tier.key}] {locked.file}: from this machine's cache")
-                continue
-            store = store or open_store(stack.cache.url)
             partial = folder / f".{locked.file}.partial"
-            try:
-                where = _take(tier, kind, locked, store, partial)
-                _keep(partial, cached)
+            try:  # written beside and renamed over: a link at `target` is replaced, not followed
+                if _holds(cached, locked.sha256):
+                    shutil.copyfile(cached, partial)
+                    where = "from this machine's cache"
+                else:
+                    store = store or open_store(stack.cache.url)
+                    where = _take(tier, kind, locked, store, partial)
+                    _keep(partial, cached)
                 os.replace(partial, target)
             finally:
                 partial.unlink(missing_ok=True)
@@ -107,19 +108,23 @@ def gather(
     return folder
 
 
-def keep(stack: Stack, folder: Path, files: Sequence[Locked]) -> int:
-    """Every file of `folder` (gathered: each checked) in the team's store, as `fetch` fills
-    it; how many it did not hold yet. A file another run stored meanwhile is left as is."""
+def missing(stack: Stack, files: Sequence[Locked]) -> set[str]:
+    """The sha256s of `files` the team's store holds nothing under."""
     store = open_store(stack.cache.url)
-    added = 0
+    return {f.sha256 for f in files if store.stat(store_key(f.sha256)) is None}
+
+
+def keep(stack: Stack, folder: Path, files: Sequence[Locked]) -> None:
+    """Every file of `folder` (gathered: each checked) in the team's store, as `fetch` fills
+    it: put where the store holds nothing or an object of another size (replaced under its
+    generation: a run that stored it meanwhile wins, its bytes are checked when read)."""
+    store = open_store(stack.cache.url)
     for locked in files:
-        if store.stat(store_key(locked.sha256)) is None:
-            try:
-                store.upload(folder / locked.file, store_key(locked.sha256), if_generation=0)
-                added += 1
-            except CacheConflict:
-                pass
-    return added
+        path = folder / locked.file
+        found = store.stat(store_key(locked.sha256))
+        if found is None or found.size != path.stat().st_size:
+            with suppress(CacheConflict):
+                store.upload(path, store_key(locked.sha256), found.generation if found else 0)
 
 
 def _holds(path: Path, sha256: str) -> bool:
@@ -171,20 +176,26 @@ def _keep(checked: Path, cached: Path) -> None:
 def _download(tier: PlannedTier, kind: Kind, locked: Locked, out_path: Path) -> tuple[str, str]:
     """Stream the file from where it is served into `out_path`, at most the locked size
     (other bytes are refused by the caller, a longer file here); the URL and the sha256."""
-    url = ""
-    try:
+    try:  # where it is served: an index that cannot say is not one that served other bytes
         url = locked.origin()
+    except (IndexUnreachable, NotOnIndex, IndexAnswerRefused) as exc:
+        raise _cannot_fetch(tier, locked, exc) from None
+    try:
         with out_path.open("wb") as out:
             return url, fetch.stream(url, out, limit=locked.size, timeout=TIMEOUT_S)
     except IndexAnswerRefused as exc:
         raise other_bytes(tier, kind, locked, url, str(exc)) from None
     except (IndexUnreachable, NotOnIndex) as exc:
-        raise BuildFailed(
-            f"{tier.key}: cannot fetch {locked.file} ({locked.what}): {exc}; the team's "
-            f"store does not hold it either (sha256 {locked.sha256}). "
-            f"`python -m build_graph lock --update {tier.spec.name}` moves the pins to what "
-            "is served now (a new image), or put the file in the team's store"
-        ) from None
+        raise _cannot_fetch(tier, locked, exc) from None
+
+
+def _cannot_fetch(tier: PlannedTier, locked: Locked, exc: Exception) -> BuildFailed:
+    return BuildFailed(
+        f"{tier.key}: cannot fetch {locked.file} ({locked.what}): {exc}; the team's "
+        f"store does not hold it either (sha256 {locked.sha256}). "
+        f"`python -m build_graph lock --update {tier.spec.name}` moves the pins to what "
+        "is served now (a new image), or put the file in the team's store"
+    )
 
 
 def other_bytes(tier: PlannedTier, kind: Kind, locked: Locked, url: str, found: str) -> BuildFailed:

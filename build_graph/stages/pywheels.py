@@ -33,16 +33,16 @@ def wheels(tier: PlannedTier) -> list[inputs.Locked]:
     if lock is None:
         return []
     index = lookup.builds_index()
+    named = {(file, sha256): pin for pin in lock.pins for file, sha256 in pin.wheels}
     return [
         inputs.Locked(
             file,
             sha256,
-            None,
+            None,  # the lock records no size: a longer answer is refused by its sha256
             f"{pin.name} {pin.version}",
             origin=partial(served_at, index, pin.name, file),
         )
-        for pin in lock.pins
-        for file, sha256 in pin.wheels
+        for (file, sha256), pin in named.items()
     ]
 
 

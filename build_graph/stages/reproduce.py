@@ -93,6 +93,7 @@ def reproduce(stack: Stack, tier: PlannedTier, scratch: Path | None = None) -> O
                 platform=tier.platform,
                 archive=ours,
                 compression=tier.compression,
+                network=stack.network,
             )
         registry, mine = parse_digest(theirs.ref.reference), parse_digest(rebuilt)
         lines: list[str] = []

@@ -7,7 +7,7 @@ emulator), verify reading the freshly compiled fatbins, promotion. Then a fresh 
 Two arch sets, the same code: CI compiles one arch, sm_75 as SASS and PTX (`-m cuda`: the
 T4 runs its own SASS, the RTX 5090 JIT-compiles the PTX, so both of verify's ways a GPU runs
 code are checked), in about half the nvcc time of two archs, and our two projects only:
-torch-scatter's sdist, about 13 of CI's 24 minutes here, goes through the same setuptools
+torch-scatter's sdist, about 10 of the module's 20 minutes here, goes through the same setuptools
 and nvcc-shim path as teamkernels (an archive source, fetched and checked on the host, is
 tried in test_sources). The example's seven archs with torch-scatter (`-m cuda_full`, about
 30 minutes) is the promise as shipped, run by hand, its figures in docs/cuda-example.md.

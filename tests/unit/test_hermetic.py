@@ -5,16 +5,19 @@ named. Real builds: tests/integration/test_hermetic.py."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
 
 from build_graph.cli.main import main
 from build_graph.docker.buildkit import failed_step, offline_hint
-from build_graph.errors import BuildFailed, OptionError
+from build_graph.errors import BuildFailed, ConfigError, IndexAnswerRefused, OptionError
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
-from tests.helpers import MINIMAL, config_errors
+from build_graph.pypi import simple
+from build_graph.stages import inputs, pywheels
+from tests.helpers import MINIMAL, REPO, config_errors
 from tests.unit.test_plan import quickstart_copy
 
 
@@ -61,9 +64,10 @@ def test_the_pip_step_installs_the_locks_files_with_no_network(tmp_path: Path) -
         assert "--no-index --find-links /tmp/pywheels" in step and "--require-hashes" in step
         assert "id=pipconf" not in step  # no index to sign in to
         assert after[key].content_hash != before[key].content_hash, key
-    # hermetic is a property of the pip steps: a tier with none, and no ancestor with one,
-    # keeps its tag (none in the quickstart: every tier is below the builder's pip step)
+    # every tier and every compile gets another hash, not only those with a pip step: what
+    # was built with the host's network is not taken for a build without it
     assert all(after[k].content_hash != before[k].content_hash for k in before)
+    assert after["fastext"].compile_hash != before["fastext"].compile_hash
 
 
 # BuildKit's plain progress when a RUN step fails (buildx 0.29, the docker driver)
@@ -109,3 +113,86 @@ def test_fetch_names_an_unknown_tier_and_refuses_a_stale_lock(
     assert "builder: a lock is missing or stale" in said.err
     assert "run `python -m build_graph lock" in said.err
     assert "the team's store: " in said.out
+
+
+def test_a_multi_line_step_is_named_by_its_first_line() -> None:
+    """BuildKit marks every line of the failing instruction: the first names it."""
+    tail = [
+        "#12 ERROR: process did not complete successfully: exit code: 1",
+        "Dockerfile:18",
+        "--------------------",
+        "  17 |     # Locked in images.pylock/base.linux-amd64.toml",
+        "  18 | >>> RUN --mount=type=bind,source=pywheels,target=/tmp/pywheels printf '%s\\n' \\",
+        "  19 | >>>       'numpy==2.3.5 --hash=sha256:00' \\",
+        "  20 | >>>  && rm /tmp/requirements.lock",
+        "--------------------",
+    ]
+    step = failed_step(tail)
+    assert step is not None and step.startswith("`RUN --mount=type=bind,source=pywheels")
+    assert step.endswith("(Dockerfile:18)"), step
+
+
+def test_an_add_of_a_url_is_refused_when_planned(tmp_path: Path) -> None:
+    manifest = hermetic(quickstart_copy(tmp_path))
+    shipped = REPO / "templates" / "training.Dockerfile.j2"
+    (manifest.parent / "templates" / shipped.name).write_text(
+        shipped.read_text() + "\nADD https://example.com/data.tar.gz /data/\n"
+    )
+    with pytest.raises(ConfigError) as caught:
+        plan(load(manifest))
+    (issue,) = caught.value.issues
+    assert issue.key == "tiers.training.template", issue
+    assert "`ADD https://example.com/data.tar.gz /data/`" in issue.message
+    assert "hermetic = false" in issue.message
+    # the same template in a stack that is not hermetic plans (ADD is BuildKit's to fetch)
+    manifest.write_text(manifest.read_text().replace("hermetic = true\n", ""))
+    assert plan(load(manifest))
+
+
+def test_an_index_that_cannot_say_where_a_wheel_is_keeps_its_password_and_is_not_other_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The builds' index URL may carry a password: an answer it cannot read names the page
+    without it, and a lookup that fails is 'cannot fetch', not 'served other bytes'."""
+    monkeypatch.setattr(simple, "get", lambda url, headers: (b"hello", "text/plain"))
+    index = "https://ci:TOPSECRET@pypi.example/simple"
+    with pytest.raises(IndexAnswerRefused) as refused:
+        pywheels.served_at(index, "numpy", "numpy-2.3.5-cp311-cp311-linux_x86_64.whl")
+    assert "TOPSECRET" not in str(refused.value) and "***@pypi.example" in str(refused.value)
+
+    tier = next(iter(plan(load(quickstart_copy(tmp_path)))))
+
+    def lookup() -> str:
+        raise IndexAnswerRefused(str(refused.value))
+
+    wheel = inputs.Locked(
+        "numpy-2.3.5-cp311-cp311-linux_x86_64.whl", "0" * 64, None, "numpy 2.3.5", lookup
+    )
+    with pytest.raises(BuildFailed) as failed:
+        inputs._download(tier, pywheels.KIND, wheel, tmp_path / "partial")
+    said = str(failed.value)
+    assert "cannot fetch numpy-2.3.5" in said and "other bytes" not in said
+    assert "TOPSECRET" not in said
+
+
+def test_a_link_in_the_tier_folder_is_replaced_never_written_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    body = b"the locked wheel's bytes"
+    sha256 = hashlib.sha256(body).hexdigest()
+    cached = inputs.machine_cache(pywheels.KIND) / f"sha256-{sha256}.whl"
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(body)
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"not ours to write")
+    folder = tmp_path / "tier" / "pywheels"
+    folder.mkdir(parents=True)
+    name = "demo-1.0-py3-none-any.whl"
+    (folder / name).symlink_to(outside)
+    stack = load(quickstart_copy(tmp_path / "qs"))
+    tier = next(iter(plan(stack)))
+    wheel = inputs.Locked(name, sha256, len(body), "demo 1.0", lambda: "https://unused.example/")
+    inputs.gather(stack, tier, pywheels.KIND, folder, [wheel])
+    assert not (folder / name).is_symlink() and (folder / name).read_bytes() == body
+    assert outside.read_bytes() == b"not ours to write"
