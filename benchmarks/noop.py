@@ -3,6 +3,11 @@
 Run after a full quickstart run (scripts/quickstart.sh). Prints medians and their ratio;
 both are measured in this one run, side by side, since these machines are noisy. Takes
 about 75 s on 2 cores (7 runs of each, after one warm-up of the naive script).
+
+`--floor` needs no engine and no registry: the imports of what dodo.py imports, side by side
+with `python -c "import doit"` (issue 41's floor: within 0.1 s), alternating runs. The
+package's bytecode is written first, as an install does: a checkout run with
+PYTHONDONTWRITEBYTECODE=1 compiles every module on every start and times the compiler.
 """
 
 from __future__ import annotations
@@ -10,6 +15,9 @@ from __future__ import annotations
 import argparse
 import shlex
 import shutil
+import statistics
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -57,13 +65,38 @@ def naive_script(manifest: Path, folder: Path) -> Path:
     return script
 
 
+# What dodo.py imports before doit asks for a task.
+DODO_IMPORTS = "import build_graph.run.session, build_graph.run.tasks"
+
+
+def floor(runs: int) -> None:
+    """Median wall time of importing what dodo.py imports against `import doit`, the two in
+    turn, run by run; their difference and ratio."""
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(REPO / "build_graph")], check=True
+    )
+    ours, doit = [], []
+    for _ in range(runs + 1):  # the first pair warms the disk cache
+        ours.append(timed([sys.executable, "-c", DODO_IMPORTS], 1)[0])
+        doit.append(timed([sys.executable, "-c", "import doit"], 1)[0])
+    a, b = statistics.median(ours[1:]), statistics.median(doit[1:])
+    print(f"no-op imports, median of {runs} pairs:")
+    print(f"  {DODO_IMPORTS}: {a:.3f} s")
+    print(f"  import doit: {b:.3f} s")
+    print(f"  difference {a - b:.3f} s (floor: 0.1 s), ratio {a / b:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
         "--manifest", type=Path, default=REPO / "examples" / "quickstart" / "images.toml"
     )
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--floor", action="store_true", help="the import floor only")
     args = parser.parse_args()
+    if args.floor:
+        floor(args.runs)
+        return
     manifest = args.manifest.resolve()
     ours, output = timed(doit_command(manifest), 1)  # make sure everything is done
     with tempfile.TemporaryDirectory() as tmp:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 import traceback
@@ -171,6 +170,8 @@ class CacheConflict(CacheUnavailable):
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """A ' (did you mean 'x'?)' suffix for the closest choice, or ''."""
+    import difflib  # a mistyped name only: not on every run's path
+
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

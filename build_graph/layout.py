@@ -33,7 +33,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-# Every label of ours, on images (stages/build.py) and containers (docker/containers.py),
+# Every label of ours, on images (stages/build_act.py) and containers (docker/containers.py),
 # and what the registry's catalog reads back (registry/catalog.py).
 LABEL_PREFIX = "io.build-graph"
 DEFAULT_MANIFEST = "images.toml"

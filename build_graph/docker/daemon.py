@@ -146,7 +146,7 @@ def build(
 def push(ref: str) -> Digest | None:
     """Push `ref`; returns the digest the daemon says it pushed (parsed), None when its
     stream named none. Only a note: the digest that counts is the one the registry holds
-    under the tag (stages/push.py asks it). Raises RegistryError naming the registry.
+    under the tag (stages/push_act.py asks it). Raises RegistryError naming the registry.
 
     The daemon says the digest in one of two ways: the classic image store in an `aux`
     record, the containerd image store (Docker 29's default) only in a status line

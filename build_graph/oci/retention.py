@@ -66,7 +66,7 @@ class Image:
     created: datetime.datetime | None = None
     layers: tuple[tuple[Digest, int], ...] = ()
     problem: str | None = None
-    stack: str | None = None  # the stack its label names (stages/build.py's labels)
+    stack: str | None = None  # the stack its label names (stages/build_act.py's labels)
     # for a tag naming a multi-platform index: the digests of the images it refers to
     refers_to: tuple[Digest, ...] = ()
     # 'linux/arm64': the config's os/architecture (hash tags); None when unknown
@@ -88,7 +88,7 @@ class Policy:
     keep: int  # the newest builds of each platform in each repository that stay
     older_than: datetime.timedelta  # younger builds stay
     now: datetime.datetime
-    # What every reproducible build states as `created` (stages/build.SOURCE_DATE_EPOCH)
+    # What every reproducible build states as `created` (stages/build_act.SOURCE_DATE_EPOCH)
     fixed_created: datetime.datetime | None = None
 
 

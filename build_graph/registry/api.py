@@ -18,7 +18,6 @@ from build_graph.oci.contents import Contents
 from build_graph.oci.digest import Digest, maybe_digest
 from build_graph.oci.documents import MANIFEST_TYPES
 from build_graph.oci.refs import Answer, Presence, Ref
-from build_graph.registry import upload
 from build_graph.registry.transport import Response, blob_response, client
 
 _ACCEPT = {"Accept": ", ".join(MANIFEST_TYPES)}
@@ -204,6 +203,8 @@ def put_blob(ref: Ref, data: bytes) -> Digest:
         raise problems.refused(
             ref.host, f"a question about blob {digest} in {ref.repository}", there.status
         )
+    from build_graph.registry import upload  # its sessions: only for a blob to send
+
     upload.finish(ref, upload.start(ref), digest, data)
     return digest
 

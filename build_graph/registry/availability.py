@@ -14,7 +14,6 @@ import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
-from build_graph.docker import daemon
 from build_graph.errors import DaemonUnreachable, RegistryError
 from build_graph.oci.hosts import is_loopback
 from build_graph.oci.refs import Answer, Presence, parse_ref, registry_of
@@ -69,6 +68,8 @@ class Availability:
     def local(self, ref: str) -> bool:
         """Whether the daemon here has `ref` (asked once, only when a question needs it)."""
         if ref not in self._local:
+            from build_graph.docker import daemon  # a run the registry answers never asks it
+
             self._local[ref] = daemon.image_exists_locally(ref)
         return self._local[ref]
 

@@ -25,7 +25,7 @@ from build_graph.oci.retention import Image, Repository, tag_kind
 from build_graph.registry import api
 from build_graph.registry.tags import list_tags
 
-# The label every build of ours carries (stages/build.py's labels).
+# The label every build of ours carries (stages/build_act.py's labels).
 STACK_LABEL = f"{LABEL_PREFIX}.stack"
 
 

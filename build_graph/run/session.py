@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 from build_graph import settings
-from build_graph.docker import buildkit
 from build_graph.errors import BuildGraphError, report
 from build_graph.interrupts import quiet_interrupts
 from build_graph.layout import DEFAULT_MANIFEST
@@ -40,6 +39,8 @@ def open_session(
         tasks = StackTasks(*load_plan(path))
         check_tier_names(tasks.stack)
         if settings.credential() is not None:  # fail before any build, not in the middle
+            from build_graph.docker import buildkit  # asks for the docker CLI: only here
+
             settings.check(buildkit=buildkit.cli() is not None)
         settings.host_ca()  # a named CA bundle that is not there: before any build too
         if run_lock.doit_command(argv) not in run_lock.READ_ONLY:

@@ -17,7 +17,6 @@ from urllib.parse import urlsplit
 
 from build_graph.aptlock import files
 from build_graph.aptlock.files import AptLock, Deb, Step, deb_from_file
-from build_graph.docker.apt import would_fetch
 from build_graph.errors import BuildFailed, ConfigIssue
 from build_graph.layout import manifest_option
 from build_graph.log import progress
@@ -126,6 +125,8 @@ def resolve(tier: PlannedTier, keep: bool = True) -> AptLock:
 def _ask(tier: PlannedTier, platform: str, have: list[Deb], request: list[str]) -> list[Deb]:
     """What installing `request` adds over `have` (the tiers below and the earlier installs,
     given to apt as name=version), sorted by name."""
+    from build_graph.docker.apt import would_fetch  # a container: only when a lock moves
+
     held = {(d.name, d.version) for d in have}
     try:
         rows = would_fetch(tier.apt.image, platform, [*(d.pin for d in have), *request])

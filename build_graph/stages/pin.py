@@ -11,7 +11,6 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from build_graph.docker import daemon
 from build_graph.errors import BuildFailed, DaemonUnreachable, RegistryError
 from build_graph.log import progress
 from build_graph.manifest.model import Source, Stack
@@ -36,6 +35,8 @@ def resolve(ref: str) -> str:
     probe = availability.head(ref)
     if probe.presence is Presence.PRESENT and probe.digest:
         return _checked(ref, str(probe.digest), "its registry")
+    from build_graph.docker import daemon  # only where the registry could not pin it
+
     try:
         local = daemon.local_digest(ref)
     except DaemonUnreachable as exc:  # the registry could not pin it: only the daemon can

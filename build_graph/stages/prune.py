@@ -43,7 +43,7 @@ from build_graph.plan.plan import PlannedTier
 from build_graph.registry import api, referrers
 from build_graph.registry.catalog import read_repository
 from build_graph.registry.tags import list_tags
-from build_graph.stages import build
+from build_graph.stages import build_act
 
 
 @dataclass(frozen=True)
@@ -240,7 +240,7 @@ def _tagged_now(ref: Ref, decision: Decision) -> str | None:
 
 
 def policy(stack: str, keep: int, older_than: datetime.timedelta) -> Policy:
-    fixed = datetime.datetime.fromtimestamp(build.SOURCE_DATE_EPOCH, datetime.UTC)
+    fixed = datetime.datetime.fromtimestamp(build_act.SOURCE_DATE_EPOCH, datetime.UTC)
     return Policy(stack, keep, older_than, datetime.datetime.now(datetime.UTC), fixed)
 
 

@@ -10,14 +10,26 @@ the requirements allow. `check` (stale()) says which tiers disagree, without res
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from build_graph.errors import ConfigIssue
 from build_graph.layout import manifest_option
 from build_graph.log import progress
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier, plan
 from build_graph.pylock import files
-from build_graph.pylock.files import PythonLock
-from build_graph.pylock.resolve import resolve
+from build_graph.pylock.files import Pin, PythonLock
+
+if TYPE_CHECKING:
+    from build_graph.pylock.request import Request
+
+
+def resolve(request: Request, previous: PythonLock | None, upgrade: bool | list[str]) -> list[Pin]:
+    """pylock/resolve.py's resolver (uv's run), imported when a lock is resolved: a run whose
+    locks answer images.toml never loads it."""
+    from build_graph.pylock import resolve as resolver
+
+    return resolver.resolve(request, previous, upgrade)
 
 
 def stale(planned: list[PlannedTier]) -> list[PlannedTier]:

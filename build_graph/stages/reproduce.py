@@ -29,9 +29,9 @@ from build_graph.oci.refs import Presence, parse_ref
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry import api
 from build_graph.registry.availability import head
-from build_graph.stages import build
+from build_graph.stages import build_act
 
-# Labels that say how and where a build ran, not what went in (stages/build.labels).
+# Labels that say how and where a build ran, not what went in (stages/build_act.labels).
 BUILD_LABELS = ("org.opencontainers.image.revision", "org.opencontainers.image.source")
 
 
@@ -69,10 +69,10 @@ def reproduce(stack: Stack, tier: PlannedTier, scratch: Path | None = None) -> O
             f"{tier.key}: no wheels in {tier.folder.wheels} to rebuild the image from; run "
             f"`doit compile:{tier.key}` first (reproduce rebuilds the image, not the compile)"
         )
-    labels = {k: v for k, v in build.labels(stack, tier).items() if k not in BUILD_LABELS}
+    labels = {k: v for k, v in build_act.labels(stack, tier).items() if k not in BUILD_LABELS}
     stated = (config.get("config") or {}).get("Labels") or {}
     labels |= {k: str(stated[k]) for k in BUILD_LABELS if k in stated}
-    buildargs, secrets = build.build_settings(command)
+    buildargs, secrets = build_act.build_settings(command)
     scratch = scratch or tier.folder.root
     try:
         scratch.mkdir(parents=True, exist_ok=True)
@@ -82,7 +82,7 @@ def reproduce(stack: Stack, tier: PlannedTier, scratch: Path | None = None) -> O
         ) from None
     with tempfile.TemporaryDirectory(prefix=".reproduce-", dir=scratch) as tmp:
         ours = Path(tmp) / "rebuild.oci.tar"
-        with build.sent_context(stack, tier, labels, classic=False) as context:
+        with build_act.sent_context(stack, tier, labels, classic=False) as context:
             rebuilt = buildkit.build(
                 command,
                 context,

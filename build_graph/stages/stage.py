@@ -2,11 +2,14 @@
 
 Each stage module declares its own row (`STAGE`) over a `Work`, the one thing every stage
 is handed; stages/pipeline.py lists the rows in order, and run/tasks.py turns them into
-doit tasks.
+doit tasks. A row whose action needs much (a builder, the compiler cache, the probe) names
+it as `Deferred("module:function")`: a run whose tasks are all up to date imports the rows
+and their checks, never what acting needs.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -48,6 +51,19 @@ class Column:
 def fact(name: str) -> Cell:
     """A cell showing one of the tier's facts ('-' where no stage said it)."""
     return lambda facts, outcome: facts.get(name, "-")
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A stage's action named by `module:function`, imported when the action runs (the
+    stage's module keeps its row and up-to-date check; its `_act` module, the action)."""
+
+    path: str
+
+    def __call__(self, work: Work) -> Facts | None:
+        module, _, name = self.path.partition(":")
+        act: Callable[[Work], Facts | None] = getattr(importlib.import_module(module), name)
+        return act(work)
 
 
 def _every_image(tier: PlannedTier) -> bool:

@@ -42,7 +42,7 @@ def gpu_here() -> bool:
     that runner trusts both kinds of report (a GPU runner's checked everything a CPU runner
     can, and ran a kernel), so a stack verified anywhere plans as up to date and `doit list
     --status` or a no-op run needs no daemon. Nothing is verified on that assumption: a
-    verify that does run asks the daemon itself (stages/verify.py) and fails in one line
+    verify that does run asks the daemon itself (stages/verify_act.py) and fails in one line
     when it cannot, and a GPU runner whose daemon answers still wants its own report.
     """
     return connection.reachable_gpu_runtime() is True

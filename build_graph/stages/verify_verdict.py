@@ -1,7 +1,7 @@
 """What verify concludes from what it found out about an image, pure: each check's result,
 whether anything stops promotion, the report (oci/verify_report.py) and what the stage says.
 
-The verify stage (stages/verify.py) probes (stages/verify_probe.py), asks `decide`, then
+The verify stage (stages/verify_act.py) probes (stages/verify_probe.py), asks `decide`, then
 acts on the verdict: the SBOM and the report published, then a failure raised or the
 facts returned.
 """

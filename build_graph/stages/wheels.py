@@ -1,7 +1,7 @@
 """A compile's wheels in the tier's folder: current while their stamp names the compile
 inputs' hash, and put there whole, only once a compile succeeded.
 
-The compile stage writes them (stages/compile.py), its up-to-date check and the pre-flight
+The compile stage writes them (stages/compile_act.py), its up-to-date check and the pre-flight
 (stages/preflight.py: is a compile still to run?) read the stamp, the build sends them.
 """
 

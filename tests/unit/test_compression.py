@@ -25,8 +25,8 @@ from build_graph.oci.contents import Contents
 from build_graph.oci.digest import Digest
 from build_graph.plan.plan import plan
 from build_graph.stages import base_platform, verify_probe
-from build_graph.stages import build as build_stage
-from build_graph.stages import compile as compile_stage
+from build_graph.stages import build_act as build_stage
+from build_graph.stages import compile_act as compile_stage
 from tests.helpers import MINIMAL, REPO, config_errors, load_text, one_error
 from tests.unit.test_plan import hashes, quickstart_copy
 

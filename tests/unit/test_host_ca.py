@@ -84,7 +84,7 @@ def test_the_bundle_changes_no_hash(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_the_manifests_compile_env_wins_over_the_ca_variables() -> None:
-    from build_graph.stages.compile import compile_env
+    from build_graph.stages.compile_act import compile_env
 
     stack = load(REPO / "examples" / "quickstart" / "images.toml")
     [tier] = [t for t in plan(stack) if t.spec.compile is not None]

@@ -9,7 +9,7 @@ import pytest
 
 from build_graph.manifest.load import load
 from build_graph.plan.plan import plan
-from build_graph.stages.build import labels, source_label
+from build_graph.stages.build_act import labels, source_label
 from tests.helpers import MINIMAL, write_manifest
 
 SOURCE = "org.opencontainers.image.source"
