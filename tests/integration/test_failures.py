@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import docker
 import pytest
@@ -83,7 +84,9 @@ def test_missing_docker_daemon_is_one_clear_line(ws: Workspace) -> None:
     assert "Traceback" not in text
 
 
-def test_bad_manifest_fails_before_anything_runs(ws: Workspace) -> None:
+def test_bad_manifest_fails_before_anything_runs(tmp_path: Path, registry: Registry) -> None:
+    # cold: a workspace sharing the session's compiler cache gets it in build/ before its run
+    ws = make_workspace(tmp_path, registry, cold=True)
     ws.edit('parent = "base"', 'parent = "bse"')
     result = ws.doit()
     assert result.returncode == 2
