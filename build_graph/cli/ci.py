@@ -33,7 +33,7 @@ from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier, groups
 from build_graph.stages import pipeline
 
-_SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # GitHub's rule for secret names
+SECRET_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # GitHub's rule for secret names
 LOGIN_USER = "_json_key_base64"  # --login-user's default: an Artifact Registry key, base64
 _LOGIN_USER = re.compile(r"[A-Za-z0-9_.@+-]+")
 # Pinned to a commit, not a tag: a tag can be moved to other code (zizmor: unpinned-uses).
@@ -75,7 +75,7 @@ class Login:
     user: str
 
     def __post_init__(self) -> None:
-        if not _SECRET_NAME.fullmatch(self.secret):
+        if not SECRET_NAME.fullmatch(self.secret):
             raise ValueError(
                 f"--login-secret {self.secret!r}: a GitHub secret name is "
                 "letters, digits and '_', not starting with a digit"
@@ -232,15 +232,23 @@ def github_workflow(
             f"    runs-on: [{', '.join(q(label) for label in labels)}]",
             *([f"    needs: [{', '.join(q(n) for n in after)}]"] if after else []),
             "    steps:",
-            f"      - uses: {q(CHECKOUT)}  # v4.2.2",
-            "        with:",
-            # No token left in .git/config for later steps to find (zizmor: artipacked).
-            "          persist-credentials: false",
-            *login_steps,
-            f"      - name: {q('set up build-graph')}",
-            f"        run: {q(setup or setup_command())}",
+            *first_steps(setup, login_steps),
             f"      - name: {q(job.what)}",
             *config_env,
             f"        run: {q(f'.venv/bin/doit {target} {job.target}')}",
         ]
     return "\n".join(lines) + "\n"
+
+
+def first_steps(setup: str | None, between: Sequence[str] = ()) -> list[str]:
+    """Every job's first steps: the checkout, `between` (a login), build-graph set up."""
+    q = json.dumps
+    return [
+        f"      - uses: {q(CHECKOUT)}  # v4.2.2",
+        "        with:",
+        # No token left in .git/config for later steps to find (zizmor: artipacked).
+        "          persist-credentials: false",
+        *between,
+        f"      - name: {q('set up build-graph')}",
+        f"        run: {q(setup or setup_command())}",
+    ]

@@ -11,6 +11,7 @@ from build_graph.cli.ci import (
     ARM64_GPU_RUNS_ON,
     ARM64_RUNS_ON,
     LOGIN_USER,
+    SECRET_NAME,
     Login,
     ci_jobs,
     github_workflow,
@@ -34,6 +35,8 @@ _GITHUB = {
     "--login-user": "login_user",
     "--arm64-runs-on": "arm64_runs_on",
     "--arm64-gpu-runs-on": "arm64_gpu_runs_on",
+    "--updates": "updates",
+    "--updates-token-secret": "updates_token_secret",
 }
 
 
@@ -95,6 +98,19 @@ def add_options(command: argparse.ArgumentParser) -> None:
         help="Cloud Build: the image of every step (docker, python3, gcloud; "
         f"default: {cloudbuild.STEP_IMAGE})",
     )
+    command.add_argument(
+        "--updates",
+        action="store_const",
+        const=True,
+        help="GitHub: instead, a weekly workflow that moves every pin (`lock --update`) and "
+        "proposes the moves as one pull request",
+    )
+    command.add_argument(
+        "--updates-token-secret",
+        metavar="NAME",
+        help="GitHub, --updates: the secret whose token opens the pull request (default: "
+        "GITHUB_TOKEN, whose pull requests start no other workflow)",
+    )
     options.manifest(command)
 
 
@@ -143,6 +159,17 @@ def document(args: argparse.Namespace) -> str:
         from build_graph.cli.kyverno import cluster_policy
 
         return cluster_policy(stack)
+    if args.updates_token_secret and not args.updates:
+        raise OptionError("--updates-token-secret: an option of --updates; add it or drop this")
+    if args.updates:
+        from build_graph.cli.ci_updates import updates_workflow
+
+        secret = args.updates_token_secret or "GITHUB_TOKEN"
+        if not SECRET_NAME.fullmatch(secret):
+            raise OptionError(f"--updates-token-secret {secret!r}: not a GitHub secret name")
+        return updates_workflow(
+            stack, str(args.manifest), args.runs_on, setup=args.setup, token_secret=secret
+        )
     planned = plan(stack)
     _refuse_twin_ids(stack, planned)
     if args.cloudbuild:
