@@ -46,9 +46,28 @@ def stack_folder(folder: Path, name: str, registry: str, template: str) -> str:
     [stack] and [versions] tables for a generated stack."""
     (folder / "templates").mkdir(parents=True)
     (folder / "templates" / "bench.Dockerfile.j2").write_text(template)
+    return stack_head(name, registry)
+
+
+def stack_head(name: str, registry: str, stack_keys: str = "") -> str:
+    """[stack] (with `stack_keys` lines) and [versions] of a generated stack."""
     return (
-        f'[stack]\nname = "{name}"\nregistry = "{registry}/{name}"\n[versions]\npython = "3.11"\n'
+        f'[stack]\nname = "{name}"\n{stack_keys}registry = "{registry}/{name}"\n'
+        '[versions]\npython = "3.11"\n'
     )
+
+
+def nonce_stack(
+    folder: Path, name: str, registry: str, template: str, body: str, stack_keys: str = ""
+) -> Path:
+    """A one-tier stack in `folder` (its template written the first time): images.toml is
+    the head and `body`, the tier with its NONCE build arg (nonce_rebuild writes it again
+    with another)."""
+    if not (folder / "templates").exists():
+        stack_folder(folder, name, registry, template)
+    path = folder / "images.toml"
+    path.write_text(stack_head(name, registry, stack_keys) + body)
+    return path
 
 
 def stack_args(description: str | None) -> argparse.Namespace:

@@ -17,7 +17,7 @@ import time
 from functools import partial
 from pathlib import Path
 
-from _common import lock_seconds, nonce_rebuild, stack_args, stack_folder
+from _common import lock_seconds, nonce_rebuild, nonce_stack, stack_args
 
 TEMPLATE = """\
 {% import "_macros.j2" as m %}
@@ -30,17 +30,16 @@ PACKAGES = '["g++", "gcc", "git", "libc6-dev", "python3-dev"]'
 
 
 def manifest(folder: Path, name: str, registry: str, locked: bool, nonce: str) -> Path:
-    text = stack_folder(folder, name, registry, TEMPLATE) if not folder.exists() else ""
-    path = folder / "images.toml"
-    head = text or path.read_text().split("[apt]")[0].split("[tiers.")[0]
-    path.write_text(
-        head
-        + ("[apt]\nlock = true\n" if locked else "")
+    return nonce_stack(
+        folder,
+        name,
+        registry,
+        TEMPLATE,
+        ("[apt]\nlock = true\n" if locked else "")
         + '[tiers.tools]\nfrom = "debian:bookworm-slim"\ntemplate = "bench.Dockerfile.j2"\n'
         + f"system_packages = {PACKAGES}\n"
-        + f'build_args = {{ NONCE = "{nonce}" }}\n'
+        + f'build_args = {{ NONCE = "{nonce}" }}\n',
     )
-    return path
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import doit_command, stack_args, stack_folder, timed
+from _common import doit_command, nonce_stack, stack_args, timed
 
 TEMPLATE = """\
 {% import "_macros.j2" as m %}
@@ -27,17 +27,17 @@ FROM {{ base_image }}
 
 
 def manifest(folder: Path, name: str, registry: str, root_image: str, nonce: str) -> Path:
-    text = stack_folder(folder, name, registry, TEMPLATE) if not folder.exists() else ""
-    path = folder / "images.toml"
-    head = text or path.read_text().split("[tiers.")[0]
-    path.write_text(
-        head + f'[tiers.pkgs]\nfrom = "{root_image}"\n'
+    return nonce_stack(
+        folder,
+        name,
+        registry,
+        TEMPLATE,
+        f'[tiers.pkgs]\nfrom = "{root_image}"\n'
         'template = "bench.Dockerfile.j2"\n'
         'packages = ["numpy==2.1.3", "requests==2.32.3"]\n'
         f'build_args = {{ NONCE = "{nonce}" }}\n'
-        "verify = { pip_check = false }\n"
+        "verify = { pip_check = false }\n",
     )
-    return path
 
 
 def main() -> None:

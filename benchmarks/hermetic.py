@@ -17,7 +17,7 @@ import time
 from functools import partial
 from pathlib import Path
 
-from _common import lock_seconds, nonce_rebuild, stack_args, stack_folder
+from _common import lock_seconds, nonce_rebuild, nonce_stack, stack_args
 
 TEMPLATE = """\
 {% import "_macros.j2" as m %}
@@ -32,19 +32,17 @@ PACKAGES = '["numpy==2.3.5", "pandas==2.3.3", "requests==2.32.5"]'
 
 
 def manifest(folder: Path, name: str, registry: str, hermetic: bool, nonce: str) -> Path:
-    text = stack_folder(folder, name, registry, TEMPLATE) if not folder.exists() else ""
-    path = folder / "images.toml"
-    head = text or path.read_text().split("[apt]")[0]
-    if hermetic and "hermetic" not in head:
-        head = head.replace('registry = "', 'hermetic = true\nregistry = "', 1)
-    path.write_text(
-        head
-        + "[apt]\nlock = true\n"
+    return nonce_stack(
+        folder,
+        name,
+        registry,
+        TEMPLATE,
+        "[apt]\nlock = true\n"
         + '[tiers.py]\nfrom = "debian:bookworm-slim"\ntemplate = "bench.Dockerfile.j2"\n'
         + f"packages = {PACKAGES}\n"
-        + f'build_args = {{ NONCE = "{nonce}" }}\n'
+        + f'build_args = {{ NONCE = "{nonce}" }}\n',
+        stack_keys="hermetic = true\n" if hermetic else "",
     )
-    return path
 
 
 def main() -> None:

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
                 lacking = inputs.missing(stack, files)
                 inputs.gather(stack, tier, kind, folder, files)
                 inputs.keep(stack, folder, files)
-                kept += len(lacking - inputs.missing(stack, files))
+                kept += len(lacking)  # gather and keep stored each (or a run meanwhile)
             except CacheUnavailable as exc:
                 raise BuildFailed(
                     f"the team's store {stack.cache.url} cannot be used ({exc}): check its "

@@ -73,6 +73,18 @@ def test_a_hermetic_quickstart_installs_its_locks_from_files_and_is_promoted(
     assert locked >= 3  # teamlib's and the runner's wheels at least: not a vacuous pass
 
 
+def fetch(ws: Workspace, env: dict[str, str], *tiers: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "build_graph", "fetch", *tiers, "--manifest", str(ws.manifest)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        cwd=REPO,
+        timeout=600,
+        check=False,
+    )
+
+
 def test_fetch_fills_the_teams_store_with_every_locked_file(
     ws: Workspace, machine_cache: dict[str, str]
 ) -> None:
@@ -80,15 +92,7 @@ def test_fetch_fills_the_teams_store_with_every_locked_file(
     .deb and wheel under its sha256, from this machine's copies, held to the lock."""
     store = ws.root / "build" / "ccache-store" / "inputs" / "sha256"
     shutil.rmtree(store, ignore_errors=True)  # (absent when this test runs alone)
-    done = subprocess.run(
-        [sys.executable, "-m", "build_graph", "fetch", "--manifest", str(ws.manifest)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **machine_cache},
-        cwd=REPO,
-        timeout=600,
-        check=False,
-    )
+    done = fetch(ws, machine_cache)
     assert done.returncode == 0, done.stdout + done.stderr
     wanted = {}
     for tier in plan(load(ws.manifest)):
@@ -105,15 +109,7 @@ def test_fetch_fills_the_teams_store_with_every_locked_file(
     assert any(line.startswith("builder: ") and " debs, " in line for line in lines), lines
     newly = [int(m[1]) for line in lines if (m := re.search(r"; (\d+) newly kept$", line))]
     assert sum(newly) == len(wanted), lines  # each file counted once, where it was stored
-    again = subprocess.run(
-        [sys.executable, "-m", "build_graph", "fetch", "builder", "--manifest", str(ws.manifest)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **machine_cache},
-        cwd=REPO,
-        timeout=600,
-        check=False,
-    )
+    again = fetch(ws, machine_cache, "builder")
     assert again.returncode == 0 and "; 0 newly kept" in again.stdout, again.stdout + again.stderr
 
 
