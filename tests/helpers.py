@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -89,6 +90,22 @@ def doit(manifest: Path, *args: str) -> subprocess.CompletedProcess[str]:
         check=False,
         cwd=REPO,
         timeout=120,
+    )
+
+
+def build_graph(
+    manifest: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python -m build_graph ARGS --manifest MANIFEST` from the repository root, with
+    `env` over this process's environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "build_graph", *args, "--manifest", str(manifest)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+        timeout=300,
+        env={**os.environ, **(env or {})},
     )
 
 

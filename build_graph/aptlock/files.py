@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
+from build_graph.aptlock.snapshot import STAMP
 from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.fs import read_toml, write_if_changed
 from build_graph.layout import manifest_option
@@ -72,6 +73,7 @@ class AptLock:
     platform: str
     inputs: tuple[str, ...]  # the base: platform, `from` pin, the tiers below (state.py)
     steps: tuple[Step, ...]
+    resolved: str = ""  # when apt resolved it (UTC, 20261128T131200Z): a snapshot's {time}
 
     @property
     def debs(self) -> tuple[Deb, ...]:
@@ -150,10 +152,17 @@ def read(path: Path, tier: str, manifest: Path) -> AptLock | None:
         step = _step(entry, f"steps[{index}]", bad)
         if step is not None:
             steps.append(step)
+    resolved = data.get("resolved", "")  # locks written before it was recorded have none
+    if not isinstance(resolved, str) or (resolved and not STAMP.match(resolved)):
+        bad("resolved", "must be a UTC time as 20261128T131200Z")
     if issues:
         raise ConfigError(issues)
     return AptLock(
-        str(data.get("tier", "")), str(data.get("platform", "")), tuple(inputs), tuple(steps)
+        str(data.get("tier", "")),
+        str(data.get("platform", "")),
+        tuple(inputs),
+        tuple(steps),
+        str(resolved),
     )
 
 
@@ -206,6 +215,7 @@ def write(path: Path, lock: AptLock) -> None:
         f"format = {json.dumps(FORMAT)}",
         f"tier = {json.dumps(lock.key)}",
         f"platform = {json.dumps(lock.platform)}",
+        *([f"resolved = {json.dumps(lock.resolved)}"] if lock.resolved else []),
         "inputs = [",
         *(f"  {json.dumps(i)}," for i in lock.inputs),
         "]",

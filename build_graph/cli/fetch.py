@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         kept, said = 0, []
         for kind, folder, files in (
-            (debs.KIND, tier.folder.debs, debs.debs(tier)),
+            (debs.KIND, tier.folder.debs, debs.debs(stack, tier)),
             (pywheels.KIND, tier.folder.pywheels, pywheels.wheels(tier)),
         ):
             if not files:

@@ -8,7 +8,8 @@ come from the same facts `check` uses (the shipped torch_releases.json, plus wha
 says about newer releases), so the edit it proposes passes `check`. A `from` tag is compared
 with the registry's tags of the same shape (outdated_from.py): the digits a {field} put there are
 proposed as that version's edit; a tag written out in full is only said to have newer tags.
-Then the Python pins `lock --update` would move (stages/python_pin.py), unless --no-python.
+Then the Python and apt pins `lock --update` would move (stages/python_pin.py, apt_pin.py),
+unless --no-python, --no-apt.
 """
 
 from __future__ import annotations
@@ -49,6 +50,12 @@ def add_options(command: argparse.ArgumentParser) -> None:
         help="leave out the Python pins (each tier's lock resolved again with every package "
         "free to move, against the builds' index: seconds to a minute per tier)",
     )
+    command.add_argument(
+        "--no-apt",
+        action="store_true",
+        help="leave out the apt pins (each tier's apt lock resolved again by apt in its "
+        "pinned `from` image: a container per tier and platform)",
+    )
     options.manifest(command)
 
 
@@ -62,15 +69,18 @@ def run(args: argparse.Namespace) -> int:
         None if args.no_from_tags else registry_tags,
     )
     print("\n".join(lines))
-    if not args.no_python:
-        from build_graph.stages.python_pin import newer
+    from build_graph.stages import apt_pin, python_pin
 
-        asked, pins = newer(stack)
+    for kind, skip, newer in (
+        ("Python", args.no_python, python_pin.newer),
+        ("apt", args.no_apt, apt_pin.newer),
+    ):
+        asked, pins = (0, []) if skip else newer(stack)
         if asked:
             print(
-                f"Python pins: all {asked} locks are at the newest images.toml allows"
+                f"{kind} pins: all {asked} locks are at the newest images.toml allows"
                 if not pins
-                else f"Python pins that `lock --update` would move ({asked} locks asked):"
+                else f"{kind} pins that `lock --update` would move ({asked} locks asked):"
             )
         for line in pins:
             print(f"  {line}", flush=True)

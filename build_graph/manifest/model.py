@@ -170,6 +170,7 @@ class Stack:
     compression: Compression = GZIP  # [layers]
     layer_limit: LayerLimit | None = None  # [layers] max_size, or the registry's known limit
     apt_locked: bool = False  # [apt] lock: system packages from <manifest>.aptlock/
+    apt_snapshots: tuple[tuple[str, str], ...] = ()  # [apt] snapshots: archive -> snapshot
     hermetic: bool = False  # [stack] hermetic: builds and compiles with no network
 
     @property

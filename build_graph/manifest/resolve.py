@@ -114,6 +114,7 @@ def resolve_stack(path: Path, manifest: schema.Manifest, lookup: Lookup = shippe
         compression=Compression(manifest.layers.compression, manifest.layers.level),
         layer_limit=layer_limit,
         apt_locked=manifest.apt.lock,
+        apt_snapshots=tuple(manifest.apt.snapshots.items()),
         hermetic=manifest.stack.hermetic,
     )
 

@@ -14,6 +14,7 @@ from pydantic import (
     field_validator,
 )
 
+from build_graph.aptlock.snapshot import problem as snapshot_problem
 from build_graph.manifest.grammar import Name, PlatformText, Repository, Text
 from build_graph.oci.compression import Algorithm, level_problem
 
@@ -94,6 +95,21 @@ class Apt(Strict):
     other bytes. `false`: builds install what the archive serves on the day (a tag then
     does not pin the system packages). Turning it on rebuilds the tiers that install
     packages"""
+    snapshots: dict[str, str] = Field(default_factory=dict)
+    """where a locked `.deb` is fetched when the archive that served it no longer does:
+    `{ "http://deb.debian.org/debian" = "https://snapshot.debian.org/archive/debian/{time}" }`,
+    the archive's URL (as the lock's `url`s start) to its snapshot archive's, `{time}` the
+    time the lock was resolved (each lock's `resolved`). Tried after this machine's cache
+    and the team's store; the bytes are held to the lock as from anywhere. Changes no tag"""
+
+    @field_validator("snapshots")
+    @classmethod
+    def _snapshot_urls(cls, snapshots: dict[str, str]) -> dict[str, str]:
+        for archive, snapshot in snapshots.items():
+            said = snapshot_problem(archive, snapshot)
+            if said is not None:
+                raise ValueError(said)
+        return snapshots
 
 
 class Layers(Strict):

@@ -15,7 +15,7 @@ import re
 from contextlib import suppress
 from urllib.parse import urlsplit
 
-from build_graph.aptlock import files
+from build_graph.aptlock import files, snapshot
 from build_graph.aptlock.files import AptLock, Deb, Step, deb_from_file
 from build_graph.errors import BuildFailed, ConfigIssue
 from build_graph.layout import manifest_option
@@ -98,6 +98,21 @@ def record(
             lines.append(line)
 
 
+def newer(stack: Stack) -> tuple[int, list[str]]:
+    """What `lock --update TIER` would move in each fresh apt lock, nothing written: how
+    many locks were asked, and lines 'app.linux-amd64.toml: curl 7.88.1-10 -> 7.88.1-10+deb12u5
+    (security update)' (a child asked on its parent's pins as locked)."""
+    asked, lines = 0, []
+    for tier in plan(stack) if stack.apt_locked else ():
+        if not tier.apt.requests or not tier.apt.fresh or tier.apt.path is None:
+            continue
+        asked += 1
+        moved = moves(tier.apt.path.name, tier.apt.lock, resolve(tier, keep=False))
+        if not moved[0].endswith(_NOTHING):
+            lines += [*moved, f"  -> python -m build_graph lock --update {tier.spec.name}"]
+    return asked, lines
+
+
 def resolve(tier: PlannedTier, keep: bool = True) -> AptLock:
     """The tier's lock as apt resolves it now, install by install. `keep`: where the old
     lock's version of a package still installs, it stays (a package added moves what it
@@ -119,7 +134,12 @@ def resolve(tier: PlannedTier, keep: bool = True) -> AptLock:
                 debs = _ask(tier, platform, have, asked)
         have += debs
         steps.append(Step(request, tuple(debs)))
-    return AptLock(tier.group_key, platform, state.inputs, tuple(steps))
+    # when a snapshot held every file: kept while the files are the same (a lock written
+    # again for nothing does not change)
+    was = state.lock
+    same = was is not None and was.resolved and was.steps == tuple(steps)
+    resolved = was.resolved if same and was is not None else snapshot.now()
+    return AptLock(tier.group_key, platform, state.inputs, tuple(steps), resolved)
 
 
 def _ask(tier: PlannedTier, platform: str, have: list[Deb], request: list[str]) -> list[Deb]:
@@ -131,7 +151,7 @@ def _ask(tier: PlannedTier, platform: str, have: list[Deb], request: list[str]) 
     try:
         rows = would_fetch(tier.apt.image, platform, [*(d.pin for d in have), *request])
     except BuildFailed as exc:
-        if have and tier.spec.parent:
+        if have and tier.spec.parent and "was not found" in str(exc):
             raise BuildFailed(
                 f"{tier.key}: {exc}; if a version the tiers below locked is gone from the "
                 f"archive, move them first: `python -m build_graph lock --update "
@@ -162,7 +182,10 @@ def moves(name: str, old: AptLock | None, new: AptLock) -> list[str]:
                 lines.append(f"{name}: {package} {now.version}: other bytes ({now.sha256[:12]})")
             continue
         lines.append(f"{name}: {package} {_version(was)} -> {_version(now)}{_security(now)}")
-    return lines or [f"{name}: no apt package moved"]
+    return lines or [f"{name}: {_NOTHING}"]
+
+
+_NOTHING = "no apt package moved"
 
 
 def _version(deb: Deb | None) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from build_graph.aptlock import snapshot
 from build_graph.aptlock.files import Deb
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier
@@ -15,20 +16,22 @@ from build_graph.stages import inputs
 KIND = inputs.Kind("debs", ".deb", "apt lock")
 
 
-def locked(deb: Deb) -> inputs.Locked:
-    return inputs.Locked(
-        deb.file, deb.sha256, deb.size, f"{deb.name} {deb.version}", origin=lambda: deb.url
-    )
+def locked(deb: Deb, elsewhere: tuple[str, ...] = ()) -> inputs.Locked:
+    what = f"{deb.name} {deb.version}"
+    return inputs.Locked(deb.file, deb.sha256, deb.size, what, lambda: deb.url, elsewhere)
 
 
 def gather(stack: Stack, tier: PlannedTier) -> Path | None:
     """The folder holding exactly the tier's locked .debs, each checked; None for a tier
     that installs none from a lock."""
-    files = debs(tier)
+    files = debs(stack, tier)
     return inputs.gather(stack, tier, KIND, tier.folder.debs, files) if files else None
 
 
-def debs(tier: PlannedTier) -> list[inputs.Locked]:
-    """Each .deb the tier's apt lock names (none for a missing or stale lock)."""
+def debs(stack: Stack, tier: PlannedTier) -> list[inputs.Locked]:
+    """Each .deb the tier's apt lock names (none for a missing or stale lock), with where
+    the stack's snapshot archives serve it."""
     lock = tier.apt.lock if tier.apt.fresh else None
-    return [locked(d) for d in lock.debs] if lock is not None else []
+    if lock is None:
+        return []
+    return [locked(d, snapshot.urls(stack.apt_snapshots, lock.resolved, d.url)) for d in lock.debs]

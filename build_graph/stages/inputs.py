@@ -51,6 +51,7 @@ class Locked:
     size: int | None
     what: str  # 'gcc-12 12.2.0-14', 'numpy 2.3.5'
     origin: Callable[[], str]
+    elsewhere: tuple[str, ...] = ()  # tried in turn when the origin has it no more: snapshots
 
 
 @dataclass(frozen=True)
@@ -175,23 +176,29 @@ def _keep(checked: Path, cached: Path) -> None:
 
 def _download(tier: PlannedTier, kind: Kind, locked: Locked, out_path: Path) -> tuple[str, str]:
     """Stream the file from where it is served into `out_path`, at most the locked size
-    (other bytes are refused by the caller, a longer file here); the URL and the sha256."""
+    (other bytes are refused by the caller, a longer file here); the URL and the sha256.
+    Where the origin has it no more (or cannot be reached), each snapshot in turn; other
+    bytes from any of them stop the run, never send it on to the next."""
+    said: list[str] = []
     try:  # where it is served: an index that cannot say is not one that served other bytes
-        url = locked.origin()
+        urls = [locked.origin(), *locked.elsewhere]
     except (IndexUnreachable, NotOnIndex, IndexAnswerRefused) as exc:
-        raise _cannot_fetch(tier, locked, exc) from None
-    try:
-        with out_path.open("wb") as out:
-            return url, fetch.stream(url, out, limit=locked.size, timeout=TIMEOUT_S)
-    except IndexAnswerRefused as exc:
-        raise other_bytes(tier, kind, locked, url, str(exc)) from None
-    except (IndexUnreachable, NotOnIndex) as exc:
-        raise _cannot_fetch(tier, locked, exc) from None
+        said.append(str(exc))
+        urls = list(locked.elsewhere)
+    for url in urls:
+        try:
+            with out_path.open("wb") as out:
+                return url, fetch.stream(url, out, limit=locked.size, timeout=TIMEOUT_S)
+        except IndexAnswerRefused as exc:
+            raise other_bytes(tier, kind, locked, url, str(exc)) from None
+        except (IndexUnreachable, NotOnIndex) as exc:
+            said.append(str(exc))
+    raise _cannot_fetch(tier, locked, "; ".join(said))
 
 
-def _cannot_fetch(tier: PlannedTier, locked: Locked, exc: Exception) -> BuildFailed:
+def _cannot_fetch(tier: PlannedTier, locked: Locked, said: str) -> BuildFailed:
     return BuildFailed(
-        f"{tier.key}: cannot fetch {locked.file} ({locked.what}): {exc}; the team's "
+        f"{tier.key}: cannot fetch {locked.file} ({locked.what}): {said}; the team's "
         f"store does not hold it either (sha256 {locked.sha256}). "
         f"`python -m build_graph lock --update {tier.spec.name}` moves the pins to what "
         "is served now (a new image), or put the file in the team's store"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 from build_graph.aptlock import files
 from build_graph.manifest.load import load
 from build_graph.plan.plan import PlannedTier, plan
-from tests.helpers import REPO
+from tests.helpers import build_graph
 from tests.loopback_http import serving
 from tests.support.registry import Registry
 from tests.support.workspace import run_doit
@@ -61,14 +60,7 @@ def stack(tmp_path: Path, registry: Registry) -> Iterator[Path]:
 
 
 def command(manifest: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "build_graph", *args, "--manifest", str(manifest)],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=REPO,
-        timeout=300,
-    )
+    return build_graph(manifest, *args)
 
 
 def tool(manifest: Path) -> PlannedTier:
