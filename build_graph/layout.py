@@ -30,6 +30,7 @@ nothing else. It is never part of a build context (plan/context.py asks OWN_FOLD
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,6 +128,13 @@ class TierFolder:
 
     def log(self, stage: str) -> Path:
         return self.root / "logs" / f"{stage}.log"
+
+
+def machine_cache(name: str) -> Path:
+    """This machine's cache folder `name`, shared by every stack here: files kept by their
+    content (`$XDG_CACHE_HOME/build-graph/<name>`, ~/.cache without it)."""
+    home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(home) / "build-graph" / name
 
 
 def manifest_option(manifest: Path) -> str:

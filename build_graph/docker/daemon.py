@@ -241,6 +241,12 @@ def save(ref: str, path: Path) -> None:
         raise BuildFailed(f"docker save of {ref} failed: {short_error(exc)}") from None
 
 
+def image_id(ref: str) -> str:
+    """The local image's id ('sha256:...'): the digest of what it is, so of every platform
+    an index holds (the containerd store), or of its config (the classic store)."""
+    return str(client().images.get(ref).id)
+
+
 def image_size(ref: str, platform: str | None = None) -> int | None:
     """The local image's uncompressed size in bytes: what `docker images` shows on the
     classic store (the sum of its unpacked layers), on every store. The containerd image

@@ -21,6 +21,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from build_graph import layout
 from build_graph.ccache.store import Store, open_store
 from build_graph.errors import (
     BuildFailed,
@@ -66,8 +67,7 @@ class Kind:
 
 def machine_cache(kind: Kind) -> Path:
     """Where this machine keeps the files any stack fetched, by sha256 (read back checked)."""
-    home = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(home) / "build-graph" / kind.name
+    return layout.machine_cache(kind.name)
 
 
 def store_key(sha256: str) -> str:

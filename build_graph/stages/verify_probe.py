@@ -9,14 +9,17 @@ what it found is stages/verify_verdict.py's, pure.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import time
+from contextlib import suppress
 from typing import Any
 
 from build_graph.docker import connection, containers, daemon
 from build_graph.docker.containers import Mount
 from build_graph.errors import BuildFailed, PullFailed, UntrustedAnswer
-from build_graph.layout import PROBE_DIR, PROBE_REPORT
+from build_graph.layout import PROBE_DIR, PROBE_REPORT, machine_cache
 from build_graph.log import progress
 from build_graph.oci import compression
 from build_graph.oci.contents import Contents
@@ -150,8 +153,28 @@ _INVENTORY = next(p for p in PROBE_FILES if p.name == "inventory.py")
 
 def baseline(tier: PlannedTier) -> dict[str, str] | None:
     """The Python distributions the root `from` image had before any tier added its own
-    (the lock check accounts for them); None when they could not be listed."""
+    (the lock check accounts for them); None when they could not be listed. Kept on this
+    machine by what was asked (the image's id, its platform, the inventory module): the
+    tiers of a stack share one root image, and an id names its content."""
     daemon.ensure_local(tier.root_image, tier.platform)
+    module = hashlib.sha256(_INVENTORY.read_bytes()).hexdigest()
+    asked = f"{daemon.image_id(tier.root_image)} {tier.platform} {module}"
+    kept = machine_cache("baselines") / f"{hashlib.sha256(asked.encode()).hexdigest()}.json"
+    with suppress(OSError, ValueError):
+        found = json.loads(kept.read_text())
+        if isinstance(found, dict) and all(isinstance(v, str) for v in found.values()):
+            return {str(k): v for k, v in found.items()}
+    listed = _list_baseline(tier)
+    if listed is not None:
+        with suppress(OSError):
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            spare = kept.with_name(f".{kept.name}.{os.getpid()}")
+            spare.write_text(json.dumps(listed, sort_keys=True))
+            os.replace(spare, kept)
+    return listed
+
+
+def _list_baseline(tier: PlannedTier) -> dict[str, str] | None:
     mount = Mount(str(_INVENTORY), f"{PROBE_DIR}/{_INVENTORY.name}", read_only=True)
     with containers.container(
         tier.root_image,

@@ -4,9 +4,8 @@ Standard library only: it must run in any image with a Python; fatbin.py and fin
 mounted beside it. Everything that loads foreign code (importing a package, torch, a kernel
 launch) runs in a fresh interpreter, so a broken extension is reported, never fatal. Each
 section is guarded: a section that fails is named in "errors" and the others still report.
-Usage: python3 probe.py '{"packages": [...], "imports": [...], "libraries": [globs],
-"gpu": true, "inventory": true, "out": "/tmp/report.json"}' (without "out", or where it
-cannot be written, the report goes to stdout).
+Usage: python3 probe.py '{"packages": [...], "imports": [...], "libraries": [globs], "gpu":
+true, "inventory": true, "out": "/tmp/report.json"}' (else, or unwritable: to stdout).
 """
 
 from __future__ import annotations
@@ -19,6 +18,9 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 
@@ -259,38 +261,37 @@ def main(argv: list[str]) -> int:
             report["errors"][name] = f"{type(exc).__name__}: {exc}"  # type: ignore[index]
         return report[name]
 
-    section("python", python_facts)
-    survey = section("survey", finder.walk)
-    if isinstance(survey, finder.Survey):
-        report["survey"] = survey.as_dict()
-        section("interpreters", lambda: finder.interpreters(survey))
-        section("conda", lambda: finder.conda(survey))
-    section("virtualenv", virtualenv)
-    section("pip_check", pip_check)
-    section("packages", lambda: packages(list(request.get("packages", []))))
-    section("distributions", inventory.pip_distributions)
-    section("requires", inventory.pip_requirements)
-    section("debian", inventory.dpkg_database)
-    section("imports", lambda: imports([*request.get("imports", []), *TORCH_FAMILY]))
-    torch = section("torch", lambda: torch_facts(bool(request.get("gpu"))))
+    # The sections that wait on other processes (each interpreter asked, pip check, each
+    # import and torch in a fresh interpreter) run side by side with the rest.
+    asked = request.get
+    imported, gpu = [*asked("imports", []), *TORCH_FAMILY], bool(asked("gpu"))
+    libs, torch_libs = list(asked("libraries", [])), bool(asked("torch_libraries", True))
+    with ThreadPoolExecutor(max_workers=4) as pool:  # its end waits for every section
+        pool.submit(section, "pip_check", pip_check)
+        pool.submit(section, "imports", lambda: imports(imported))
+        pool.submit(section, "torch", lambda: torch_facts(gpu))
+        section("python", python_facts)
+        survey = section("survey", finder.walk)
+        if isinstance(survey, finder.Survey):
+            report["survey"] = survey.as_dict()
+            pool.submit(section, "interpreters", partial(finder.interpreters, survey))
+            section("conda", partial(finder.conda, survey))
+        section("virtualenv", virtualenv)
+        section("packages", lambda: packages(list(asked("packages", []))))
+        section("distributions", inventory.pip_distributions)
+        section("requires", inventory.pip_requirements)
+        section("debian", inventory.dpkg_database)
+        section("libraries", lambda: libraries(libs, torch_libs))
+    torch = report.get("torch")
     report["gpu"] = torch.pop("gpu", None) if isinstance(torch, dict) else None
-    section(
-        "libraries",
-        lambda: libraries(
-            list(request.get("libraries", [])), bool(request.get("torch_libraries", True))
-        ),
-    )
     if request.get("inventory"):  # for the SBOM (stages/sbom.py); the doctor skips it
         section("inventory", inventory.collect)
     text = json.dumps(report, indent=1, sort_keys=True) + "\n"
     out = request.get("out")
-    if out:  # read back from the stopped container: complete, unlike its logs
-        try:
-            with open(out, "w", encoding="utf-8") as handle:
-                handle.write(text)
+    with suppress(OSError):  # an unwritable /tmp: stdout still carries it
+        if out:  # read back from the stopped container: complete, unlike its logs
+            Path(out).write_text(text, encoding="utf-8")
             return 0
-        except OSError:
-            pass  # an unwritable /tmp: stdout still carries it
     sys.stdout.write(text)
     return 0
 
