@@ -20,17 +20,15 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import IO
 
 from build_graph.docker import connection, daemon, oci_layout
+from build_graph.docker.build_request import Archive, BuildRequest, Layout, Loaded
 from build_graph.docker.connection import check_context, endpoint
 from build_graph.errors import BuildFailed, DaemonUnreachable, EnvironmentProblem, NameTaken
 from build_graph.log import last_output, log
 from build_graph.oci import archive as oci_archive
-from build_graph.oci.compression import DEFAULT as GZIP
 from build_graph.oci.compression import Compression
 from build_graph.oci.platforms import emulation_hint
 
@@ -119,72 +117,44 @@ def cli_env() -> dict[str, str]:
     return {**env, "DOCKER_BUILDKIT": "1", "DOCKER_HOST": endpoint()}
 
 
-def build(
-    command: tuple[str, ...],
-    context: IO[bytes],
-    tag: str,
-    *,
-    name: str,
-    buildargs: Mapping[str, str],
-    secrets: Mapping[str, str],
-    platform: str | None = None,
-    reproducible: bool = False,
-    archive: Path | None = None,
-    layout: Path | None = None,
-    parent_layout: Path | None = None,
-    compression: Compression = GZIP,
-    network: str = "host",
-) -> str:
-    """Build from a tar context (Dockerfile at its root) with BuildKit; returns the image id
-    (with `archive`: the image manifest's digest).
+def build(command: tuple[str, ...], request: BuildRequest) -> str:
+    """Build `request` with BuildKit; returns the image id (for an `Archive`: the image
+    manifest's digest).
 
     Secrets are written to files only this user can read, in a folder removed afterwards,
     and reach the build as `--secret id=NAME,src=FILE`. The tag is applied only when the
     whole build succeeded; a failure raises BuildFailed with the output's last lines.
 
-    `reproducible` (see reproducible_here): BuildKit's OCI exporter clamps every file's time
-    in the new layers to SOURCE_DATE_EPOCH (`rewrite-timestamp`, which the docker driver's
-    own image exporter refuses: "conflicts with unpack") into the tier's OCI `layout`
-    (seeded from `parent_layout`: oci_layout.py), and the image is `docker load`ed from it,
-    which on the containerd store keeps its manifest, so the digest pushed is the one built.
-    No provenance attestation: it records when the build ran. `archive`: an OCI archive is
-    written there instead, uncached and not loaded (`reproduce`). `compression` applies to
-    the layers this build makes (oci/compression.py); only the OCI exporter takes it.
-    `network` "none" (a hermetic stack): no RUN step reaches any network, loopback included;
-    a step that tries fails the build, named.
+    A `Layout` or an `Archive` (see reproducible_here): BuildKit's OCI exporter clamps every
+    file's time in the new layers to SOURCE_DATE_EPOCH (`rewrite-timestamp`, which the
+    docker driver's own image exporter refuses: "conflicts with unpack"); an image
+    `docker load`ed from a layout keeps its manifest on the containerd store, so the digest
+    pushed is the one built. No provenance attestation: it records when the build ran.
     """
     started = time.monotonic()
+    tag, name, platform, network = request.tag, request.name, request.platform, request.network
+    output = request.output
     shown = f" --platform={platform}" if platform else ""
     log(f"+ docker build (BuildKit) --network={network}{shown} -t {tag} (tier {name})")
-    exported = archive or (layout if reproducible else None)
     with tempfile.TemporaryDirectory(prefix="build-graph-") as tmp:
         folder = Path(tmp)
-        args = [f"--build-arg={k}={v}" for k, v in sorted(buildargs.items())]
+        args = [f"--build-arg={k}={v}" for k, v in sorted(request.buildargs.items())]
         args += [f"--platform={platform}"] if platform else []
-        if exported is not None:
-            command = tuple(part for part in command if part != "--load")
-            # buildx reads --output as CSV: a field with a comma or quote is quoted
-            dest = f'"dest={str(exported).replace(chr(34), chr(34) * 2)}"'
-            form = "" if archive is not None else ",tar=false"
-            args += [
-                f"--output=type=oci,{dest}{form},name={tag},rewrite-timestamp=true"
-                + compression.exporter_fields(),
-                "--provenance=false",
-                "--sbom=false",
-            ]
-            args += ["--no-cache"] if archive is not None else []
-            if archive is None:
-                oci_layout.seed(exported, parent_layout)
-        else:
+        if isinstance(output, Loaded):
             args += ["-t", tag]
-        for secret, value in secrets.items():
+        else:
+            command = tuple(part for part in command if part != "--load")
+            args += _exported(output, tag, request.compression)
+        if isinstance(output, Layout):
+            oci_layout.seed(output.path, output.parent)
+        for secret, value in request.secrets.items():
             path = folder / secret
             path.touch(mode=0o600)
             path.write_text(value)
             args.append(f"--secret=id={secret},src={path}")
         tar = folder / "context.tar"
         with tar.open("wb") as out:
-            shutil.copyfileobj(context, out)
+            shutil.copyfileobj(request.context, out)
         iid = folder / "iid"
         full = [
             *command,
@@ -201,12 +171,12 @@ def build(
             if f'image "{tag}": already exists' in str(exc):
                 raise NameTaken(f"{tag}: another build on this daemon named it first") from None
             raise
-        if archive is not None:
-            return str(oci_archive.read_image(archive, platform).digest)
-        if exported is not None:
-            entry = oci_layout.built(exported)
-            oci_layout.load(command[0], cli_env(), exported, entry, since, name)
-            oci_layout.keep_only(exported, entry)
+        if isinstance(output, Archive):
+            return str(oci_archive.read_image(output.path, platform).digest)
+        if isinstance(output, Layout):
+            entry = oci_layout.built(output.path)
+            oci_layout.load(command[0], cli_env(), output.path, entry, since, name)
+            oci_layout.keep_only(output.path, entry)
             log(f"[{name}] built {tag} in {time.monotonic() - started:.1f}s (reproducible)")
             return str(connection.client().images.get(tag).id)
         if not iid.is_file():
@@ -217,6 +187,21 @@ def build(
         image_id = iid.read_text().strip()
     log(f"[{name}] built {tag} in {time.monotonic() - started:.1f}s")
     return image_id
+
+
+def _exported(output: Layout | Archive, tag: str, compression: Compression) -> list[str]:
+    """The OCI exporter's arguments: into a layout folder, or an archive built uncached;
+    `compression` applies to the layers this build makes (oci/compression.py)."""
+    # buildx reads --output as CSV: a field with a comma or quote is quoted
+    dest = f'"dest={str(output.path).replace(chr(34), chr(34) * 2)}"'
+    form = ",tar=false" if isinstance(output, Layout) else ""
+    return [
+        f"--output=type=oci,{dest}{form},name={tag},rewrite-timestamp=true"
+        + compression.exporter_fields(),
+        "--provenance=false",
+        "--sbom=false",
+        *(["--no-cache"] if isinstance(output, Archive) else []),
+    ]
 
 
 def reproducible_here(command: tuple[str, ...] | None) -> bool:

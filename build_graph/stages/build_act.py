@@ -15,6 +15,7 @@ from typing import IO
 from build_graph import settings
 from build_graph.docker import buildkit, daemon, oci_layout
 from build_graph.docker.build_context import context_tar
+from build_graph.docker.build_request import BuildRequest, Layout, Loaded, Output
 from build_graph.errors import BuildFailed, NameTaken
 from build_graph.layout import DEBS_DIR, LABEL_PREFIX, PYWHEELS_DIR, WHEELS_DIR
 from build_graph.log import log, progress
@@ -55,7 +56,7 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> Facts | No
         raise BuildFailed(f"{tier.key}: no wheels in {tier.folder.wheels}; run compile:{tier.key}")
     base_platform.check(tier)
     command = buildkit.cli()
-    buildargs, secrets = build_settings(command)
+    host_settings = build_settings(command)
     reproducible = buildkit.reproducible_here(command)
     can_compress(stack, tier, reproducible)
     if not reproducible:
@@ -74,27 +75,20 @@ def build(stack: Stack, tier: PlannedTier, holdings: Availability) -> Facts | No
         )
     if command is None:
         _warn_classic(settings.named_ca())
+    output = tier_layout(stack, tier) if reproducible else Loaded()
     with sent_context(stack, tier, labels(stack, tier), classic=command is None) as context:
+        request = build_request(stack, tier, context, host_settings, output)
         if command is None:
             daemon.build(
-                context, tier.image, name=tier.key, buildargs=buildargs, platform=tier.platform
+                request.context,
+                request.tag,
+                name=request.name,
+                buildargs=request.buildargs,
+                platform=request.platform,
             )
         else:
             try:
-                buildkit.build(
-                    command,
-                    context,
-                    tier.image,
-                    name=tier.key,
-                    buildargs=buildargs,
-                    secrets=secrets,
-                    platform=tier.platform,
-                    reproducible=reproducible,
-                    layout=tier.folder.root / oci_layout.LAYOUT,
-                    parent_layout=parent_layout(stack, tier),
-                    compression=tier.compression,
-                    network=stack.network,
-                )
+                buildkit.build(command, request)
             except NameTaken:
                 # Two runners of one hash on one daemon: the same inputs, so the image the
                 # other named is this tier's (as push adopts the registry's digest).
@@ -137,19 +131,45 @@ def can_compress(stack: Stack, tier: PlannedTier, reproducible: bool | None = No
         )
 
 
-def parent_layout(stack: Stack, tier: PlannedTier) -> Path | None:
-    """The parent tier's OCI layout on this machine (its blobs seed this tier's export)."""
-    if tier.spec.parent is None:
-        return None
-    parent = stack.build_folder.tier(tier.spec.variant, tier.spec.parent, tier.platform)
-    return parent.root / oci_layout.LAYOUT
+def tier_layout(stack: Stack, tier: PlannedTier) -> Layout:
+    """Where the tier's reproducible build goes: its OCI layout, seeded from the parent
+    tier's layout on this machine (its blobs)."""
+    parent = None
+    if tier.spec.parent is not None:
+        folder = stack.build_folder.tier(tier.spec.variant, tier.spec.parent, tier.platform)
+        parent = folder.root / oci_layout.LAYOUT
+    return Layout(tier.folder.root / oci_layout.LAYOUT, parent)
 
 
-def build_settings(command: tuple[str, ...] | None) -> tuple[dict[str, str], dict[str, str]]:
+# A build's (build args, secrets): build_settings.
+BuildSettings = tuple[dict[str, str], dict[str, str]]
+
+
+def build_settings(command: tuple[str, ...] | None) -> BuildSettings:
     """The build args and secrets of every build: the host's pip settings and the images'
     SOURCE_DATE_EPOCH."""
     buildargs, secrets = settings.for_build(buildkit=command is not None)
     return {**buildargs, "SOURCE_DATE_EPOCH": str(SOURCE_DATE_EPOCH)}, dict(secrets)
+
+
+def build_request(
+    stack: Stack, tier: PlannedTier, context: IO[bytes], host: BuildSettings, output: Output
+) -> BuildRequest:
+    """What a tier's build asks BuildKit for, the one owner: its context, hash tag, build
+    settings, platform, network and compression. The build stage and `reproduce` differ
+    only in `output` (and the labels in the context)."""
+    buildargs, secrets = host
+    return BuildRequest(
+        context=context,
+        tag=tier.image,
+        name=tier.key,
+        buildargs=buildargs,
+        secrets=secrets,
+        platform=tier.platform,
+        network=stack.network,
+        compression=tier.compression,
+        output=output,
+    )
 
 
 def sent_context(

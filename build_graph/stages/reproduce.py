@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from build_graph.docker import buildkit, daemon
+from build_graph.docker.build_request import Archive
 from build_graph.errors import BuildFailed, EnvironmentProblem, RegistryError, UntrustedAnswer
 from build_graph.log import log
 from build_graph.manifest.model import Stack
@@ -72,7 +73,7 @@ def reproduce(stack: Stack, tier: PlannedTier, scratch: Path | None = None) -> O
     labels = {k: v for k, v in build_act.labels(stack, tier).items() if k not in BUILD_LABELS}
     stated = (config.get("config") or {}).get("Labels") or {}
     labels |= {k: str(stated[k]) for k in BUILD_LABELS if k in stated}
-    buildargs, secrets = build_act.build_settings(command)
+    host_settings = build_act.build_settings(command)
     scratch = scratch or tier.folder.root
     try:
         scratch.mkdir(parents=True, exist_ok=True)
@@ -83,18 +84,8 @@ def reproduce(stack: Stack, tier: PlannedTier, scratch: Path | None = None) -> O
     with tempfile.TemporaryDirectory(prefix=".reproduce-", dir=scratch) as tmp:
         ours = Path(tmp) / "rebuild.oci.tar"
         with build_act.sent_context(stack, tier, labels, classic=False) as context:
-            rebuilt = buildkit.build(
-                command,
-                context,
-                tier.image,
-                name=tier.key,
-                buildargs=buildargs,
-                secrets=secrets,
-                platform=tier.platform,
-                archive=ours,
-                compression=tier.compression,
-                network=stack.network,
-            )
+            request = build_act.build_request(stack, tier, context, host_settings, Archive(ours))
+            rebuilt = buildkit.build(command, request)
         registry, mine = parse_digest(theirs.ref.reference), parse_digest(rebuilt)
         lines: list[str] = []
         if mine != registry:

@@ -10,6 +10,7 @@ import os
 import pytest
 
 from build_graph.docker import buildkit
+from build_graph.docker.build_request import BuildRequest
 from build_graph.errors import BuildFailed, NameTaken
 
 TAG = "127.0.0.1:5000/quickstart/raced:89a384d57f276dff1b5f"
@@ -26,7 +27,10 @@ def no_daemon_needed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def build(said: str) -> None:
-    buildkit.build(fake_cli(said), io.BytesIO(b"tar"), TAG, name="raced", buildargs={}, secrets={})
+    request = BuildRequest(
+        context=io.BytesIO(b"tar"), tag=TAG, name="raced", buildargs={}, secrets={}
+    )
+    buildkit.build(fake_cli(said), request)
 
 
 def test_a_name_the_store_already_holds_is_name_taken() -> None:
