@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
-from build_graph.aptlock.snapshot import STAMP
+from build_graph.aptlock.snapshot import is_stamp
 from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.fs import read_toml, write_if_changed
 from build_graph.layout import manifest_option
@@ -153,7 +153,7 @@ def read(path: Path, tier: str, manifest: Path) -> AptLock | None:
         if step is not None:
             steps.append(step)
     resolved = data.get("resolved", "")  # locks written before it was recorded have none
-    if not isinstance(resolved, str) or (resolved and not STAMP.match(resolved)):
+    if not isinstance(resolved, str) or (resolved and not is_stamp(resolved)):
         bad("resolved", "must be a UTC time as 20261128T131200Z")
     if issues:
         raise ConfigError(issues)

@@ -15,11 +15,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
+
+from build_graph.settings import redact
 
 TIME = "{time}"
 # The snapshot services' time stamp: 20261128T131200Z (UTC).
-STAMP = re.compile(r"^[0-9]{8}T[0-9]{6}Z$")
-_HTTP = re.compile(r"^https?://[^\s/]+(?:/[^\s]*)?$")
+STAMP = re.compile(r"[0-9]{8}T[0-9]{6}Z")
 
 
 def now() -> str:
@@ -27,14 +29,45 @@ def now() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
 
 
+def is_stamp(text: str) -> bool:
+    """Whether `text` is a time as the snapshot archives name one (a real date and time)."""
+    if not STAMP.fullmatch(text):
+        return False
+    try:
+        datetime.strptime(text, "%Y%m%dT%H%M%SZ")
+    except ValueError:
+        return False
+    return True
+
+
 def problem(archive: str, snapshot: str) -> str | None:
-    """What is wrong with one `[apt] snapshots` entry, or None."""
-    if not _HTTP.match(archive) or TIME in archive:
-        return f"{archive!r}: the key is the archive's URL as apt serves it (http or https)"
-    if not _HTTP.match(snapshot.replace(TIME, "t")):
-        return f"{archive!r}: {snapshot!r} is not an http(s) URL"
+    """What is wrong with one `[apt] snapshots` entry, or None (URLs said redacted)."""
+    shown = f"{redact(archive)!r} = {redact(snapshot)!r}"
+    key = _url_problem(archive)
+    if key is not None or TIME in archive:
+        return f"{shown}: the key is the archive's URL as the lock's `url`s start ({key or TIME})"
+    value = _url_problem(snapshot.replace(TIME, "t"), credentials=True)
+    if value is not None:
+        return f"{shown}: the snapshot's URL {value}"
     if snapshot.count(TIME) > 1:
-        return f"{archive!r}: {snapshot!r} names {TIME} more than once"
+        return f"{shown}: names {TIME} more than once"
+    return None
+
+
+def _url_problem(url: str, credentials: bool = False) -> str | None:
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "is not a URL"
+    if parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
+        return "is not an http(s) URL"
+    if parts.query or parts.fragment:
+        return "has a query or fragment (the file's path goes below it)"
+    if parts.username is not None or parts.password is not None:
+        if not credentials:
+            return "carries credentials"
+        if parts.scheme != "https":
+            return "carries credentials over plain http (use https)"
     return None
 
 
@@ -45,7 +78,7 @@ def urls(snapshots: Iterable[tuple[str, str]], resolved: str, url: str) -> tuple
     found = []
     for archive, snapshot in snapshots:
         prefix = archive.rstrip("/") + "/"
-        if not url.startswith(prefix) or (TIME in snapshot and not STAMP.match(resolved)):
+        if not url.startswith(prefix) or (TIME in snapshot and not is_stamp(resolved)):
             continue
         found.append(snapshot.replace(TIME, resolved).rstrip("/") + "/" + url[len(prefix) :])
     return tuple(found)

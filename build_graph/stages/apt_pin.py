@@ -107,7 +107,11 @@ def newer(stack: Stack) -> tuple[int, list[str]]:
         if not tier.apt.requests or not tier.apt.fresh or tier.apt.path is None:
             continue
         asked += 1
-        moved = moves(tier.apt.path.name, tier.apt.lock, resolve(tier, keep=False))
+        try:
+            moved = moves(tier.apt.path.name, tier.apt.lock, resolve(tier, keep=False))
+        except BuildFailed as exc:  # a pin below it gone: the others are still said
+            lines.append(f"{tier.apt.path.name}: could not be asked: {exc}")
+            continue
         if not moved[0].endswith(_NOTHING):
             lines += [*moved, f"  -> python -m build_graph lock --update {tier.spec.name}"]
     return asked, lines

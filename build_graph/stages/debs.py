@@ -9,6 +9,7 @@ from pathlib import Path
 
 from build_graph.aptlock import snapshot
 from build_graph.aptlock.files import Deb
+from build_graph.log import progress
 from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier
 from build_graph.stages import inputs
@@ -34,4 +35,13 @@ def debs(stack: Stack, tier: PlannedTier) -> list[inputs.Locked]:
     lock = tier.apt.lock if tier.apt.fresh else None
     if lock is None:
         return []
+    if not snapshot.is_stamp(lock.resolved) and any(
+        snapshot.TIME in s for _, s in stack.apt_snapshots
+    ):
+        progress(
+            f"note: {tier.key}: its apt lock records no time it was resolved (made before "
+            "locks recorded one), so no snapshot archive is asked for its files; add "
+            'resolved = "YYYYMMDDTHHMMSSZ" (when it was made, e.g. its commit\'s time, UTC) '
+            f"or move its pins: `python -m build_graph lock --update {tier.spec.name}`"
+        )
     return [locked(d, snapshot.urls(stack.apt_snapshots, lock.resolved, d.url)) for d in lock.debs]

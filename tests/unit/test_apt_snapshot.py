@@ -13,11 +13,11 @@ import pytest
 from build_graph.aptlock import files, snapshot
 from build_graph.aptlock.files import AptLock, Step
 from build_graph.errors import BuildFailed, ConfigError, IndexAnswerRefused, NotOnIndex
-from build_graph.plan.plan import plan
+from build_graph.plan.plan import PlannedTier, plan
 from build_graph.pypi import fetch
-from build_graph.stages import debs, inputs
+from build_graph.stages import apt_pin, debs, inputs
 from tests.helpers import MINIMAL, config_errors, load_text
-from tests.unit.test_aptlock import LOCKED, deb, lock, only
+from tests.unit.test_aptlock import CHILD, LOCKED, deb, lock, only
 
 DEBIAN = "http://deb.debian.org/debian"
 SNAPSHOT = "https://snapshot.debian.org/archive/debian/{time}"
@@ -52,7 +52,7 @@ def test_no_snapshot_url_for_another_archive_or_without_a_time(url: str, resolve
 
 
 def test_the_time_is_the_snapshot_services_stamp() -> None:
-    assert snapshot.STAMP.match(snapshot.now())
+    assert snapshot.is_stamp(snapshot.now())
 
 
 @pytest.mark.parametrize(
@@ -61,6 +61,11 @@ def test_the_time_is_the_snapshot_services_stamp() -> None:
         ('"deb.debian.org/debian" = "https://s.example/{time}"', "the archive's URL"),
         (f'"{DEBIAN}" = "snapshot.debian.org/{{time}}"', "is not an http(s) URL"),
         (f'"{DEBIAN}" = "https://s.example/{{time}}/{{time}}"', "more than once"),
+        (f'"{DEBIAN}" = "https://s.example/{{time}}?token=x"', "query or fragment"),
+        (f'"{DEBIAN}" = "https://s.example/{{time}}#x"', "query or fragment"),
+        (f'"{DEBIAN}" = "http://alice:S3CRET@s.example/{{time}}"', "over plain http"),
+        ('"http://bob:PW@deb.example/debian" = "https://s.example/{time}"', "credentials"),
+        ('"http://deb.debian.org/debian x" = "https://s.example/{time}"', "not an http(s) URL"),
     ],
 )
 def test_a_snapshot_entry_that_cannot_serve_is_a_config_error(
@@ -68,6 +73,17 @@ def test_a_snapshot_entry_that_cannot_serve_is_a_config_error(
 ) -> None:
     [line] = config_errors(tmp_path, LOCKED + f"snapshots = {{ {entry} }}\n")
     assert line.startswith("apt.snapshots") and words in line, line
+    assert "S3CRET" not in line and "PW@" not in line  # said redacted
+
+
+def test_credentials_over_https_are_a_snapshot_url() -> None:
+    assert snapshot.problem(DEBIAN, "https://alice:S3CRET@s.example/{time}") is None
+
+
+@pytest.mark.parametrize("text", ["20261128T131200Z\n", "99999999T999999Z", "20261128T1312Z"])
+def test_a_time_that_is_not_one_is_not_a_stamp(text: str) -> None:
+    assert not snapshot.is_stamp(text)
+    assert snapshot.urls([(DEBIAN, SNAPSHOT)], text, URL) == ()
 
 
 def test_snapshots_change_no_tag(tmp_path: Path) -> None:
@@ -159,7 +175,8 @@ def test_the_snapshot_is_asked_only_when_the_archive_has_the_file_no_more(
         inputs._download(tier, debs.KIND, file, tmp_path / "partial")
     said = str(failed.value)
     assert "cannot fetch x.deb (x 1.0)" in said
-    assert all(f"{u}: 404" in said for u in ("http://archive/x.deb", "http://snap-two/x.deb"))
+    urls = ("http://archive/x.deb", "http://snap-one/x.deb", "http://snap-two/x.deb")
+    assert all(f"{u}: 404" in said for u in urls)
 
 
 def test_other_bytes_from_the_archive_are_refused_not_sent_on_to_a_snapshot(
@@ -180,3 +197,31 @@ def test_other_bytes_from_the_archive_are_refused_not_sent_on_to_a_snapshot(
         inputs._download(tier, debs.KIND, file, tmp_path / "partial")
     assert "http://archive/x.deb served other bytes for x 1.0" in str(failed.value)
     assert asked == ["http://archive/x.deb"]
+
+
+def test_outdated_says_every_tier_it_could_ask_when_one_cannot_be(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pin below gone from the archive: that tier's line says so, the others' moves
+    are still listed (apt itself stood in)."""
+    text = CHILD
+    lock(only(tmp_path, text, "base"), deb("ca-certificates"))
+    lock(only(tmp_path, text, "tools"), deb("curl"))  # on base's pins, as locked
+    stack = load_text(tmp_path, text)
+    newer = {"base": deb("ca-certificates", "2.0-1")}
+
+    def resolve(tier: PlannedTier, keep: bool = True) -> AptLock:
+        if tier.spec.name != "base":
+            raise BuildFailed(f"{tier.key}: apt could not resolve ca-certificates=1.0-1: gone")
+        assert tier.apt.lock is not None and not keep
+        steps = tuple(Step(s.request, (newer["base"],)) for s in tier.apt.lock.steps)
+        return dataclasses.replace(tier.apt.lock, steps=steps)
+
+    monkeypatch.setattr(apt_pin, "resolve", resolve)
+    asked, lines = apt_pin.newer(stack)
+    assert asked == 2
+    assert "base.linux-amd64.toml: ca-certificates 1.0-1 -> 2.0-1" in lines
+    assert any(
+        line.startswith("tools.linux-amd64.toml: could not be asked: tools: apt could not")
+        for line in lines
+    ), lines
