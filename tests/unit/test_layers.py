@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import ast
+import io
 import re
 import sys
+import tokenize
 import tomllib
 from pathlib import Path
 
@@ -154,6 +156,50 @@ def test_adapters_take_plain_values(path: Path) -> None:
     assert not seen, f"{path.name} ({own}) is an adapter; it may not import {seen}"
 
 
+# The cap counts code: lines with a token that is not a comment, outside docstrings. A
+# module past it has likely grown a second owner. Prose is not charged: the docstrings are
+# the reference (manifest/reference.py renders them) and the why of each owner, and a cap
+# of 300 physical lines had six modules at 295-300, squeezing prose to stay whole.
+CODE_LINES = 300
+
+
+def code_lines(text: str) -> int:
+    """Lines of `text` holding code: not blank, not only a comment, not in a docstring
+    (a module's, class's or function's first string, or a string after a class field)."""
+    prose: set[int] = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            for index, statement in enumerate(node.body):
+                first = index == 0
+                after_field = index > 0 and isinstance(node, ast.ClassDef)
+                if (first or after_field) and _is_string(statement):
+                    prose.update(range(statement.lineno, (statement.end_lineno or 0) + 1))
+    lines: set[int] = set()
+    skipped = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT}
+    skipped |= {tokenize.DEDENT, tokenize.ENDMARKER}
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type not in skipped:
+            lines.update(range(token.start[0], token.end[0] + 1))
+    return len(lines - prose)
+
+
+def _is_string(statement: ast.stmt) -> bool:
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and (isinstance(statement.value.value, str))
+    )
+
+
+def test_code_lines_count_code_not_prose() -> None:
+    text = (
+        '"""A module.\n\nIts prose."""\n\n# a comment\nimport os  # why\n\n\n'
+        'class A:\n    """A class."""\n\n    x: int = 1\n    """the field"""\n\n'
+        'def f(\n    a: int,\n) -> str:\n    """What it does."""\n    return """not\nprose"""\n'
+    )
+    assert code_lines(text) == 8  # import, class, x, def (3 lines), return (2 lines)
+
+
 def test_few_top_level_modules_and_none_too_long() -> None:
     top = sorted(
         p.name for p in PACKAGE.glob("*.py") if p.name not in {"__init__.py", "__main__.py"}
@@ -162,9 +208,9 @@ def test_few_top_level_modules_and_none_too_long() -> None:
     long = {
         str(p.relative_to(PACKAGE)): n
         for p in modules()
-        if (n := len(p.read_text().splitlines())) > 300
+        if (n := code_lines(p.read_text())) > CODE_LINES
     }
-    assert not long, f"modules over 300 lines: {long}"
+    assert not long, f"modules over {CODE_LINES} lines of code: {long}"
 
 
 def test_only_the_layout_module_composes_build_paths() -> None:
