@@ -76,7 +76,7 @@ def _daemon_floor() -> tuple[int, ...] | None:
     """The oldest API version the daemon accepts; None when no daemon answers (the build
     then fails on that, in its own words)."""
     try:
-        return _version(str(connection.daemon_version().get("MinAPIVersion", "")))
+        return _version(connection.daemon_version().min_api)
     except DaemonUnreachable:
         return None
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import errno
 import os
+from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from build_graph.errors import DaemonUnreachable, EnvironmentProblem
 
@@ -82,51 +83,94 @@ def client() -> docker.DockerClient:
     return _client
 
 
+@dataclass(frozen=True)
+class DaemonInfo:
+    """What we read of the daemon's /info, parsed where it arrives."""
+
+    root_dir: str  # DockerRootDir: where its data lives ('' when it does not say)
+    architecture: str | None  # the machine it runs on: 'x86_64', 'aarch64'
+    runtimes: frozenset[str]  # 'runc', 'nvidia', ...
+    containerd_store: bool  # images in the containerd image store (Docker 29's default)
+
+    @classmethod
+    def read(cls, data: object) -> DaemonInfo:
+        found = data if isinstance(data, dict) else {}
+        machine, runtimes = found.get("Architecture"), found.get("Runtimes")
+        status = found.get("DriverStatus")
+        return cls(
+            root_dir=str(found.get("DockerRootDir") or ""),
+            architecture=machine if isinstance(machine, str) else None,
+            runtimes=frozenset(map(str, runtimes)) if isinstance(runtimes, dict) else frozenset(),
+            containerd_store=isinstance(status, list)
+            and any(
+                isinstance(row, list)
+                and row[:1] == ["driver-type"]
+                and "containerd.snapshotter" in str(row[1:])
+                for row in status
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class DaemonVersion:
+    """What we read of the daemon's /version, parsed where it arrives."""
+
+    engine: str  # Docker Engine's version, '28.5.2'; '' for another engine behind its API
+    min_api: str  # the oldest API version it accepts, '1.24' ('' when it does not say)
+
+    @classmethod
+    def read(cls, data: object) -> DaemonVersion:
+        found = data if isinstance(data, dict) else {}
+        components = found.get("Components")
+        names = (
+            {c.get("Name") for c in components if isinstance(c, dict)}
+            if isinstance(components, list)
+            else set()
+        )
+        # Podman names its component "Podman Engine"; Docker's is "Engine".
+        engine = str(found.get("Version") or "") if "Engine" in names else ""
+        return cls(engine=engine, min_api=str(found.get("MinAPIVersion") or ""))
+
+
 @cache
-def daemon_info() -> dict[str, Any]:
+def daemon_info() -> DaemonInfo:
     """The daemon's /info, asked once per process. Over the Unix socket itself when
     DOCKER_HOST names one (or is unset): every no-op run asks this, and docker-py's import
     alone costs more than the call."""
     host = endpoint()
     if host.startswith("unix://"):
-        return _get_over_socket(host.removeprefix("unix://"), "/info")
-    info: dict[str, Any] = client().info()
-    return info
+        return DaemonInfo.read(_get_over_socket(host.removeprefix("unix://"), "/info"))
+    return DaemonInfo.read(client().info())
 
 
 @cache
-def daemon_version() -> dict[str, Any]:
-    """The daemon's /version (its own API version and the oldest it accepts, MinAPIVersion),
-    asked once per process."""
+def daemon_version() -> DaemonVersion:
+    """The daemon's /version (its own API version and the oldest it accepts), asked once
+    per process."""
     host = endpoint()
     if host.startswith("unix://"):
-        return _get_over_socket(host.removeprefix("unix://"), "/version")
-    version: dict[str, Any] = client().version()
-    return version
+        return DaemonVersion.read(_get_over_socket(host.removeprefix("unix://"), "/version"))
+    return DaemonVersion.read(client().version())
 
 
 def docker_engine_version() -> str:
     """'28.5.2': Docker Engine's version; '' when the daemon is another engine behind
-    Docker's API (Podman names its component "Podman Engine"; Docker's is "Engine")."""
-    version = daemon_version()
-    components = version.get("Components") or []
-    names = {c.get("Name") for c in components if isinstance(c, dict)}
-    return str(version.get("Version") or "") if "Engine" in names else ""
+    Docker's API."""
+    return daemon_version().engine
 
 
 def gpu_runtime() -> bool:
     """Whether containers here can be given GPUs (the daemon knows the nvidia runtime)."""
-    return "nvidia" in (daemon_info().get("Runtimes") or {})
+    return "nvidia" in daemon_info().runtimes
 
 
 def daemon_machine() -> str | None:
     """What the daemon's machine is ('x86_64', 'aarch64'): the images it runs natively
     (it may be another machine than this one: DOCKER_HOST); None when no daemon answers."""
     try:
-        machine = daemon_info().get("Architecture")
+        return daemon_info().architecture
     except DaemonUnreachable:
         return None
-    return machine if isinstance(machine, str) else None
 
 
 @cache
@@ -139,7 +183,7 @@ def reachable_gpu_runtime() -> bool | None:
         return None
 
 
-def _get_over_socket(socket_path: str, path: str) -> dict[str, Any]:
+def _get_over_socket(socket_path: str, path: str) -> object:
     import http.client
     import json
     import socket
@@ -164,7 +208,7 @@ def _get_over_socket(socket_path: str, path: str) -> dict[str, Any]:
             f"{path} with HTTP {response.status}; see its logs"
         )
     try:
-        data: dict[str, Any] = json.loads(body)
+        data: object = json.loads(body)
     except ValueError:
         raise EnvironmentProblem(
             f"the Docker daemon at unix://{socket_path} answered {path} "

@@ -276,13 +276,7 @@ def image_size(ref: str, platform: str | None = None) -> int | None:
 def containerd_store() -> bool:
     """Whether the daemon keeps images in the containerd image store (Docker 29's default
     for fresh installs) rather than the classic graph drivers: its /info says so."""
-    status = daemon_info().get("DriverStatus") or []
-    return any(
-        isinstance(row, list)
-        and row[:1] == ["driver-type"]
-        and "containerd.snapshotter" in str(row[1:])
-        for row in status
-    )
+    return daemon_info().containerd_store
 
 
 def ensure_local(ref: str, platform: str | None = None) -> None:

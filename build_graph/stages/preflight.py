@@ -214,7 +214,7 @@ def _disk(work: Work, compiles: list[PlannedTier]) -> list[str]:
 
 def _daemon_disk() -> list[str]:
     try:
-        root = Path(str(daemon_info().get("DockerRootDir", "")))
+        root = Path(daemon_info().root_dir)
         free = shutil.disk_usage(root).free
     except (BuildGraphError, OSError):
         return []  # not readable from here (another mount namespace): not checked

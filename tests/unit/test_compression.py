@@ -241,7 +241,8 @@ def test_podman_behind_docker_s_api_is_not_judged_by_docker_s_numbers(
         "unsaid": {"Version": "20.10.24"},
     }
     for name, expected in (("docker", "20.10.24"), ("podman", ""), ("unsaid", "")):
-        monkeypatch.setattr(connection, "daemon_version", lambda a=answers[name]: a)
+        answer = connection.DaemonVersion.read(answers[name])
+        monkeypatch.setattr(connection, "daemon_version", lambda a=answer: a)
         assert connection.docker_engine_version() == expected, name
 
 
