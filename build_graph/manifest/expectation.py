@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from packaging.utils import canonicalize_name
-
-from build_graph.gpu.archs import parse_target, split_arch_list
 from build_graph.manifest.model import VariantSpec, VerifySpec
-from build_graph.oci.layer_limits import LayerLimit
+
+if TYPE_CHECKING:
+    from build_graph.oci.layer_limits import LayerLimit
 
 GpuPolicy = Literal["required", "optional"]
 # A GPU image is called verified only once a kernel really ran: "not checked" is never a
@@ -66,6 +65,10 @@ def expectation_for(variant: VariantSpec, tier: str) -> Expectation:
 
 def expectation(chain: list[VerifySpec], variant: VariantSpec) -> Expectation:
     """Merge specs from the root ancestor down to the tier itself (last in `chain`)."""
+    from packaging.utils import canonicalize_name  # planning only: a no-op reads the plan
+
+    from build_graph.gpu.archs import parse_target, split_arch_list
+
     own = chain[-1]
     packages: dict[str, str] = {}
     for spec in chain:

@@ -6,14 +6,15 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from build_graph.gpu.archs import torch_cuda_arch_list
 from build_graph.layout import BuildFolder
 from build_graph.oci.compression import DEFAULT as GZIP
 from build_graph.oci.compression import Compression
-from build_graph.oci.layer_limits import LayerLimit
 from build_graph.signing.spec import NO_SIGNING, SigningSpec
+
+if TYPE_CHECKING:
+    from build_graph.oci.layer_limits import LayerLimit
 
 DEFAULT_VARIANT = "default"
 
@@ -125,6 +126,8 @@ class GpuSpec:
 
     @property
     def torch_cuda_arch_list(self) -> str:
+        from build_graph.gpu.archs import torch_cuda_arch_list  # rendering only, never a no-op
+
         return torch_cuda_arch_list(list(self.arch_list), self.ptx)
 
 

@@ -8,8 +8,9 @@ folder's mtime changes when an entry is added, removed or renamed in it, so a ne
 context folder, a new source file or a new template override is noticed, not only edits of
 files the last plan knew. A template folder that does not exist yet is recorded as missing,
 so creating it is noticed too. If every stat still matches, the plan is loaded without
-importing pydantic or Jinja or reading a context file (doit's own file_dep check works the
-same way).
+importing pydantic, Jinja or packaging (whether a Python lock answers its tier was decided
+when planning: pylock/state.py) or reading a context file (doit's own file_dep check works
+the same way).
 
 One cache per manifest file (each manifest has its own build folder, layout.py), holding its
 resolved path: two manifests in one folder (`doit manifest=images-other.toml`) each get

@@ -22,9 +22,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
-
 from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.fs import read_toml, write_if_changed
 from build_graph.layout import manifest_option
@@ -125,6 +122,9 @@ def read(path: Path, tier: str, manifest: Path) -> PythonLock | None:
 
 def _pin(entry: object) -> Pin | str:
     """A Pin, or what is wrong with the entry."""
+    from packaging.utils import canonicalize_name  # a lock read at planning, never a no-op
+    from packaging.version import InvalidVersion, Version
+
     if not isinstance(entry, dict):
         return "must be a table"
     name, version, wheels = entry.get("name"), entry.get("version"), entry.get("wheels")

@@ -17,9 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
-
 from build_graph.manifest.model import TierSpec, VariantSpec
 
 # The glibc floor of the wheels a lock picks: manylinux_2_28 runs on Debian 11+, Ubuntu
@@ -70,6 +67,8 @@ def requirements_of(variant: VariantSpec, tier: TierSpec) -> tuple[str, ...]:
 
 def exact_pins(specs: dict[str, str]) -> dict[str, str]:
     """name -> version of the `==X` entries of verify.packages (canonical names)."""
+    from packaging.utils import canonicalize_name  # planning only: a no-op never asks
+
     return {
         canonicalize_name(name): spec[2:]
         for name, spec in specs.items()
@@ -82,6 +81,9 @@ def names_of(requirements: tuple[str, ...]) -> set[str]:
 
 
 def _name(requirement: str) -> str:
+    from packaging.requirements import InvalidRequirement, Requirement  # planning only
+    from packaging.utils import canonicalize_name
+
     try:
         return canonicalize_name(Requirement(requirement).name)
     except InvalidRequirement:

@@ -1,13 +1,14 @@
-"""A planned tier's Python lock: what it asks, the lock on disk, and whether they agree."""
+"""A planned tier's Python lock: what it asks, the lock on disk, and whether they agree.
+
+Whether they agree is found when the state is made (at planning): the plan cache keeps the
+answer, so a no-op run reads no requirement again and never imports `packaging`.
+"""
 
 from __future__ import annotations
 
 import platform as host
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
 
 from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.manifest.model import TierSpec, VariantSpec
@@ -36,6 +37,11 @@ class LockState:
     lock: PythonLock | None  # what the file holds (None: no file)
     # every distribution the tier and its ancestors locked: (name, version)
     chain: tuple[tuple[str, str], ...] = ()
+    # unmet_of(request, lock), found once, when the state is made
+    _unmet: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_unmet", tuple(unmet_of(self.request, self.lock)))
 
     @property
     def fresh(self) -> bool:
@@ -48,34 +54,40 @@ class LockState:
 
     @property
     def unmet(self) -> list[str]:
-        """The tier's requirements its lock's pins do not satisfy, read offline: a lock
-        edited by hand or merged from two branches can say the right inputs and hold other
-        versions. Requirements with environment markers are left to the resolver."""
-        if self.request is None or self.lock is None:
-            return []
-        pins = self.lock.versions()
-        given = {
-            canonicalize_name(n) for n, _ in (*self.request.provided, *self.request.constraints)
-        }
-        found = []
-        for text in self.request.requirements:
-            try:
-                wanted = Requirement(text)
-            except InvalidRequirement:
-                continue  # images.toml's own validation names it
-            name = canonicalize_name(wanted.name)
-            if wanted.marker is not None or name in given:
-                continue
-            pinned = pins.get(name)
-            if pinned is None:
-                found.append(f"nothing locked for {text}")
-            elif not wanted.specifier.contains(pinned, prereleases=True):
-                found.append(f"{name} {pinned} does not satisfy {text}")
-        return found
+        """The tier's requirements its lock's pins do not satisfy (unmet_of)."""
+        return list(self._unmet)
 
     @property
     def lines(self) -> list[str]:
         return self.lock.lines() if self.lock is not None and self.fresh else []
+
+
+def unmet_of(request: Request | None, lock: PythonLock | None) -> list[str]:
+    """The requirements of `request` that the pins of `lock` do not satisfy, read offline:
+    a lock edited by hand or merged from two branches can say the right inputs and hold
+    other versions. Requirements with environment markers are left to the resolver."""
+    if request is None or lock is None:
+        return []
+    from packaging.requirements import InvalidRequirement, Requirement  # planning only
+    from packaging.utils import canonicalize_name
+
+    pins = lock.versions()
+    given = {canonicalize_name(n) for n, _ in (*request.provided, *request.constraints)}
+    found = []
+    for text in request.requirements:
+        try:
+            wanted = Requirement(text)
+        except InvalidRequirement:
+            continue  # images.toml's own validation names it
+        name = canonicalize_name(wanted.name)
+        if wanted.marker is not None or name in given:
+            continue
+        pinned = pins.get(name)
+        if pinned is None:
+            found.append(f"nothing locked for {text}")
+        elif not wanted.specifier.contains(pinned, prereleases=True):
+            found.append(f"{name} {pinned} does not satisfy {text}")
+    return found
 
 
 NO_LOCK = LockState(None, None, None)

@@ -14,19 +14,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from build_graph.errors import BuildFailed, UntrustedAnswer
 from build_graph.log import log, progress
 from build_graph.oci import json_door
 from build_graph.oci.contents import Descriptor
 from build_graph.oci.digest import Digest
-from build_graph.oci.index import Entry, Index, build_index
 from build_graph.oci.platforms import stated_platform
 from build_graph.oci.refs import parse_ref
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry import api
 from build_graph.stages.stage import Column, Need, Stage, fact
 from build_graph.stages.work import Facts, Work
+
+if TYPE_CHECKING:  # oci/index.py is imported where a tier built per platform is promoted
+    from build_graph.oci.index import Entry, Index
 
 
 def gates_of(image: PlannedTier, gates: Sequence[Stage]) -> list[Stage]:
@@ -202,6 +205,8 @@ def entry_of(image: PlannedTier, digest: Digest) -> tuple[Entry, tuple[Descripto
             f"{image.repository}@{named.digest} ({image.key}) is a {said} "
             f"image, not {platform.text}: no index will call it that"
         )
+    from build_graph.oci.index import Entry
+
     entry = Entry(platform, named.digest, named.size, named.media_type)
     _ENTRIES[key] = (entry, attestations)
     return _ENTRIES[key]
@@ -211,6 +216,8 @@ def index_of(images: list[PlannedTier], digests: list[Digest]) -> Index:
     """The index of exactly these digests' images (one per platform image), entries in
     platform order, then the attestations BuildKit made about them: the same images give the
     same bytes on every runner, whatever order images.toml lists its platforms in."""
+    from build_graph.oci.index import build_index
+
     found = sorted(
         (entry_of(i, d) for i, d in zip(images, digests, strict=True)),
         key=lambda pair: pair[0].platform.text,
