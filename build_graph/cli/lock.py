@@ -17,8 +17,8 @@ def add_options(command: argparse.ArgumentParser) -> None:
         "--update",
         nargs="*",
         metavar="NAME",
-        help="move pins: `--update TIER [PACKAGE...]` moves a tier's Python packages (all of "
-        "them without names) to the newest images.toml allows; `--update IMAGE|SOURCE...` "
+        help="move pins: `--update TIER [PACKAGE...]` moves a tier's Python and apt packages "
+        "(all of them without names) to the newest images.toml allows; `--update IMAGE|SOURCE...` "
         "re-resolves those `from` images or git sources; `--update` alone moves every pin",
     )
     options.manifest(command)
@@ -33,12 +33,15 @@ def run(args: argparse.Namespace) -> int:
     names: list[str] | None = args.update
     tiers = {t.name for v in stack.variants for t in v.tiers}
     python: dict[str, bool | list[str]] = {}
+    apt_named: set[str] = set()  # `--update TIER PACKAGE...`: those of its apt lock
     if names is None:
         pins.record_missing(stack)
-    elif names and names[0] in tiers:  # `--update TIER [PACKAGE...]`: that tier's Python pins
-        _known_packages(stack, names[0], names[1:])
+    elif names and names[0] in tiers:  # `--update TIER [PACKAGE...]`: that tier's pins
+        apt_named = _known_packages(stack, names[0], names[1:])
+        python_named = [p for p in names[1:] if p not in apt_named]
         pins.record_missing(stack)
-        python = {names[0]: names[1:] or True}
+        if python_named or not names[1:]:
+            python = {names[0]: python_named or True}
     else:
         moved = pins.update(stack, names)
         for line in moved or [f"{lock_path(stack.manifest).name}: no pin moved"]:
@@ -47,9 +50,12 @@ def run(args: argparse.Namespace) -> int:
     lines = python_pin.record(stack, python)
     if python and not lines:
         print("Python locks: no pin moved")
-    # apt pins move with `--update TIER` (no packages named) and `--update`, not with
-    # `--update TIER PACKAGE`, which names Python packages
-    apt_pin.record(stack, {tier for tier, what in python.items() if what is True})
+    # apt pins move with `--update TIER` (no packages named) and `--update`; with `--update
+    # TIER PACKAGE...`, the named packages of the tier's apt lock
+    if names and apt_named:
+        apt_pin.record(stack, {names[0]}, only=frozenset(apt_named))
+    else:
+        apt_pin.record(stack, {tier for tier, what in python.items() if what is True})
     lock = read_lock(lock_path(stack.manifest))
     for name, pin in sorted({**lock.images, **lock.sources}.items()):
         print(f"{name} = {pin}")
@@ -60,20 +66,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _known_packages(stack: Stack, tier: str, packages: list[str]) -> None:
-    """OptionError for a package `lock --update TIER PACKAGE` names that the tier's locks do
-    not hold (uv would ignore it, and nothing would move without a word)."""
+def _known_packages(stack: Stack, tier: str, packages: list[str]) -> set[str]:
+    """Which of the packages `lock --update TIER PACKAGE...` names are in the tier's apt
+    locks (the rest are Python packages). OptionError for a name neither its Python locks
+    nor its apt locks hold (uv would ignore it, and nothing would move without a word)."""
     from packaging.utils import canonicalize_name
 
-    held = {
-        p.name
-        for t in plan(stack)
-        if t.spec.name == tier and t.python.lock is not None
-        for p in t.python.lock.pins
-    }
-    unknown = [p for p in packages if canonicalize_name(p) not in held]
-    if unknown and held:
+    planned = [t for t in plan(stack) if t.spec.name == tier]
+    held = {p.name for t in planned if t.python.lock is not None for p in t.python.lock.pins}
+    apt = {d.name for t in planned if t.apt.lock is not None for d in t.apt.lock.debs}
+    unknown = [p for p in packages if canonicalize_name(p) not in held and p not in apt]
+    if unknown and (held or apt):
+        said = ", ".join(sorted(held | apt))
         raise OptionError(
-            f"lock --update {tier}: {', '.join(unknown)} is not in {tier}'s Python lock "
-            f"(it holds: {', '.join(sorted(held))})"
+            f"lock --update {tier}: {', '.join(unknown)} is in neither {tier}'s Python lock "
+            f"nor its apt lock (they hold: {said})"
         )
+    return {p for p in packages if p in apt and canonicalize_name(p) not in held}

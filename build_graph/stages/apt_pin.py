@@ -69,9 +69,13 @@ def disagreements(stack: Stack, planned: list[PlannedTier]) -> list[ConfigIssue]
 
 
 def record(
-    stack: Stack, update: set[str] | None = None, planned: list[PlannedTier] | None = None
+    stack: Stack,
+    update: set[str] | None = None,
+    planned: list[PlannedTier] | None = None,
+    only: frozenset[str] = frozenset(),
 ) -> list[str]:
-    """Resolve every missing or stale apt lock, and every tier named in `update`; lines
+    """Resolve every missing or stale apt lock, and every tier named in `update` (all its
+    packages to the newest, or with `only`, those packages and what they must pull); lines
     saying what moved. Does nothing for a stack that does not lock apt, nor (without
     planning again) where `planned`, the caller's plan, has every lock fresh."""
     if not stack.apt_locked or (planned is not None and not update and not stale(planned)):
@@ -90,7 +94,8 @@ def record(
             return lines
         tier = waiting[0]
         done.add(tier.key)
-        new = resolve(tier, keep=tier.spec.name not in todo)
+        moving = tier.spec.name in todo
+        new = resolve(tier, keep=not moving or bool(only), move=only if moving else frozenset())
         assert tier.apt.path is not None
         files.write(tier.apt.path, new)
         for line in moves(tier.apt.path.name, tier.apt.lock, new):
@@ -117,10 +122,11 @@ def newer(stack: Stack) -> tuple[int, list[str]]:
     return asked, lines
 
 
-def resolve(tier: PlannedTier, keep: bool = True) -> AptLock:
+def resolve(tier: PlannedTier, keep: bool = True, move: frozenset[str] = frozenset()) -> AptLock:
     """The tier's lock as apt resolves it now, install by install. `keep`: where the old
     lock's version of a package still installs, it stays (a package added moves what it
-    must pull, nothing else); without it, every package goes to the newest."""
+    must pull, nothing else), but for the packages in `move`, which go to the newest;
+    without it, every package goes to the newest."""
     state = tier.apt
     platform = state.inputs[0].removeprefix("platform ")
     old = state.lock.steps if keep and state.lock is not None else ()
@@ -129,7 +135,11 @@ def resolve(tier: PlannedTier, keep: bool = True) -> AptLock:
     for index, request in enumerate(state.requests):
         progress(f"{tier.key}: resolving apt packages {' '.join(request)} in {state.image}")
         debs = _ask(tier, platform, have, list(request))
-        kept = {d.name: d.pin for d in old[index].debs} if index < len(old) else {}
+        kept = (
+            {d.name: d.pin for d in old[index].debs if d.name not in move}
+            if index < len(old)
+            else {}
+        )
         prefer = {n: p for n, p in kept.items() if any(d.name == n for d in debs)}
         if prefer and prefer != {d.name: d.pin for d in debs if d.name in prefer}:
             asked = [prefer.pop(r, r) for r in request] + sorted(prefer.values())

@@ -3,11 +3,12 @@
 in the pinned `from` image reads it).
 
 The stack's locks are made against the archive as it was; then a version is dropped and a
-security fix published. `outdated` lists the moves and writes nothing, `lock --update`
-makes them (the security archive's said so), and the next run rebuilds exactly the tier
-whose lock moved. The old lock, built again with this machine's cache and the team's store
-emptied and the version gone from the archive, is fetched from the snapshot archive at the
-time it was resolved and makes the same image. A stale index, another signer, and other
+security fix published. `outdated` lists the moves and writes nothing, `lock --update app
+bg-extra` moves that package alone, `lock --update` the rest (the security archive's said
+so), and the next run rebuilds exactly the tier whose lock moved. The old lock, built
+again with this machine's cache and the team's store emptied and the version gone from the
+archive, is fetched from the snapshot archive at the time it was resolved and makes the
+same image. A stale index, another signer, and other
 bytes in the snapshot are refused, each in one line, nothing written.
 """
 
@@ -166,14 +167,25 @@ def test_pins_move_on_purpose_and_the_old_lock_builds_from_the_snapshot(
         assert "base.linux-amd64.toml" not in newer.stdout  # nothing of base moved
         assert {p.name: p.read_bytes() for p in locks.iterdir()} == before
 
+        # One package on request: the rest of the tier's lock stays
+        one = command(manifest, index, "lock", "--update", "app", "bg-extra")
+        assert one.returncode == 0, said(one)[-3000:]
+        assert "app.linux-amd64.toml: bg-extra 1.0 -> 1.1" in said(one), said(one)
+        assert "bg-greeting" not in said(one), said(one)
+        app = files.read(locks / "app.linux-amd64.toml", "app", manifest)
+        assert app is not None and [d.pin for d in app.debs] == ["bg-extra=1.1", "bg-greeting=1.0"]
+        typo = command(manifest, index, "lock", "--update", "app", "bg-extr")
+        assert typo.returncode == 2, said(typo)
+        assert "bg-extr is in neither app's Python lock nor its apt lock" in typo.stderr
+
         moved = command(manifest, index, "lock", "--update")
         assert moved.returncode == 0, said(moved)[-3000:]
         for line in (
-            "app.linux-amd64.toml: bg-extra 1.0 -> 1.1",
             "app.linux-amd64.toml: bg-greeting 1.0 -> 1.1 (security update)",
             "base.linux-amd64.toml: no apt package moved",
         ):
             assert line in said(moved), said(moved)
+        assert "bg-extra" not in said(moved)  # moved already
         assert (locks / "base.linux-amd64.toml").read_bytes() == before["base.linux-amd64.toml"]
         again = run_doit(stack, manifest, ("build:app",), env, 600)
         assert again.returncode == 0, said(again)[-3000:]
