@@ -171,7 +171,7 @@ def test_pins_move_on_purpose_and_the_old_lock_builds_from_the_snapshot(
         one = command(manifest, index, "lock", "--update", "app", "bg-extra")
         assert one.returncode == 0, said(one)[-3000:]
         assert "app.linux-amd64.toml: bg-extra 1.0 -> 1.1" in said(one), said(one)
-        assert "bg-greeting" not in said(one), said(one)
+        assert ": bg-greeting 1.0 ->" not in said(one), said(one)
         app = files.read(locks / "app.linux-amd64.toml", "app", manifest)
         assert app is not None and [d.pin for d in app.debs] == ["bg-extra=1.1", "bg-greeting=1.0"]
         typo = command(manifest, index, "lock", "--update", "app", "bg-extr")
@@ -185,7 +185,7 @@ def test_pins_move_on_purpose_and_the_old_lock_builds_from_the_snapshot(
             "base.linux-amd64.toml: no apt package moved",
         ):
             assert line in said(moved), said(moved)
-        assert "bg-extra" not in said(moved)  # moved already
+        assert ": bg-extra 1.1 ->" not in said(moved)  # moved already
         assert (locks / "base.linux-amd64.toml").read_bytes() == before["base.linux-amd64.toml"]
         again = run_doit(stack, manifest, ("build:app",), env, 600)
         assert again.returncode == 0, said(again)[-3000:]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,9 +37,9 @@ class AptRepo:
     address: str = ""  # 127.0.0.1:PORT once serving
     requests: list[str] = field(default_factory=list)
 
-    @property
-    def gnupg(self) -> Path:
-        return self.root.parent / f"{self.root.name}-gnupg"
+    # gpg's homes, short: gpg-agent's socket lives in each, and a Unix socket's path may
+    # not pass 107 bytes (a home below pytest's folders does; gpg then cannot sign)
+    gnupg: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="gpg-")))
 
     def url(self, archive: str) -> str:
         return f"http://{self.address}/{archive}"
@@ -154,6 +155,11 @@ def _handler(repo: AptRepo) -> type[SimpleHTTPRequestHandler]:
 @contextmanager
 def served(repo: AptRepo) -> Iterator[AptRepo]:
     repo.root.mkdir(parents=True, exist_ok=True)
-    with serving(_handler(repo)) as address:
-        repo.address = address
-        yield repo
+    try:
+        with serving(_handler(repo)) as address:
+            repo.address = address
+            yield repo
+    finally:
+        for home in repo.gnupg.iterdir():  # its agents stop with their homes' sockets
+            subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], check=False)
+        shutil.rmtree(repo.gnupg, ignore_errors=True)
