@@ -28,13 +28,15 @@ def add_options(command: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     stack = load_stack(args.manifest, releases.offline if args.offline else _index(args.manifest))
     planned = plan(stack)  # renders every template, so template errors surface here too
-    from build_graph.stages.apt_pin import disagreements as apt_disagreements
+    from build_graph.stages import apt_pin
     from build_graph.stages.python_pin import disagreements
 
-    issues = disagreements(stack, planned) + apt_disagreements(stack, planned)
+    issues = disagreements(stack, planned) + apt_pin.disagreements(stack, planned)
     if issues:
         raise ConfigError(issues)
     print(summary(stack))
+    for line in apt_pin.unused_snapshots(stack, planned):
+        print(f"  note: {line}")
     print("ok")
     return 0
 

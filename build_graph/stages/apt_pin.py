@@ -23,6 +23,7 @@ from build_graph.log import progress
 from build_graph.manifest.model import Stack
 from build_graph.plan.hashing import instructions
 from build_graph.plan.plan import PlannedTier, plan
+from build_graph.settings import redact
 
 
 def stale(planned: list[PlannedTier]) -> list[PlannedTier]:
@@ -65,6 +66,19 @@ def disagreements(stack: Stack, planned: list[PlannedTier]) -> list[ConfigIssue]
             "to resolve it",
         )
         for t in stale(planned)
+    ]
+
+
+def unused_snapshots(stack: Stack, planned: list[PlannedTier]) -> list[str]:
+    """`check`'s note for each `[apt] snapshots` key no locked file's URL starts with
+    (`https://` for `http://`, another host, a port archive: never asked, without a word)."""
+    urls = {d.url for t in planned if t.apt.lock is not None for d in t.apt.lock.debs}
+    archives = sorted({u.split("/pool/", 1)[0] for u in urls})
+    return [
+        f"[apt] snapshots: {redact(key)!r} matches no file of the apt locks; their archives: "
+        f"{', '.join(map(redact, archives)) or 'none yet'}"
+        for key, _ in stack.apt_snapshots
+        if not any(u.startswith(key.rstrip("/") + "/") for u in urls)
     ]
 
 

@@ -225,3 +225,17 @@ def test_outdated_says_every_tier_it_could_ask_when_one_cannot_be(
         line.startswith("tools.linux-amd64.toml: could not be asked: tools: apt could not")
         for line in lines
     ), lines
+
+
+def test_check_notes_a_snapshot_key_no_locked_file_starts_with(tmp_path: Path) -> None:
+    debian_https = "https://deb.debian.org/debian"
+    text = LOCKED + (
+        f'snapshots = {{ "{DEBIAN}" = "{SNAPSHOT}", "{debian_https}" = "{SNAPSHOT}" }}\n'
+    )
+    tier = only(tmp_path, text)
+    curl = dataclasses.replace(deb("curl"), url=f"{DEBIAN}/pool/main/c/curl/curl_1.0-1_amd64.deb")
+    lock(tier, curl)
+    stack = load_text(tmp_path, text)
+    [note] = apt_pin.unused_snapshots(stack, plan(stack))
+    assert note.startswith(f"[apt] snapshots: '{debian_https}' matches no file")
+    assert note.endswith(f"their archives: {DEBIAN}"), note
