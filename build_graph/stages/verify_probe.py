@@ -153,10 +153,10 @@ _INVENTORY = next(p for p in PROBE_FILES if p.name == "inventory.py")
 
 def baseline(tier: PlannedTier) -> dict[str, str] | None:
     """The Python distributions the root `from` image had before any tier added its own
-        (the lock check accounts for them); None when they could not be listed. Kept on this
-        machine by what was asked (the image's id, its platform, the inventory module and the
-    command that runs it): the
-        tiers of a stack share one root image, and an id names its content."""
+    (the lock check accounts for them); None when they could not be listed. Kept on this
+    machine by what was asked (the image's id, its platform, the inventory module and the
+    command that runs it): the tiers of a stack share one root image, and an id names its
+    content."""
     daemon.ensure_local(tier.root_image, tier.platform)
     module = hashlib.sha256(_INVENTORY.read_bytes() + _BASELINE.encode()).hexdigest()
     asked = f"{daemon.image_id(tier.root_image)} {tier.platform} {module}"
