@@ -14,7 +14,10 @@ fi
 stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e '.[test]'
+  # setuptools' notice for every editable install that is not a plain src layout (ours maps
+  # the examples in as package data): informational, and a newcomer's first screen
+  PYTHONWARNINGS=ignore::Warning:setuptools.command.editable_wheel \
+    .venv/bin/python -m pip install -q -e '.[test]'
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
