@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import statistics
@@ -73,8 +74,8 @@ def bake_file(manifest: Path, folder: Path, registry: str) -> Path:
     secret_lines = []
     for name, value in secrets.items():
         secret = folder / f"secret-{name}"
-        secret.write_text(value)
-        secret.chmod(0o600)
+        with os.fdopen(os.open(secret, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
+            out.write(value)  # this user's alone from the start (the folder is made anew)
         secret_lines.append(f"id={name},src={secret}")
     targets: dict[str, object] = {}
     images = {t.image: t.key for t in tiers if t.spec.name in MOVED}

@@ -20,7 +20,9 @@ side never share a plan cache, a doit database, a run lock or records. Its conte
                                per index (<index>: a digest of its URL; pypi/lookup.py)
     <variant>/<tier>/          one tier (TierFolder): rendered files, staged sources, wheels,
                                logs/<stage>.log, records (push.json, figures.json: bytes
-                               and seconds of the last build, push and pull), report copies
+                               and seconds of the last build, push and pull), report copies,
+                               baseline.json (what its root `from` image installed, and of
+                               which image: verify lists it again for another)
     <variant>/<tier>/<os>-<arch>/   the same, for one platform of a tier built per platform
 
 All of it is a cache of the registry, the cache store and the inputs: deleting it loses
@@ -89,6 +91,12 @@ class TierFolder:
     @property
     def debs(self) -> Path:
         return self.root / DEBS_DIR
+
+    @property
+    def baseline(self) -> Path:
+        """What verify listed of the root `from` image's Python distributions, and of
+        which image (stages/verify_probe.py)."""
+        return self.root / "baseline.json"
 
     @property
     def pywheels(self) -> Path:

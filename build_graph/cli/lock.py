@@ -37,8 +37,7 @@ def run(args: argparse.Namespace) -> int:
     if names is None:
         pins.record_missing(stack)
     elif names and names[0] in tiers:  # `--update TIER [PACKAGE...]`: that tier's pins
-        apt_named = _known_packages(stack, names[0], names[1:])
-        python_named = [p for p in names[1:] if p not in apt_named]
+        python_named, apt_named = _known_packages(stack, names[0], names[1:])
         pins.record_missing(stack)
         if python_named or not names[1:]:
             python = {names[0]: python_named or True}
@@ -66,10 +65,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _known_packages(stack: Stack, tier: str, packages: list[str]) -> set[str]:
-    """Which of the packages `lock --update TIER PACKAGE...` names are in the tier's apt
-    locks (the rest are Python packages). OptionError for a name neither its Python locks
-    nor its apt locks hold (uv would ignore it, and nothing would move without a word)."""
+def _known_packages(stack: Stack, tier: str, packages: list[str]) -> tuple[list[str], set[str]]:
+    """The packages `lock --update TIER PACKAGE...` names that the tier's Python locks hold,
+    and those its apt locks hold (a name both hold moves in both). OptionError for a name
+    neither holds (uv would ignore it, and nothing would move without a word)."""
     from packaging.utils import canonicalize_name
 
     planned = [t for t in plan(stack) if t.spec.name == tier]
@@ -82,4 +81,5 @@ def _known_packages(stack: Stack, tier: str, packages: list[str]) -> set[str]:
             f"lock --update {tier}: {', '.join(unknown)} is in neither {tier}'s Python lock "
             f"nor its apt lock (they hold: {said})"
         )
-    return {p for p in packages if p in apt and canonicalize_name(p) not in held}
+    python = [p for p in packages if canonicalize_name(p) in held or not (held or apt)]
+    return python, {p for p in packages if p in apt}

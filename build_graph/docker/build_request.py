@@ -8,7 +8,7 @@ Plain values: no manifest, no plan.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
@@ -56,7 +56,7 @@ class BuildRequest:
     tag: str
     name: str
     buildargs: Mapping[str, str]
-    secrets: Mapping[str, str]
+    secrets: Mapping[str, str] = field(repr=False)  # a pip.conf may carry index credentials
     platform: str | None = None
     network: str = "host"
     compression: Compression = GZIP

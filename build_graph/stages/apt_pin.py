@@ -12,7 +12,6 @@ newest the archive serves now. `check` (stale()) says which tiers disagree, offl
 from __future__ import annotations
 
 import re
-from contextlib import suppress
 from urllib.parse import urlsplit
 
 from build_graph.aptlock import files, snapshot
@@ -109,6 +108,9 @@ def record(
         tier = waiting[0]
         done.add(tier.key)
         moving = tier.spec.name in todo
+        held = {d.name for d in tier.apt.lock.debs} if tier.apt.lock is not None else set()
+        if moving and only and tier.apt.fresh and not held & only:
+            continue  # a lock of the tier (another platform) without the named packages
         new = resolve(tier, keep=not moving or bool(only), move=only if moving else frozenset())
         assert tier.apt.path is not None
         files.write(tier.apt.path, new)
@@ -157,9 +159,17 @@ def resolve(tier: PlannedTier, keep: bool = True, move: frozenset[str] = frozens
         prefer = {n: p for n, p in kept.items() if any(d.name == n for d in debs)}
         if prefer and prefer != {d.name: d.pin for d in debs if d.name in prefer}:
             asked = [prefer.pop(r, r) for r in request] + sorted(prefer.values())
-            # an old version gone or no longer fitting: the newest, as resolved
-            with suppress(BuildFailed):
+            try:
                 debs = _ask(tier, platform, have, asked)
+            except BuildFailed as exc:
+                if move:  # named packages that need others to move: never all, unasked
+                    raise BuildFailed(
+                        f"{tier.key}: moving {', '.join(sorted(move))} alone does not install "
+                        f"with the rest of the lock as it is ({exc}); name the packages that "
+                        f"must move with it too, or move them all: `python -m build_graph "
+                        f"lock --update {tier.spec.name}`"
+                    ) from None
+                # an old version gone or no longer fitting: the newest, as resolved
         have += debs
         steps.append(Step(request, tuple(debs)))
     # when a snapshot held every file: kept while the files are the same (a lock written

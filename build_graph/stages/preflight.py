@@ -214,7 +214,10 @@ def _disk(work: Work, compiles: list[PlannedTier]) -> list[str]:
 
 def _daemon_disk() -> list[str]:
     try:
-        root = Path(daemon_info().root_dir)
+        said = daemon_info().root_dir
+        if not said:
+            return []  # the daemon does not say where its data lives: not checked
+        root = Path(said)
         free = shutil.disk_usage(root).free
     except (BuildGraphError, OSError):
         return []  # not readable from here (another mount namespace): not checked

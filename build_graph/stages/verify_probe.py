@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from contextlib import suppress
 from typing import Any
@@ -19,7 +18,8 @@ from typing import Any
 from build_graph.docker import connection, containers, daemon
 from build_graph.docker.containers import Mount
 from build_graph.errors import BuildFailed, PullFailed, UntrustedAnswer
-from build_graph.layout import PROBE_DIR, PROBE_REPORT, machine_cache
+from build_graph.fs import write_if_changed
+from build_graph.layout import PROBE_DIR, PROBE_REPORT
 from build_graph.log import progress
 from build_graph.oci import compression
 from build_graph.oci.contents import Contents
@@ -153,25 +153,26 @@ _INVENTORY = next(p for p in PROBE_FILES if p.name == "inventory.py")
 
 def baseline(tier: PlannedTier) -> dict[str, str] | None:
     """The Python distributions the root `from` image had before any tier added its own
-    (the lock check accounts for them); None when they could not be listed. Kept on this
-    machine by what was asked (the image's id, its platform, the inventory module and the
-    command that runs it): the tiers of a stack share one root image, and an id names its
-    content."""
+    (the lock check accounts for them); None when they could not be listed. Kept in the
+    tier's folder with what was asked (the image's id, the platform that runs it, the
+    inventory module and the command that runs it) and used again only for that: an id
+    names its content (on the containerd store, an index's: hence the platform)."""
     daemon.ensure_local(tier.root_image, tier.platform)
+    ran = tier.platform or f"native {connection.daemon_machine()}"
     module = hashlib.sha256(_INVENTORY.read_bytes() + _BASELINE.encode()).hexdigest()
-    asked = f"{daemon.image_id(tier.root_image)} {tier.platform} {module}"
-    kept = machine_cache("baselines") / f"{hashlib.sha256(asked.encode()).hexdigest()}.json"
+    asked = f"{daemon.image_id(tier.root_image)} {ran} {module}"
+    kept = tier.folder.baseline
     with suppress(OSError, ValueError):
         found = json.loads(kept.read_text())
-        if isinstance(found, dict) and all(isinstance(v, str) for v in found.values()):
-            return {str(k): v for k, v in found.items()}
+        same = isinstance(found, dict) and found.get("asked") == asked
+        listed = found.get("distributions") if same else None
+        if isinstance(listed, dict) and all(isinstance(v, str) for v in listed.values()):
+            return {str(k): v for k, v in listed.items()}
     listed = _list_baseline(tier)
     if listed is not None:
         with suppress(OSError):
             kept.parent.mkdir(parents=True, exist_ok=True)
-            spare = kept.with_name(f".{kept.name}.{os.getpid()}")
-            spare.write_text(json.dumps(listed, sort_keys=True))
-            os.replace(spare, kept)
+            write_if_changed(kept, json.dumps({"asked": asked, "distributions": listed}))
     return listed
 
 

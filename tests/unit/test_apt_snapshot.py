@@ -239,3 +239,28 @@ def test_check_notes_a_snapshot_key_no_locked_file_starts_with(tmp_path: Path) -
     [note] = apt_pin.unused_snapshots(stack, plan(stack))
     assert note.startswith(f"[apt] snapshots: '{debian_https}' matches no file")
     assert note.endswith(f"their archives: {DEBIAN}"), note
+
+
+def test_one_named_package_that_needs_others_to_move_is_refused_not_all_moved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """curl 2 needs libcurl4 2; the lock holds libcurl4 1 and vim 1: moving curl alone is
+    refused naming the fix, where it used to move the whole install (apt stood in)."""
+    tier = only(tmp_path, LOCKED)
+    lock(tier, deb("curl", "1"), deb("libcurl4", "1"), deb("vim", "1"))
+    tier = only(tmp_path, LOCKED)
+    newest = [deb("curl", "2"), deb("libcurl4", "2"), deb("vim", "2")]
+
+    def ask(t: PlannedTier, platform: str, have: list[object], request: list[str]) -> list[object]:
+        if "libcurl4=1" in request:
+            raise BuildFailed("apt: curl : Depends: libcurl4 (= 2) but 1 is to be installed")
+        return list(newest)
+
+    monkeypatch.setattr(apt_pin, "_ask", ask)
+    with pytest.raises(BuildFailed) as refused:
+        apt_pin.resolve(tier, keep=True, move=frozenset({"curl"}))
+    said = str(refused.value)
+    assert "moving curl alone does not install with the rest of the lock" in said
+    assert "lock --update base" in said
+    # without a name, a pin that no longer fits goes to the newest, as before
+    assert [d.pin for d in apt_pin.resolve(tier, keep=True).debs] == [d.pin for d in newest]

@@ -1,5 +1,5 @@
-"""What the root `from` image installed, listed once per image on this machine: the tiers
-of a stack share one root image, and its id names its content."""
+"""What the root `from` image installed, listed once per tier and image: kept in the tier's
+folder with what was asked, used again only for the same image, platform and listing."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from build_graph.docker import daemon
+from build_graph.docker import connection, daemon
 from build_graph.manifest.load import load
-from build_graph.plan.plan import plan
+from build_graph.plan.plan import PlannedTier, plan
 from build_graph.stages import verify_probe
 from tests.unit.test_plan import quickstart_copy
 
@@ -19,41 +19,48 @@ ONE, TWO = "sha256:" + "1" * 64, "sha256:" + "2" * 64
 
 @dataclass
 class Engine:
-    """The engine stood in: the root image's id, and each listing it was asked for."""
+    """The engine stood in: the root image's id, its machine, each listing asked of it."""
 
     image_id: str = ONE
+    machine: str = "x86_64"
     listed: list[str] = field(default_factory=list)
 
 
 @pytest.fixture
-def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Engine:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+def engine(monkeypatch: pytest.MonkeyPatch) -> Engine:
     engine = Engine()
     monkeypatch.setattr(daemon, "ensure_local", lambda ref, platform=None: None)
     monkeypatch.setattr(daemon, "image_id", lambda ref: engine.image_id)
+    monkeypatch.setattr(connection, "daemon_machine", lambda: engine.machine)
 
     def list_baseline(tier: object) -> dict[str, str]:
-        engine.listed.append(engine.image_id)
+        engine.listed.append(f"{engine.image_id} {engine.machine}")
         return {"pip": "25.0"}
 
     monkeypatch.setattr(verify_probe, "_list_baseline", list_baseline)
     return engine
 
 
-def test_the_root_image_is_listed_once_per_id(tmp_path: Path, engine: Engine) -> None:
-    tiers = plan(load(quickstart_copy(tmp_path)))
-    assert all(verify_probe.baseline(t) == {"pip": "25.0"} for t in tiers)
-    assert engine.listed == [ONE]  # five tiers, one root image
-    engine.image_id = TWO  # the root image moved: listed again
-    assert verify_probe.baseline(tiers[0]) == {"pip": "25.0"}
-    assert engine.listed == [ONE, TWO]
+def tier(tmp_path: Path) -> PlannedTier:
+    return plan(load(quickstart_copy(tmp_path)))[0]
+
+
+def test_listed_again_only_for_another_image_or_machine(tmp_path: Path, engine: Engine) -> None:
+    t = tier(tmp_path)
+    for _ in range(3):
+        assert verify_probe.baseline(t) == {"pip": "25.0"}
+    assert engine.listed == [f"{ONE} x86_64"]
+    engine.image_id = TWO  # the root image moved
+    verify_probe.baseline(t)
+    engine.machine = "aarch64"  # the same index, run by an engine of another machine
+    verify_probe.baseline(t)
+    assert engine.listed == [f"{ONE} x86_64", f"{TWO} x86_64", f"{TWO} aarch64"]
 
 
 def test_a_damaged_kept_listing_is_listed_again(tmp_path: Path, engine: Engine) -> None:
-    tier = plan(load(quickstart_copy(tmp_path)))[0]
-    verify_probe.baseline(tier)
-    [kept] = (tmp_path / "xdg" / "build-graph" / "baselines").iterdir()
-    for damaged in ('{"pip": 25}', "not json", '["pip"]'):
-        kept.write_text(damaged)
-        assert verify_probe.baseline(tier) == {"pip": "25.0"}
-    assert engine.listed == [ONE] * 4
+    t = tier(tmp_path)
+    verify_probe.baseline(t)
+    for damaged in ('{"asked": 1}', "not json", '["pip"]', '{"distributions": {"pip": 25}}'):
+        t.folder.baseline.write_text(damaged)
+        assert verify_probe.baseline(t) == {"pip": "25.0"}
+    assert len(engine.listed) == 5

@@ -266,15 +266,19 @@ def main(argv: list[str]) -> int:
     asked = request.get
     imported, gpu = [*asked("imports", []), *TORCH_FAMILY], bool(asked("gpu"))
     libs, torch_libs = list(asked("libraries", [])), bool(asked("torch_libraries", True))
-    with ThreadPoolExecutor(max_workers=4) as pool:  # its end waits for every section
-        pool.submit(section, "pip_check", pip_check)
-        pool.submit(section, "imports", lambda: imports(imported))
-        pool.submit(section, "torch", lambda: torch_facts(gpu))
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        waiting = [
+            pool.submit(section, "pip_check", pip_check),
+            pool.submit(section, "imports", lambda: imports(imported)),
+            pool.submit(section, "torch", lambda: torch_facts(gpu)),
+        ]
         section("python", python_facts)
         survey = section("survey", finder.walk)
         if isinstance(survey, finder.Survey):
             report["survey"] = survey.as_dict()
-            pool.submit(section, "interpreters", partial(finder.interpreters, survey))
+            waiting.append(
+                pool.submit(section, "interpreters", partial(finder.interpreters, survey))
+            )
             section("conda", partial(finder.conda, survey))
         section("virtualenv", virtualenv)
         section("packages", lambda: packages(list(asked("packages", []))))
@@ -282,6 +286,8 @@ def main(argv: list[str]) -> int:
         section("requires", inventory.pip_requirements)
         section("debian", inventory.dpkg_database)
         section("libraries", lambda: libraries(libs, torch_libs))
+        for job in waiting:  # what no section caught (SystemExit) ends the probe, said
+            job.result()
     torch = report.get("torch")
     report["gpu"] = torch.pop("gpu", None) if isinstance(torch, dict) else None
     if request.get("inventory"):  # for the SBOM (stages/sbom.py); the doctor skips it
