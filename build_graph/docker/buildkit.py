@@ -52,7 +52,7 @@ def cli() -> tuple[str, ...] | None:
     floor = _daemon_floor()
     usable = [exe for exe in found if floor is None or _client_api(exe) >= floor]
     for exe in usable:
-        if run([exe, "buildx", "version"]).returncode == 0:
+        if buildx_version(exe) is not None:
             return (exe, "buildx", "build", "--load")
     for exe in usable:
         if "--secret" in run([exe, "build", "--help"]).stdout:
@@ -70,6 +70,14 @@ def cli() -> tuple[str, ...] | None:
             "and a current docker CLI"
         )
     return None
+
+
+@cache
+def buildx_version(exe: str) -> str | None:
+    """What `<exe> buildx version` says ('github.com/docker/buildx v0.29.1 a32761a...'), asked
+    once per process; None when that CLI has no buildx."""
+    ran = run([exe, "buildx", "version"])
+    return (ran.stdout.strip() or "(it did not say)") if ran.returncode == 0 else None
 
 
 def _daemon_floor() -> tuple[int, ...] | None:

@@ -133,11 +133,13 @@ def index(listed: Sequence[Descriptor]) -> bytes:
     return Index(tuple(listed), OCI_INDEX).encode("sorted")
 
 
-def with_entry(listed: Sequence[Descriptor], referrer: Referrer) -> list[Descriptor] | None:
-    """`listed` plus `referrer`; None when it is listed already (nothing to write)."""
-    if any(entry.digest == referrer.digest for entry in listed):
-        return None
-    return [*listed, referrer.entry()]
+def with_entries(
+    listed: Sequence[Descriptor], added: Sequence[Referrer]
+) -> list[Descriptor] | None:
+    """`listed` plus each of `added` it lacks; None when all are listed (nothing to write)."""
+    there = {entry.digest for entry in listed}
+    missing = {r.digest: r.entry() for r in added if r.digest not in there}
+    return [*listed, *missing.values()] if missing else None
 
 
 def without(listed: Sequence[Descriptor], gone: set[Digest]) -> list[Descriptor]:

@@ -46,9 +46,12 @@ def publish(
     artifact_type: str,
     payload: bytes,
     annotations: dict[str, str],
+    unlisted: list[Referrer] | None = None,
 ) -> tuple[str, Digest]:
     """Push `payload` as an artifact about `subject` (the image's manifest); returns (its
-    tag, its manifest digest)."""
+    tag, its manifest digest). Where the registry does not list it by itself, it is added
+    to the subject's referrers tag; with `unlisted`, appended there instead, for the caller
+    to add with others in one round (`list_in_tag`)."""
     if subject.digest is None or subject.media_type is None or subject.size is None:
         raise RegistryError(
             f"{image.repository}: the registry did not describe the image's "
@@ -63,10 +66,20 @@ def publish(
     previous = api.head_manifest(image.at(tag)).digest
     digest, listed_by_registry = api.put_referrer(image.at(tag), body, OCI_MANIFEST)
     if not listed_by_registry:
-        referrers.attach(image, subject.digest, Referrer(digest, len(body), artifact_type, said))
+        entry = Referrer(digest, len(body), artifact_type, said)
+        if unlisted is None:
+            referrers.attach(image, subject.digest, entry)
+        else:
+            unlisted.append(entry)
     if previous is not None and previous != digest:
         _supersede(image, subject.digest, previous, suffix, listed_by_registry)
     return tag, digest
+
+
+def list_in_tag(image: Ref, subject: Answer, unlisted: list[Referrer]) -> None:
+    """Add what `publish` left `unlisted` to the subject's referrers tag, in one round."""
+    if unlisted and subject.digest is not None:
+        referrers.attach(image, subject.digest, *unlisted)
 
 
 def artifact_manifest(

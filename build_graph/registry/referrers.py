@@ -31,7 +31,7 @@ from build_graph.oci.referrers import (
     index,
     is_referrers_index,
     referrers,
-    with_entry,
+    with_entries,
     without,
 )
 from build_graph.oci.refs import Ref
@@ -61,14 +61,16 @@ def listed(image: Ref, subject: Digest) -> list[Referrer]:
     return referrers(found)
 
 
-def attach(image: Ref, subject: Digest, referrer: Referrer) -> None:
-    """List `referrer` in `subject`'s referrers tag (for a registry that did not take the
-    artifact's subject itself), and see it stay listed (the module's contract)."""
+def attach(image: Ref, subject: Digest, *added: Referrer) -> None:
+    """List each of `added` in `subject`'s referrers tag (for a registry that did not take
+    the artifacts' subject itself), and see them stay listed (the module's contract): one
+    round of writes and settling reads for all of them, as for one."""
+    wanted = list(added)
     writes, settled, gap, paused = 0, 0, SETTLE_GAP, False
-    while settled < SETTLE:
+    while settled < SETTLE and wanted:
         read_at = time.monotonic()
         listed_now, _ = _read_tag(image, subject)
-        amended = with_entry(listed_now, referrer)
+        amended = with_entries(listed_now, wanted)
         if amended is None:  # listed: read again a moment later, unless settled
             settled += 1
             if settled < SETTLE:
@@ -76,12 +78,12 @@ def attach(image: Ref, subject: Digest, referrer: Referrer) -> None:
             continue
         settled = 0  # SETTLE reads in a row: one that lost our entry starts the count again
         if writes and not paused:  # another writer won the last round
-            if _gone(image, referrer.digest):
-                # Another runner made the same artifact again and deleted ours (artifacts.py's
-                # supersede): nothing is left to list, and writing it back would only be
-                # refused, round after round, until ATTEMPTS ran out.
-                log(f"  {referrer.digest} was replaced by another runner's: not listed")
-                return
+            # Another runner made the same artifact again and deleted ours (artifacts.py's
+            # supersede): nothing is left to list, and writing it back would only be
+            # refused, round after round, until ATTEMPTS ran out.
+            for gone in [r for r in wanted if _gone(image, r.digest)]:
+                log(f"  {gone.digest} was replaced by another runner's: not listed")
+                wanted.remove(gone)
             # Let the writers fall out of step, by as long as a round takes here (a loaded
             # CI machine's is far over SETTLE_GAP: jitter below it kept two racing runners
             # in step for ATTEMPTS rounds); then read afresh: a list read before the pause
@@ -92,8 +94,8 @@ def attach(image: Ref, subject: Digest, referrer: Referrer) -> None:
         if writes == ATTEMPTS:
             raise RegistryError(
                 f"{image.host}/{image.repository}:{fallback_tag(subject)}: other writers "
-                f"replaced the referrers index {ATTEMPTS} times while {referrer.digest} was "
-                "added; run again"
+                f"replaced the referrers index {ATTEMPTS} times while "
+                f"{', '.join(str(r.digest) for r in wanted)} was added; run again"
             )
         _write_tag(image, subject, amended)
         writes, settled, paused = writes + 1, 0, False

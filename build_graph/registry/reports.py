@@ -30,6 +30,7 @@ from build_graph.log import log, shown
 from build_graph.oci import attestation
 from build_graph.oci.contents import CREATED
 from build_graph.oci.digest import Digest
+from build_graph.oci.referrers import Referrer
 from build_graph.oci.refs import Answer, Presence, artifact_tag, parse_ref
 from build_graph.oci.verify_report import MadeBy, VerifyReport
 from build_graph.registry import api, artifacts, cosign_legacy
@@ -166,8 +167,17 @@ class ReportStore:
             )
         return None, refused
 
-    def publish(self, image: Answer, report: VerifyReport, holdings: Availability) -> None:
-        """Store `report` in the registry, bound to the image's digest, and keep it here."""
+    def publish(
+        self,
+        image: Answer,
+        report: VerifyReport,
+        holdings: Availability,
+        unlisted: list[Referrer] | None = None,
+    ) -> None:
+        """Store `report` in the registry, bound to the image's digest, and keep it here;
+        listed in the image's referrers tag (where the registry keeps none itself) together
+        with the artifacts published before it that were left `unlisted` (the SBOM)."""
+        pending = [] if unlisted is None else unlisted
         made_by = MadeBy(
             socket.gethostname(),
             RUN_ID,
@@ -204,7 +214,9 @@ class ReportStore:
             sealed.media_type,
             sealed.payload,
             sealed.annotations,
+            pending,
         )
+        artifacts.list_in_tag(parse_ref(self.repository), image, pending)
         holdings.forget(f"{self.repository}:{tag}")
         write_bytes_if_changed(self._copy(artifact), sealed.payload)
         signed = f", signed with {sealed.signed_by}" if sealed.signed_by else ", unsigned"
@@ -214,11 +226,20 @@ class ReportStore:
         """The tag of the SBOM of `digest`."""
         return f"{self.repository}:{artifact_tag(digest, SBOM_SUFFIX)}"
 
-    def publish_sbom(self, image: Answer, sbom: str) -> None:
-        """Store the image's SBOM (CycloneDX JSON) beside its report, bound to its digest."""
+    def publish_sbom(
+        self, image: Answer, sbom: str, unlisted: list[Referrer] | None = None
+    ) -> None:
+        """Store the image's SBOM (CycloneDX JSON) beside its report, bound to its digest;
+        with `unlisted`, its referrers-tag entry is left there for the report's publish."""
         stored = {CREATED: datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")}
         tag, _ = artifacts.publish(
-            parse_ref(self.repository), image, SBOM_SUFFIX, SBOM_TYPE, sbom.encode(), stored
+            parse_ref(self.repository),
+            image,
+            SBOM_SUFFIX,
+            SBOM_TYPE,
+            sbom.encode(),
+            stored,
+            unlisted,
         )
         log(f"[{self.name}] SBOM stored in the registry as {self.repository}:{tag}")
 

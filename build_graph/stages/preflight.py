@@ -10,10 +10,8 @@ registry does not hold yet (what the run will build and push):
 - the compiler cache's store, when a compile is still to run: read and written (a marker);
   a failure fails the run with `[cache] required = true`, else it is a warning and the
   summary's cache cell says why the compile ran cold;
-- each Dockerfile through BuildKit's own checks (`docker buildx build --call check`: parse
-  errors, unknown instructions, and the rules a Dockerfile makes errors with `# check=
-  error=true`); a parent tier not built yet is checked against its chain's root image,
-  since the check resolves every FROM; warnings are printed, not failed on;
+- each Dockerfile through BuildKit's own checks (stages/dockerfile_checks.py; a pass is
+  remembered on this machine);
 - free disk where the compiler cache and the daemon's data live.
 Every failure is one line naming the fix; all of them are said together (exit 3), before
 anything is built.
@@ -23,19 +21,18 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from build_graph.ccache.store import open_store, store_problem
-from build_graph.docker import buildkit, files
+from build_graph.docker import files
 from build_graph.docker.connection import daemon_info
 from build_graph.errors import BuildGraphError, EnvironmentProblem, RegistryError
 from build_graph.log import log, progress
 from build_graph.oci.refs import Presence, parse_ref
 from build_graph.plan.plan import PlannedTier
 from build_graph.registry import upload
+from build_graph.stages import dockerfile_checks
 from build_graph.stages.wheels import wheels_current
 from build_graph.stages.work import Work
 
@@ -75,7 +72,7 @@ def _check(work: Work) -> list[str]:
     problems = [
         *_push_rights(pending),
         *_cache_store(work, compiles),
-        *_dockerfiles(pending),
+        *dockerfile_checks.failures(pending),
         *_disk(work, compiles),
     ]
     if not problems:
@@ -120,73 +117,6 @@ def _cache_store(work: Work, compiles: list[PlannedTier]) -> list[str]:
         ]
     progress(f"warning: compiler cache of {names}: {problem}; compiling without it")
     return []
-
-
-def _dockerfiles(pending: list[PlannedTier]) -> list[str]:
-    try:
-        daemon_info()
-    except BuildGraphError:  # the build says so, in its one line naming the daemon
-        return []
-    command = buildkit.cli()
-    if command is None or "buildx" not in command:
-        progress("note: pre-flight: Dockerfile checks not run (no docker buildx here)")
-        return []
-    build_command = list(command[: command.index("buildx") + 2])
-    if not _has_checks(build_command):
-        progress(
-            "note: pre-flight: Dockerfile checks not run (docker buildx before 0.15 has no --call)"
-        )
-        return []
-    check = [*build_command, "--call", "check"]
-    images = {image.image for image in pending}
-    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(max_workers=4) as pool:
-        empty = Path(tmp) / "context"
-        empty.mkdir()
-        jobs = [
-            pool.submit(_check_one, check, image, images, Path(tmp), empty) for image in pending
-        ]
-        return [line for job in jobs if (line := job.result()) is not None]
-
-
-def _has_checks(build_command: list[str]) -> bool:
-    return "--call" in buildkit.run([*build_command, "--help"]).stdout
-
-
-def _check_one(
-    check: list[str], image: PlannedTier, pending: set[str], tmp: Path, empty: Path
-) -> str | None:
-    """None when the Dockerfile passes (warnings are notes), or BuildKit could not check it
-    (said, not failed: only what BuildKit says of the Dockerfile itself fails the run)."""
-    text, stand_in = image.dockerfile, image.base_image in pending
-    if stand_in:  # not built yet: its chain's root stands in for it
-        text = text.replace(image.base_image, image.root_image)
-    dockerfile = tmp / f"{image.key.replace('/', '-')}.Dockerfile"
-    dockerfile.write_text(text)
-    platform = ["--platform", image.platform] if image.platform else []
-    # a CLI that cannot start or answer reads as exit 1, its reason said below as a note
-    ran = buildkit.run([*check, *platform, "-f", str(dockerfile), str(empty)], timeout=120)
-    output = ran.stdout + ran.stderr
-    lines = output.splitlines()
-    errors = [line.removeprefix("ERROR: ") for line in lines if line.startswith("ERROR:")]
-    warnings = [line.removeprefix("WARNING: ") for line in lines if line.startswith("WARNING:")]
-    if ran.returncode == 0 or (not errors and "Check complete" in output):
-        for warning in warnings:
-            progress(f"note: {image.key}: Dockerfile check: {warning}")
-        return None
-    about_the_file = (
-        any(e.startswith(("dockerfile parse error", "lint violation")) for e in errors)
-        or f"{dockerfile}:" in output
-    )
-    unresolved = "failed to resolve source metadata" in output  # a FROM not reachable here
-    # A rule about variables may be the stand-in's doing (the parent's ENV is not there).
-    if not about_the_file or unresolved or (stand_in and "UndefinedVar" in output):
-        progress(f"note: {image.key}: Dockerfile checks not run: {(errors or lines or ['?'])[-1]}")
-        return None
-    said = "; ".join([*errors[:1], *warnings[:2]])
-    return (
-        f"{image.key}: its Dockerfile fails BuildKit's checks: {said}; fix the template "
-        f"{image.spec.template} (lines as in {image.folder.dockerfile})"
-    )
 
 
 def _disk(work: Work, compiles: list[PlannedTier]) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from build_graph.errors import BuildFailed
 from build_graph.log import log, progress
 from build_graph.oci.digest import Digest
+from build_graph.oci.referrers import Referrer
 from build_graph.oci.refs import Answer
 from build_graph.plan.plan import PlannedTier
 from build_graph.signing import policy
@@ -34,9 +35,11 @@ def verify(work: Work) -> Facts:
     probed = verify_probe.probe(tier, digest)
     verdict = decide(tier, digest, probed)
     # The SBOM first: the report is what marks verify done, so a run stopped between the
-    # two leaves a digest to verify again, never a verified one without its SBOM.
-    publish_sbom(tier, image, digest, probed.inventory)
-    trust.store(tier).publish(image, verdict.report, holdings)
+    # two leaves a digest to verify again, never a verified one without its SBOM. Both are
+    # added to the image's referrers tag together, after the report (one round, not two).
+    unlisted: list[Referrer] = []
+    publish_sbom(tier, image, digest, probed.inventory, unlisted)
+    trust.store(tier).publish(image, verdict.report, holdings, unlisted)
     if verdict.failure is not None:
         raise BuildFailed(verdict.failure)
     progress(verdict.said)
@@ -44,7 +47,13 @@ def verify(work: Work) -> Facts:
     return verdict.facts
 
 
-def publish_sbom(tier: PlannedTier, image: Answer, digest: Digest, inventory: object) -> None:
+def publish_sbom(
+    tier: PlannedTier,
+    image: Answer,
+    digest: Digest,
+    inventory: object,
+    unlisted: list[Referrer] | None = None,
+) -> None:
     """The image's SBOM to the registry; an inventory the probe could not take is said,
     not fatal: the image's promises were checked all the same."""
     lock = tier.python
@@ -58,4 +67,4 @@ def publish_sbom(tier: PlannedTier, image: Answer, digest: Digest, inventory: ob
     except BuildFailed as exc:
         progress(f"[{tier.key}] no SBOM stored: {exc}")
         return
-    trust.store(tier).publish_sbom(image, document)
+    trust.store(tier).publish_sbom(image, document, unlisted)

@@ -171,7 +171,7 @@ def test_a_referrers_index_keeps_its_bytes_and_others_entries() -> None:
     }
     tag = json.dumps({"schemaVersion": 2, "mediaType": OCI_I, "manifests": [theirs]}).encode()
     ours = referrers.Referrer(dig(12), 7, "c/d", {"k": "v"})
-    amended = referrers.with_entry(referrers.entries(tag), ours)
+    amended = referrers.with_entries(referrers.entries(tag), [ours])
     assert amended is not None
     assert referrers.index(amended) == EXPECTED["referrers"]
 

@@ -20,7 +20,7 @@ from build_graph.oci.referrers import (
     index,
     is_referrers_index,
     subject_of,
-    with_entry,
+    with_entries,
     without,
 )
 from build_graph.oci.retention import artifact_subject, tag_kind
@@ -47,7 +47,7 @@ def test_the_tag_is_the_subject_s_digest_with_a_dash() -> None:
 
 def test_an_entry_is_added_once_and_others_are_kept() -> None:
     listed = entries(index([COSIGNS]))
-    added = with_entry(listed, OURS)
+    added = with_entries(listed, [OURS])
     assert added is not None and added[0] == COSIGNS
     assert added[1].to_json() == {
         "mediaType": "application/vnd.oci.image.manifest.v1+json",
@@ -56,9 +56,19 @@ def test_an_entry_is_added_once_and_others_are_kept() -> None:
         "artifactType": "application/vnd.in-toto+json",
         "annotations": {"k": "v"},
     }
-    assert with_entry(added, OURS) is None
+    assert with_entries(added, [OURS]) is None
     assert without(added, {OURS.digest}) == [COSIGNS]
     assert json.loads(index(added))["mediaType"] == "application/vnd.oci.image.index.v1+json"
+
+
+def test_several_entries_are_added_in_one_list_each_once() -> None:
+    sbom = Referrer(Digest.of(b"sbom"), 64, "application/vnd.cyclonedx+json", {})
+    listed = entries(index([COSIGNS, OURS.entry()]))
+    added = with_entries(listed, [sbom, OURS, sbom])
+    assert added is not None
+    assert [entry.digest for entry in added] == [COSIGNS.digest, OURS.digest, sbom.digest]
+    assert with_entries(added, [OURS, sbom]) is None
+    assert with_entries(added, []) is None
 
 
 @pytest.mark.parametrize(
