@@ -10,8 +10,10 @@ bake's `target:` context of training, so the edit rebuilds it as ours does; trai
 `FROM` is base's image, which our run pushed); bake run once to warm its cache. So bake is
 told which tiers to build, where `doit` finds them (checking the other three up to date).
 Then, `--runs` times, in turn: the same edit of train.py in both, `doit` timed, `bake`
-timed. Prints the medians and their ratio (issue 41's target: within 3x), and how our run
-spent its time per stage (the last run's timeline, from its summary).
+timed. Prints the medians and their ratio (issue 41's target: within 3x), how our run
+spent its time per stage (the last run's timeline, from its summary), and a floor: bake's
+time plus one bare container per tier (verify's probe runs in a container of each image;
+what that costs before the probe does anything is the engine's).
 
 Needs scripts/services.sh up (engine, registry on 127.0.0.1:5000). Takes about 5 minutes
 on 2 cores the first time (the quickstart's cold run), then about 15 s per pair.
@@ -32,7 +34,7 @@ from pathlib import Path
 
 from _common import REPO, count, doit_command, timed
 
-from build_graph.docker import buildkit
+from build_graph.docker import buildkit, containers
 from build_graph.manifest.load import load
 from build_graph.plan.plan import PlannedTier, plan
 from build_graph.stages.build_act import build_settings, sent_context
@@ -109,6 +111,19 @@ def _parent_ref(tier: PlannedTier) -> str:
     )
 
 
+def bare_container(image: str, runs: int) -> float:
+    """Median seconds of one container of `image` that runs `python3 -c pass`, made, started,
+    followed and removed as verify's probe is (docker/containers.py): what each verified
+    tier costs before the probe does anything."""
+    seconds = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        with containers.container(image, ["-c", "pass"], entrypoint=["python3"]) as box:
+            containers.run_to_end(box)
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds)
+
+
 def stages(manifest: Path) -> str:
     """Seconds per stage of the last run, from its summary's timeline (build/summary.md)."""
     path = manifest.parent / "build" / "summary.md"
@@ -149,12 +164,19 @@ def main() -> None:
             moved.append(count(output, "ok    build:"))
             theirs.append(timed(baked, 1)[0])
         spent = stages(manifest)
+        training = next(t for t in plan(load(manifest)) if t.spec.name == MOVED[0])
+        bare = bare_container(training.image, args.runs)
     a, b = statistics.median(ours), statistics.median(theirs)
     print(f"one-line edit of {EDITED} (median of {args.runs}, in turn):")
     print(f"  doit (build, push, verify, promote): {a:.2f} s; tiers built: {sorted(set(moved))}")
     print(f"    its last run's stages (the summary's timeline): {spent}")
     print(f"  docker buildx bake (build and push of {' and '.join(MOVED)}): {b:.2f} s")
     print(f"  ratio doit/bake: {a / b:.2f} (issue 41's target: 3)")
+    print(
+        f"  a bare container of the training image (python3 -c pass; verify runs one per "
+        f"tier): {bare:.2f} s; bake plus one per tier: {b + len(MOVED) * bare:.2f} s "
+        f"({(b + len(MOVED) * bare) / b:.2f}x bake)"
+    )
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +25,12 @@ from build_graph.interrupts import doing, interrupted
 from build_graph.layout import TierFolder
 from build_graph.log import log, task_log
 from build_graph.manifest.model import Stack
+from build_graph.plan.plan import PlannedTier
+from build_graph.registry.availability import Availability
 from build_graph.run.diagrams import Node, nodes_of
 from build_graph.run.reporter import ExitCodeReporter, StageFailed
 from build_graph.run.tier_tasks import DoitTask, TierTasks
-from build_graph.stages import pipeline
+from build_graph.stages import pipeline, trust
 from build_graph.stages.stage import Stage
 from build_graph.stages.work import Facts, Work
 
@@ -130,9 +132,38 @@ class Condition:
 
 
 @dataclass
-class StackTasks(TierTasks):
+class StackTasks:
+    """Every task of a planned stack: the stage tasks (here) and `doit <tier>` (its
+    `tier_tasks`), over one set of registry answers for the run (`holdings`)."""
+
+    stack: Stack
+    planned: list[PlannedTier]
+
     def __post_init__(self) -> None:
         _GRAPHS[self.stack.manifest] = tuple(nodes_of(self.planned))
+
+    @cached_property
+    def holdings(self) -> Availability:
+        """Every reference the run may ask the registry about, asked in one round: hash
+        tags, human tags, and the reports for the digests this machine saw last."""
+        holdings = Availability()
+        for tier in self.planned:
+            holdings.register(
+                [tier.image, *map(tier.human_ref, tier.human_tags), *trust.expected_refs(tier)]
+            )
+        return holdings
+
+    @cached_property
+    def tier_tasks(self) -> TierTasks:
+        return TierTasks(self.stack, self.planned, self.holdings)
+
+    @property
+    def by_key(self) -> dict[str, PlannedTier]:
+        return self.tier_tasks.by_key
+
+    def tiers(self) -> Iterator[DoitTask]:
+        """`doit <tier>` (run/tier_tasks.py), as a dodo.py of one `task_` per stage asks."""
+        return self.tier_tasks.tiers()
 
     def all(self) -> Iterator[DoitTask]:
         """Every task of the stack: `doit <tier>`, then each stage's, in pipeline order."""
@@ -164,16 +195,17 @@ class StackTasks(TierTasks):
             for tier in self.planned:
                 yield Work(self.stack, (tier,), self.holdings, self.by_key, gates)
         else:
-            for images in self.groups.values():
+            for images in self.tier_tasks.groups.values():
                 yield Work(self.stack, tuple(images), self.holdings, self.by_key, gates)
 
     def _task(self, stage: Stage, work: Work) -> DoitTask:
         first = work.tier
         if stage.per == "tier":  # the tier's own folder, above its platforms'
             folder = self.stack.build_folder.tier(first.spec.variant, first.spec.name)
-            doc = self._group_doc(list(work.images)) if first.platform else self.describe(first)
+            tiers = self.tier_tasks
+            doc = tiers.group_doc(list(work.images)) if first.platform else tiers.describe(first)
         else:
-            folder, doc = first.folder, self.describe(first)
+            folder, doc = first.folder, self.tier_tasks.describe(first)
         key = stage.key(first)
         task: DoitTask = {
             "doc": doc,

@@ -17,26 +17,19 @@ from build_graph.manifest.model import Stack
 from build_graph.plan.plan import PlannedTier, groups
 from build_graph.registry.availability import Availability
 from build_graph.run import account, explain
-from build_graph.stages import pipeline, trust
+from build_graph.stages import pipeline
 
 DoitTask = dict[str, Any]
 
 
 @dataclass
 class TierTasks:
+    """The tasks `doit list` shows, and how a task names its tier (`describe`): the stage
+    tasks (run/tasks.py's StackTasks, which holds one of these) are documented by it."""
+
     stack: Stack
     planned: list[PlannedTier]
-
-    @cached_property
-    def holdings(self) -> Availability:
-        """Every reference the run may ask the registry about, asked in one round: hash
-        tags, human tags, and the reports for the digests this machine saw last."""
-        holdings = Availability()
-        for tier in self.planned:
-            holdings.register(
-                [tier.image, *map(tier.human_ref, tier.human_tags), *trust.expected_refs(tier)]
-            )
-        return holdings
+    holdings: Availability  # the run's registry answers (StackTasks asks them)
 
     @cached_property
     def by_key(self) -> dict[str, PlannedTier]:
@@ -127,7 +120,7 @@ class TierTasks:
             "basename": key,
             "actions": None,
             "task_dep": [tasks[-1]],
-            "doc": self._group_doc(images),
+            "doc": self.group_doc(images),
             "meta": {
                 "tier": {
                     "key": key,
@@ -142,7 +135,7 @@ class TierTasks:
             },
         }
 
-    def _group_doc(self, images: list[PlannedTier]) -> str:
+    def group_doc(self, images: list[PlannedTier]) -> str:
         platforms = ", ".join(str(t.platform) for t in images)
         return f"{self.describe(images[0]).split(' (')[0]} ({platforms}: one index per human tag)"
 
