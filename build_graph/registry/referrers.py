@@ -151,15 +151,20 @@ def _write_tag(image: Ref, subject: Digest, listed_now: list[Descriptor]) -> Non
     A refused write whose list names a manifest the registry no longer holds (a runner
     beside us replaced its artifact and deleted the old one after we read the list: the
     registry refuses an index naming what is gone, MANIFEST_BLOB_UNKNOWN) is written once
-    more without those entries; any other refusal stands."""
+    more without those entries; refused so while every entry is still found, nothing is
+    written (attach's next round reads again); any other refusal stands."""
     ref = image.at(fallback_tag(subject))
     try:
         api.put_manifest(ref, index(listed_now), OCI_INDEX)
-    except RegistryError:
+    except RegistryError as exc:
         held = [entry for entry in listed_now if not _gone(image, entry.digest)]
-        if len(held) == len(listed_now):
+        if len(held) < len(listed_now):
+            api.put_manifest(ref, index(held), OCI_INDEX)
+        elif "MANIFEST_BLOB_UNKNOWN" not in str(exc):
             raise
-        api.put_manifest(ref, index(held), OCI_INDEX)
+        # else: refused for a manifest that every HEAD after still finds (a deletion the
+        # registry's reads had not caught up with, seen under racing runners): the round is
+        # lost, and the next one reads the list afresh (attach's ATTEMPTS bound it).
 
 
 def _gone(image: Ref, digest: Digest) -> bool:

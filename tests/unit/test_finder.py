@@ -85,3 +85,28 @@ def test_walk_is_bounded(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     survey = finder.walk()
     assert not survey.complete and survey.dirs == 4
     assert finder.interpreters(survey)["complete"] is False
+
+
+def test_two_names_of_one_python_in_one_folder_are_asked_once_and_both_named(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A venv's python links to the same executable as /usr/bin's but has its own prefix
+    (its pyvenv.cfg): asked apart. Two names in one folder are one answer."""
+    real = os.path.realpath(sys.executable)
+    local = tree / "usr" / "local" / "bin"
+    (local / "mytool3").symlink_to(real)
+    venv = tree / "opt" / "venv" / "bin" / "python"
+    venv.symlink_to(real)
+    asked: list[str] = []
+    ask = finder.ask
+
+    def counted(path: str) -> dict[str, object] | None:
+        asked.append(path)
+        return ask(path)
+
+    monkeypatch.setattr(finder, "ask", counted)
+    found = finder.interpreters(finder.walk())
+    assert len(asked) == 2 and str(venv) in asked  # and one of mytool, mytool3
+    by_prefix = {entry["prefix"]: entry["names"] for entry in found["found"]}
+    assert by_prefix[str(tree / "opt" / "venv")] == [str(venv)]
+    assert sorted(by_prefix[sys.base_prefix]) == [str(local / "mytool"), str(local / "mytool3")]

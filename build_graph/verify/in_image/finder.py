@@ -189,11 +189,18 @@ def interpreters(survey: Survey) -> dict[str, Any]:
     paths = candidates(survey.folders())
     if len(paths) > MAX_CANDIDATES:
         paths, complete = paths[:MAX_CANDIDATES], False
+    # Two paths to one executable in one folder start the same interpreter with the same
+    # prefix (a venv's pyvenv.cfg is looked for beside the path and one folder up, the
+    # rest from the real executable): asked once (python3, python3.11 in /usr/bin).
+    asked: dict[tuple[str, str], dict[str, object] | None] = {}
     for path in paths:
-        if time.monotonic() - started > ASK_S:
-            complete = False
-            break
-        facts = ask(path)
+        same = (os.path.realpath(path), os.path.dirname(path))
+        if same not in asked:
+            if time.monotonic() - started > ASK_S:
+                complete = False
+                break
+            asked[same] = ask(path)
+        facts = asked[same]
         if facts is None:
             continue
         key = (str(facts["real_path"]), str(facts["prefix"]))
