@@ -65,7 +65,7 @@ def attach(image: Ref, subject: Digest, *added: Referrer) -> None:
     """List each of `added` in `subject`'s referrers tag (for a registry that did not take
     the artifacts' subject itself), and see them stay listed (the module's contract): one
     round of writes and settling reads for all of them, as for one."""
-    wanted = list(added)
+    wanted, lost = list(added), None
     writes, settled, gap, paused = 0, 0, SETTLE_GAP, False
     while settled < SETTLE and wanted:
         read_at = time.monotonic()
@@ -92,12 +92,13 @@ def attach(image: Ref, subject: Digest, *added: Referrer) -> None:
             paused = True
             continue
         if writes == ATTEMPTS:
+            why = f" (the last refusal: {lost})" if lost is not None else ""
             raise RegistryError(
                 f"{image.host}/{image.repository}:{fallback_tag(subject)}: other writers "
                 f"replaced the referrers index {ATTEMPTS} times while "
-                f"{', '.join(str(r.digest) for r in wanted)} was added; run again"
+                f"{', '.join(str(r.digest) for r in wanted)} was added{why}; run again"
             )
-        _write_tag(image, subject, amended)
+        lost = _write_tag(image, subject, amended, may_lose=True)
         writes, settled, paused = writes + 1, 0, False
         # Another writer's read-modify-write takes about as long as ours did: on a loaded
         # machine or a slow registry the settling reads wait that long, not a fixed moment,
@@ -143,7 +144,9 @@ def _read_tag(image: Ref, subject: Digest) -> tuple[list[Descriptor], Digest | N
     return found, manifest.digest
 
 
-def _write_tag(image: Ref, subject: Digest, listed_now: list[Descriptor]) -> None:
+def _write_tag(
+    image: Ref, subject: Digest, listed_now: list[Descriptor], may_lose: bool = False
+) -> RegistryError | None:
     """The amended list under the referrers tag. The index it replaces is left as it is
     (untagged; `prune` takes it with the image): deleting it by digest would trust that no
     one pointed this tag at something else to have it deleted.
@@ -151,8 +154,10 @@ def _write_tag(image: Ref, subject: Digest, listed_now: list[Descriptor]) -> Non
     A refused write whose list names a manifest the registry no longer holds (a runner
     beside us replaced its artifact and deleted the old one after we read the list: the
     registry refuses an index naming what is gone, MANIFEST_BLOB_UNKNOWN) is written once
-    more without those entries; refused so while every entry is still found, nothing is
-    written (attach's next round reads again); any other refusal stands."""
+    more without those entries. Refused so while every entry is still found (a deletion
+    the registry's reads had not caught up with, seen under racing runners), the refusal
+    is returned, nothing written, where the caller `may_lose` the round (attach reads again,
+    ATTEMPTS times at most); any other refusal stands."""
     ref = image.at(fallback_tag(subject))
     try:
         api.put_manifest(ref, index(listed_now), OCI_INDEX)
@@ -160,11 +165,11 @@ def _write_tag(image: Ref, subject: Digest, listed_now: list[Descriptor]) -> Non
         held = [entry for entry in listed_now if not _gone(image, entry.digest)]
         if len(held) < len(listed_now):
             api.put_manifest(ref, index(held), OCI_INDEX)
-        elif "MANIFEST_BLOB_UNKNOWN" not in str(exc):
+        elif may_lose and "MANIFEST_BLOB_UNKNOWN" in str(exc):
+            return exc
+        else:
             raise
-        # else: refused for a manifest that every HEAD after still finds (a deletion the
-        # registry's reads had not caught up with, seen under racing runners): the round is
-        # lost, and the next one reads the list afresh (attach's ATTEMPTS bound it).
+    return None
 
 
 def _gone(image: Ref, digest: Digest) -> bool:

@@ -17,12 +17,13 @@ from __future__ import annotations
 import datetime
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from build_graph.errors import NotAnArtifact, RegistryError
+from build_graph.errors import BuildGraphError, NotAnArtifact, RegistryError
 from build_graph.fs import write_bytes_if_changed, write_record
 from build_graph.gpu.status import GpuStatus
 from build_graph.layout import TierFolder
@@ -31,7 +32,7 @@ from build_graph.oci import attestation
 from build_graph.oci.contents import CREATED
 from build_graph.oci.digest import Digest
 from build_graph.oci.referrers import Referrer
-from build_graph.oci.refs import Answer, Presence, artifact_tag, parse_ref
+from build_graph.oci.refs import Answer, Presence, Ref, artifact_tag, parse_ref
 from build_graph.oci.verify_report import MadeBy, VerifyReport
 from build_graph.registry import api, artifacts, cosign_legacy
 from build_graph.registry.availability import Availability
@@ -98,6 +99,20 @@ class StoredReport:
     def record(self) -> dict[str, Any]:
         """The whole report as it is stored, for those who show it."""
         return self.report.json()
+
+
+@contextmanager
+def _listing_after(image: Ref, subject: Answer, pending: list[Referrer]) -> Iterator[None]:
+    """Add `pending` to the subject's referrers tag once the block is done, and when it
+    fails too (that listing's own error then gives way to the block's): what was stored
+    before a failure (the SBOM before its report) is listed as it was before the report."""
+    try:
+        yield
+    except Exception:
+        with suppress(BuildGraphError):
+            artifacts.list_in_tag(image, subject, pending)
+        raise
+    artifacts.list_in_tag(image, subject, pending)
 
 
 @dataclass(frozen=True)
@@ -178,45 +193,46 @@ class ReportStore:
         listed in the image's referrers tag (where the registry keeps none itself) together
         with the artifacts published before it that were left `unlisted` (the SBOM)."""
         pending = [] if unlisted is None else unlisted
-        made_by = MadeBy(
-            socket.gethostname(),
-            RUN_ID,
-            datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        )
-        record = replace(report, made_by=made_by).json()
-        image_digest = image.digest
-        if image_digest is None:
-            raise RegistryError(
-                f"{self.repository}: the registry named no digest for the image the report is about"
+        with _listing_after(parse_ref(self.repository), image, pending):
+            made_by = MadeBy(
+                socket.gethostname(),
+                RUN_ID,
+                datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             )
-        document = attestation.statement(
-            self.repository, image_digest, attestation.VERIFY_PREDICATE, record
-        )
-        annotations = {
-            CREATED: made_by.at,
-            "dev.build-graph.passed": str(report.passed).lower(),
-            "dev.build-graph.summary": report.summary,
-        }
-        sealed = policy.seal(self.signing, document, annotations)
-        write_record(self.folder.verify_record, record)  # kept even if the registry refuses
-        if sealed.envelope is not None:  # first: the report's tag is what marks verify done
-            cosign_legacy.attach(
+            record = replace(report, made_by=made_by).json()
+            image_digest = image.digest
+            if image_digest is None:
+                raise RegistryError(
+                    f"{self.repository}: the registry named no digest for the image the "
+                    "report is about"
+                )
+            document = attestation.statement(
+                self.repository, image_digest, attestation.VERIFY_PREDICATE, record
+            )
+            annotations = {
+                CREATED: made_by.at,
+                "dev.build-graph.passed": str(report.passed).lower(),
+                "dev.build-graph.summary": report.summary,
+            }
+            sealed = policy.seal(self.signing, document, annotations)
+            write_record(self.folder.verify_record, record)  # kept even if the registry refuses
+            if sealed.envelope is not None:  # first: the report's tag is what marks verify done
+                cosign_legacy.attach(
+                    parse_ref(self.repository),
+                    image_digest,
+                    sealed.envelope,
+                    attestation.VERIFY_PREDICATE,
+                    report.fingerprint,
+                )
+            tag, artifact = artifacts.publish(
                 parse_ref(self.repository),
-                image_digest,
-                sealed.envelope,
-                attestation.VERIFY_PREDICATE,
-                report.fingerprint,
+                image,
+                f"verify-{report.fingerprint}",
+                sealed.media_type,
+                sealed.payload,
+                sealed.annotations,
+                pending,
             )
-        tag, artifact = artifacts.publish(
-            parse_ref(self.repository),
-            image,
-            f"verify-{report.fingerprint}",
-            sealed.media_type,
-            sealed.payload,
-            sealed.annotations,
-            pending,
-        )
-        artifacts.list_in_tag(parse_ref(self.repository), image, pending)
         holdings.forget(f"{self.repository}:{tag}")
         write_bytes_if_changed(self._copy(artifact), sealed.payload)
         signed = f", signed with {sealed.signed_by}" if sealed.signed_by else ", unsigned"

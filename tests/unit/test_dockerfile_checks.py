@@ -92,3 +92,53 @@ def test_a_damaged_memory_is_asked_again(
         path.write_text('{"warnings": [1]}')
     assert check(training, tmp_path) is None
     assert len(asked) == 2
+
+
+def test_a_pass_under_a_frontend_named_by_tag_is_not_remembered(
+    training: PlannedTier, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`# syntax=docker/dockerfile:1` may name another frontend tomorrow; by digest it may not."""
+    asked = answering(monkeypatch, 0, PASSED)
+    moving = dataclasses.replace(
+        training, dockerfile="# syntax=docker/dockerfile:1\n" + training.dockerfile
+    )
+    pinned = dataclasses.replace(
+        training,
+        dockerfile=f"# syntax=docker/dockerfile:1@sha256:{'a' * 64}\n" + training.dockerfile,
+    )
+    for tier in (moving, moving, pinned, pinned):
+        assert check(tier, tmp_path) is None
+    assert len(asked) == 3  # the moving one twice, the pinned one once
+
+
+def test_whether_buildx_has_call_is_remembered_only_from_an_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    asked = answering(monkeypatch, 1, "")  # a CLI that could not start or answer in time
+    command = ["docker", "buildx", "build"]
+    assert dockerfile_checks._has_checks(command, "v0.29.1") is False
+    assert dockerfile_checks._has_checks(command, "v0.29.1") is False
+    assert len(asked) == 2  # asked again: no answer is not "no --call"
+    monkeypatch.setattr(
+        buildkit,
+        "run",
+        lambda command, timeout=30: subprocess.CompletedProcess(command, 0, "  --call string", ""),
+    )
+    assert dockerfile_checks._has_checks(command, "v0.29.1") is True
+    kept = tmp_path / "xdg" / "build-graph" / "dockerfile-checks"
+    [memo] = kept.glob("calls-*")
+    memo.write_bytes(b"\xff\xfe")  # damaged: not text
+    assert dockerfile_checks._has_checks(command, "v0.29.1") is True  # asked again, no traceback
+
+
+def test_a_hostile_memory_is_asked_again_without_a_traceback(
+    training: PlannedTier, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = answering(monkeypatch, 0, PASSED)
+    check(training, tmp_path)
+    kept = tmp_path / "xdg" / "build-graph" / "dockerfile-checks"
+    for path in kept.iterdir():
+        path.write_text("[" * 100_000)  # past the JSON parser's recursion limit
+    assert check(training, tmp_path) is None
+    assert len(asked) == 2

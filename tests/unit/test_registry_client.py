@@ -6,6 +6,7 @@ that registry's loopback port only."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +20,7 @@ from build_graph.gpu.status import GpuState, GpuStatus
 from build_graph.layout import TierFolder
 from build_graph.oci.contents import CREATED
 from build_graph.oci.digest import Digest
-from build_graph.oci.referrers import fallback_tag
+from build_graph.oci.referrers import Referrer, fallback_tag
 from build_graph.oci.refs import Answer, Presence, Ref, parse_ref
 from build_graph.oci.verify_report import VerifyReport, Versions
 from build_graph.registry import api, artifacts, referrers, tags, transport, upload
@@ -732,6 +733,104 @@ def test_an_image_index_planted_on_the_referrers_tag_is_replaced_never_merged_or
     _, artifact = artifacts.publish(ref(registry), image, "sbom", SBOM, b"{}", {})
     assert [e["digest"] for e in fallback_index(registry, image.digest)] == [str(artifact)]
     assert registry.manifest(REPO, planted_digest) is not None
+
+
+def lagging_deletion(registry: OciRegistry, entry: dict[str, Any], when: str) -> list[str]:
+    """A registry whose reads lag a deletion: on the first referrers-tag PUT (after `when`
+    matched a request), `entry`'s manifest is gone for the write's validation, then found
+    again by every HEAD after (restored once the refusal is answered)."""
+    seen: list[str] = []
+    manifests = registry.repositories[REPO].manifests
+
+    def hook(method: str, at: str) -> None:
+        if not seen and re.fullmatch(when, f"{method} {at}"):
+            seen.append("armed")
+            seen.append(str(entry["digest"]))
+            kept.append(manifests.pop(entry["digest"]))
+        elif len(seen) == 2 and method == "PUT" and "/manifests/sha256-" in at:
+            seen.append("refused")
+            manifests[entry["digest"]] = kept.pop()
+
+    kept: list[Any] = []
+    registry.hook = hook
+    return seen
+
+
+def test_a_refusal_for_an_entry_every_read_still_finds_is_a_round_read_again(
+    registry: OciRegistry,
+) -> None:
+    """The referrers index refused for a manifest the next HEADs find (a deletion the
+    registry's reads had not caught up with): the write is a lost round, read again and
+    written, every entry kept; before, the publish failed (racing runners, 1 run in 8)."""
+    registry.referrers_api = False
+    image = subject(registry)
+    assert image.digest is not None
+    tag = fallback_tag(image.digest)
+    theirs = foreign_artifact(registry, image.digest, "application/vnd.example.report")
+    listing = {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [theirs]}
+    registry.store_manifest(REPO, tag, json.dumps(listing).encode(), OCI_INDEX)
+    seen = lagging_deletion(registry, theirs, f"GET /v2/{REPO}/manifests/{tag}")
+    _, artifact = artifacts.publish(ref(registry), image, "sbom", SBOM, b'{"bom": 5}', {})
+    assert seen[-1] == "refused"
+    refused = [s for s in registry.seen("PUT", f"/v2/{REPO}/manifests/{tag}") if s.status == 400]
+    assert len(refused) == 1
+    assert [e["digest"] for e in fallback_index(registry, image.digest)] == [
+        theirs["digest"],
+        str(artifact),
+    ]
+
+
+def test_a_superseded_artifact_whose_unlisting_is_refused_is_kept_not_deleted(
+    registry: OciRegistry,
+) -> None:
+    """Removing the old artifact from the tag is refused (as above): it stays, listed and
+    stored (a listed entry naming a deleted manifest would break every later write)."""
+    registry.referrers_api = False
+    image = subject(registry)
+    assert image.digest is not None
+    tag = fallback_tag(image.digest)
+    theirs = foreign_artifact(registry, image.digest, "application/vnd.example.report")
+    _, first = artifacts.publish(ref(registry), image, "sbom", SBOM, b'{"bom": "a"}', {})
+    listing = {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [theirs]}
+    listed = json.loads(registry.manifest(REPO, tag).body)["manifests"]  # type: ignore[union-attr]
+    listing["manifests"] = [theirs, *listed]
+    registry.store_manifest(REPO, tag, json.dumps(listing).encode(), OCI_INDEX)
+    # armed when the old artifact is read to be superseded: after the new one is listed
+    seen = lagging_deletion(registry, theirs, re.escape(f"GET /v2/{REPO}/manifests/{first}"))
+    _, second = artifacts.publish(ref(registry), image, "sbom", SBOM, b'{"bom": "b"}', {})
+    assert seen[-1] == "refused"
+    digests = [e["digest"] for e in fallback_index(registry, image.digest)]
+    assert str(first) in digests and str(second) in digests
+    assert registry.manifest(REPO, str(first)) is not None  # kept: its unlisting was refused
+
+
+def test_the_sbom_and_report_are_listed_in_one_round_and_the_sbom_even_when_the_report_fails(
+    registry: OciRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    registry.referrers_api = False
+    image = subject(registry)
+    assert image.digest is not None
+    path = f"/v2/{REPO}/manifests/{fallback_tag(image.digest)}"
+    store = ReportStore(f"{registry.address}/{REPO}", TierFolder(tmp_path / "a"), "app")
+    unlisted: list[Referrer] = []
+    store.publish_sbom(image, '{"bom": 6}', unlisted)
+    assert len(unlisted) == 1 and registry.seen("PUT", path) == []  # tagged, not yet listed
+    store.publish(image, report(image), Availability(), unlisted)
+    assert len(registry.seen("PUT", path)) == 1  # both in one write
+    types = [e["artifactType"] for e in fallback_index(registry, image.digest)]
+    assert types[0] == SBOM and len(types) == 2
+
+    again: list[Referrer] = []
+    store.publish_sbom(image, '{"bom": 7}', again)
+
+    def refused(*_: object) -> object:
+        raise RegistryError("signing refused")
+
+    monkeypatch.setattr("build_graph.registry.reports.policy.seal", refused)
+    with pytest.raises(RegistryError, match="signing refused"):
+        store.publish(image, report(image), Availability(), again)
+    listed = {e["digest"] for e in fallback_index(registry, image.digest)}
+    assert str(again[0].digest) in listed  # the SBOM stored before the failure is listed
 
 
 # -- verify reports ---------------------------------------------------------------------------
