@@ -82,14 +82,19 @@ def test_a_failure_is_never_remembered(
     assert not kept.exists() or not list(kept.iterdir())
 
 
-def test_a_damaged_memory_is_asked_again(
-    training: PlannedTier, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    "damaged",
+    ['{"warnings": [1]}', "[" * 100_000, "\udcff"],
+    ids=["not strings", "nested past the parser's limit", "not text"],
+)
+def test_a_damaged_or_hostile_memory_is_asked_again_without_a_traceback(
+    training: PlannedTier, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damaged: str
 ) -> None:
     asked = answering(monkeypatch, 0, PASSED)
     check(training, tmp_path)
     kept = tmp_path / "xdg" / "build-graph" / "dockerfile-checks"
     for path in kept.iterdir():
-        path.write_text('{"warnings": [1]}')
+        path.write_bytes(damaged.encode("utf-8", "surrogateescape"))
     assert check(training, tmp_path) is None
     assert len(asked) == 2
 
@@ -130,15 +135,3 @@ def test_whether_buildx_has_call_is_remembered_only_from_an_answer(
     [memo] = kept.glob("calls-*")
     memo.write_bytes(b"\xff\xfe")  # damaged: not text
     assert dockerfile_checks._has_checks(command, "v0.29.1") is True  # asked again, no traceback
-
-
-def test_a_hostile_memory_is_asked_again_without_a_traceback(
-    training: PlannedTier, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    asked = answering(monkeypatch, 0, PASSED)
-    check(training, tmp_path)
-    kept = tmp_path / "xdg" / "build-graph" / "dockerfile-checks"
-    for path in kept.iterdir():
-        path.write_text("[" * 100_000)  # past the JSON parser's recursion limit
-    assert check(training, tmp_path) is None
-    assert len(asked) == 2
