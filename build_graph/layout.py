@@ -108,6 +108,12 @@ class TierFolder:
         return self.root / "wheels.partial"
 
     @property
+    def image_layout(self) -> Path:
+        """The reproducible build's OCI image layout (docker/oci_layout.py reads and writes
+        it; a child tier's build is seeded from its parent's)."""
+        return self.root / "oci"
+
+    @property
     def push_record(self) -> Path:
         return self.root / "push.json"
 

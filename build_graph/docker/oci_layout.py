@@ -35,7 +35,6 @@ from build_graph.oci.documents import (
     parse_manifest,
 )
 
-LAYOUT = "oci"
 NAME_ANNOTATION = "io.containerd.image.name"  # what BuildKit's OCI exporter names it by
 
 

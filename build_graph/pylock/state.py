@@ -12,6 +12,7 @@ from pathlib import Path
 
 from build_graph.errors import ConfigError, ConfigIssue
 from build_graph.manifest.model import TierSpec, VariantSpec
+from build_graph.oci import platforms
 from build_graph.pylock import files
 from build_graph.pylock.files import PythonLock
 from build_graph.pylock.request import (
@@ -21,13 +22,6 @@ from build_graph.pylock.request import (
     requirements_of,
     supported,
 )
-
-_HOST = {
-    "x86_64": "linux/amd64",
-    "amd64": "linux/amd64",
-    "aarch64": "linux/arm64",
-    "arm64": "linux/arm64",
-}
 
 
 @dataclass(frozen=True)
@@ -94,7 +88,10 @@ NO_LOCK = LockState(None, None, None)
 
 
 def host_platform() -> str:
-    return _HOST.get(host.machine().lower(), f"linux/{host.machine().lower()}")
+    """This machine's platform as a lock names it ('linux/amd64', oci/platforms.py's); a
+    machine of another kind as uname names it ('linux/riscv64')."""
+    found = platforms.host_platform()
+    return found.text if found is not None else f"linux/{host.machine().lower()}"
 
 
 def lock_state(

@@ -103,7 +103,7 @@ def cost(tier: PlannedTier, seconds: float) -> Facts:
     """'812.4 MB image (1 gzip, 3 zstd layers) in 25.7 s': the image's blobs as its layout
     holds them (what a fresh pull moves) and how its layers are compressed (the base
     image's keep theirs), or the seconds alone for an image built without a layout."""
-    image = oci_layout.image_named(tier.folder.root / oci_layout.LAYOUT, tier.image)
+    image = oci_layout.image_named(tier.folder.image_layout, tier.image)
     if image is None:
         figures.note(tier, "build", {"seconds": round(seconds, 3)})
         return {"built": f"in {seconds:.1f} s"}
@@ -137,8 +137,8 @@ def tier_layout(stack: Stack, tier: PlannedTier) -> Layout:
     parent = None
     if tier.spec.parent is not None:
         folder = stack.build_folder.tier(tier.spec.variant, tier.spec.parent, tier.platform)
-        parent = folder.root / oci_layout.LAYOUT
-    return Layout(tier.folder.root / oci_layout.LAYOUT, parent)
+        parent = folder.image_layout
+    return Layout(tier.folder.image_layout, parent)
 
 
 # A build's (build args, secrets): build_settings.

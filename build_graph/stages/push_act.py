@@ -36,7 +36,7 @@ def push(work: Work) -> Facts:
         write_record(tier.folder.push_record, record(tier, probe.digest))
         return {"digest": str(probe.digest)}
     started = time.monotonic()
-    layout = oci_layout.image_named(tier.folder.root / oci_layout.LAYOUT, tier.image)
+    layout = oci_layout.image_named(tier.folder.image_layout, tier.image)
     moved: list[upload.Moved] = []
     if layout is None:
         ours = daemon.push(tier.image)  # only compared and logged: the registry's answer counts
