@@ -155,20 +155,25 @@ def _write_tag(
     beside us replaced its artifact and deleted the old one after we read the list: the
     registry refuses an index naming what is gone, MANIFEST_BLOB_UNKNOWN) is written once
     more without those entries. Refused so while every entry is still found (a deletion
-    the registry's reads had not caught up with, seen under racing runners), the refusal
-    is returned, nothing written, where the caller `may_lose` the round (attach reads again,
+    the registry's reads had not caught up with, seen under racing runners), or refused
+    again without them (another entry deleted meanwhile), the refusal is returned, nothing
+    written, where the caller `may_lose` the round (attach reads again,
     ATTEMPTS times at most); any other refusal stands."""
     ref = image.at(fallback_tag(subject))
     try:
         api.put_manifest(ref, index(listed_now), OCI_INDEX)
     except RegistryError as exc:
+        refused = exc
         held = [entry for entry in listed_now if not _gone(image, entry.digest)]
         if len(held) < len(listed_now):
-            api.put_manifest(ref, index(held), OCI_INDEX)
-        elif may_lose and "MANIFEST_BLOB_UNKNOWN" in str(exc):
-            return exc
-        else:
-            raise
+            try:
+                api.put_manifest(ref, index(held), OCI_INDEX)
+                return None
+            except RegistryError as again:  # another entry went meanwhile (racing runners)
+                refused = again
+        if may_lose and "MANIFEST_BLOB_UNKNOWN" in str(refused):
+            return refused
+        raise refused from None
     return None
 
 
