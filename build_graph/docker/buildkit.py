@@ -23,7 +23,7 @@ import time
 from functools import cache
 from pathlib import Path
 
-from build_graph.docker import connection, daemon, oci_layout
+from build_graph.docker import cli_memory, connection, daemon, oci_layout
 from build_graph.docker.build_request import Archive, BuildRequest, Layout, Loaded
 from build_graph.docker.connection import check_context, endpoint
 from build_graph.errors import BuildFailed, DaemonUnreachable, EnvironmentProblem, NameTaken
@@ -75,9 +75,14 @@ def cli() -> tuple[str, ...] | None:
 @cache
 def buildx_version(exe: str) -> str | None:
     """What `<exe> buildx version` says ('github.com/docker/buildx v0.29.1 a32761a...'), asked
-    once per process; None when that CLI has no buildx."""
-    ran = run([exe, "buildx", "version"])
-    return (ran.stdout.strip() or "(it did not say)") if ran.returncode == 0 else None
+    once per process and remembered while the binaries it comes from are unchanged
+    (cli_memory.py); None when that CLI has no buildx."""
+
+    def ask() -> str | None:
+        ran = run([exe, "buildx", "version"])
+        return (ran.stdout.strip() or "(it did not say)") if ran.returncode == 0 else None
+
+    return cli_memory.remembered("buildx", cli_memory.buildx_key(exe), ask)
 
 
 def _daemon_floor() -> tuple[int, ...] | None:
@@ -92,9 +97,20 @@ def _daemon_floor() -> tuple[int, ...] | None:
 @cache
 def _client_api(exe: str) -> tuple[int, ...]:
     """The API version a docker CLI speaks at most; (0,) when it cannot say. Printed even
-    when the daemon then refuses that CLI (it exits 1 after the client's part)."""
-    out = run([exe, "version", "--format", "{{.Client.APIVersion}}"]).stdout.strip()
-    return _version(out.splitlines()[0] if out else "") or (0,)
+    when the daemon then refuses that CLI (it exits 1 after the client's part). Remembered
+    while the binary, its setting and the daemon are unchanged (cli_memory.py)."""
+
+    def ask() -> str | None:
+        out = run([exe, "version", "--format", "{{.Client.APIVersion}}"]).stdout.strip()
+        said = out.splitlines()[0] if out else ""
+        return said if _version(said) else None
+
+    try:
+        daemon = connection.daemon_version()
+        key = cli_memory.api_key(exe, daemon.engine, daemon.min_api)
+    except DaemonUnreachable:
+        key = None
+    return _version(cli_memory.remembered("api", key, ask) or "") or (0,)
 
 
 def _version(text: str) -> tuple[int, ...] | None:

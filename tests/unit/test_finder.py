@@ -110,3 +110,29 @@ def test_two_names_of_one_python_in_one_folder_are_asked_once_and_both_named(
     by_prefix = {entry["prefix"]: entry["names"] for entry in found["found"]}
     assert by_prefix[str(tree / "opt" / "venv")] == [str(venv)]
     assert sorted(by_prefix[sys.base_prefix]) == [str(local / "mytool"), str(local / "mytool3")]
+
+
+def test_a_file_reached_by_two_folders_is_read_once_and_listed_under_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """/bin linking to /usr/bin (a merged /usr): each real file's head is read once, and
+    a Python by entry point is a candidate under both names; a plain ELF file is none."""
+    usr_bin = tmp_path / "usr" / "bin"
+    usr_bin.mkdir(parents=True)
+    (usr_bin / "renamed").write_bytes(b"\x7fELF" + b"\0" * 64 + b"Py_BytesMain\0")
+    (usr_bin / "tool").write_bytes(b"\x7fELF" + b"\0" * 64 + b"main\0")
+    (usr_bin / "script").write_text("#!/bin/sh\n# Py_BytesMain\n")
+    for name in ("renamed", "tool", "script"):
+        (usr_bin / name).chmod(0o755)
+    (tmp_path / "bin").symlink_to(usr_bin)
+    read: list[str] = []
+    scan = finder._has_python_entry_point
+
+    def counted(path: str) -> bool:
+        read.append(path)
+        return scan(path)
+
+    monkeypatch.setattr(finder, "_has_python_entry_point", counted)
+    found = finder.candidates([str(usr_bin), str(tmp_path / "bin")])
+    assert found == [str(usr_bin / "renamed"), str(tmp_path / "bin" / "renamed")]
+    assert sorted(read) == sorted(str(usr_bin / name) for name in ("renamed", "script", "tool"))

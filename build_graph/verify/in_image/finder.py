@@ -139,20 +139,24 @@ def _device(path: str) -> int:
         return -1
 
 
-def _looks_like_python(path: str, name: str) -> bool:
-    if _NAME_RE.match(name):
-        return True
+def _has_python_entry_point(path: str) -> bool:
+    """An ELF file carrying CPython's (or PyPy's) entry point in its first _SCAN_BYTES."""
     try:
         with open(path, "rb") as handle:
-            head = handle.read(_SCAN_BYTES)
+            if handle.read(4) != b"\x7fELF":
+                return False
+            head = handle.read(_SCAN_BYTES - 4)
     except OSError:
         return False
-    return head[:4] == b"\x7fELF" and any(mark in head for mark in _ENTRY_POINTS)
+    return any(mark in head for mark in _ENTRY_POINTS)
 
 
 def candidates(folders: list[str]) -> list[str]:
-    """Executable files in `folders` that may be Pythons, by name or by entry point."""
+    """Executable files in `folders` that may be Pythons, by name or by entry point. Each
+    real file is read once, however many names lead to it: where /bin links to /usr/bin
+    (every merged-/usr image) that halves the reading, most of the survey's time."""
     found: dict[str, None] = {}
+    scanned: dict[str, bool] = {}  # real path -> carries a Python entry point
     for folder in dict.fromkeys(folders):
         try:
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
@@ -160,12 +164,14 @@ def candidates(folders: list[str]) -> list[str]:
             continue
         for entry in entries:
             real = os.path.realpath(entry.path)
-            if (
-                os.path.isfile(real)
-                and os.access(real, os.X_OK)
-                and _looks_like_python(real, entry.name)
-            ):
-                found[entry.path] = None
+            if not (os.path.isfile(real) and os.access(real, os.X_OK)):
+                continue
+            if _NAME_RE.match(entry.name) is None:
+                if real not in scanned:
+                    scanned[real] = _has_python_entry_point(real)
+                if not scanned[real]:
+                    continue
+            found[entry.path] = None
     return list(found)
 
 
