@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from build_graph.docker.connection import (
     client,
@@ -241,51 +242,69 @@ def save(ref: str, path: Path) -> None:
         raise BuildFailed(f"docker save of {ref} failed: {short_error(exc)}") from None
 
 
-def image_id(ref: str) -> str:
-    """The local image's id ('sha256:...'): the digest of what it is, so of every platform
-    an index holds (the containerd store), or of its config (the classic store)."""
-    return str(client().images.get(ref).id)
+@dataclass(frozen=True)
+class LocalImage:
+    """What the daemon holds under a ref, read in one inspect."""
+
+    id: str  # 'sha256:...': the digest of what it is, so of every platform an index holds
+    # (the containerd store), or of its config (the classic store)
+    platform: str  # 'linux/arm64': the os and architecture its config states
+    size: int | None  # uncompressed bytes; None where the daemon cannot say
 
 
-def image_size(ref: str, platform: str | None = None) -> int | None:
-    """The local image's uncompressed size in bytes: what `docker images` shows on the
-    classic store (the sum of its unpacked layers), on every store. The containerd image
-    store's own `Size` is compressed content (fastext: 167 MB there, 227 MB unpacked), so
-    there the platform image's `ImageData.Size.Unpacked` is read (API 1.48+, `manifests=1`).
-    None when the daemon cannot say (an older API on the containerd store)."""
-    attrs = client().images.get(ref).attrs
+def local_image(ref: str, platform: str | None = None) -> LocalImage | None:
+    """The local image `ref` in one inspect; None when the daemon holds none.
+
+    Its size is what `docker images` shows on the classic store (the sum of its unpacked
+    layers), on every store: the containerd image store's own `Size` is compressed content
+    (fastext: 167 MB there, 227 MB unpacked), so there the `platform` image's
+    `ImageData.Size.Unpacked` is read from the same inspect (API 1.48+, `manifests=1`; an
+    older API leaves it out: None). `platform` None: the one its config states."""
+    import docker.errors
+
+    attrs: dict[str, Any] | None = None
+    if containerd_store():
+        api = client().api  # a requests session: the daemon's own URL scheme, its adapters
+        answer = api.get(
+            f"{api.base_url}/v{api.api_version}/images/{ref}/json", params={"manifests": "1"}
+        )
+        if answer.status_code == 404:
+            return None
+        if answer.status_code == 200:
+            attrs = answer.json()
+    if attrs is None:  # the classic store, or an answer docker-py puts in its own words
+        try:
+            attrs = client().images.get(ref).attrs
+        except docker.errors.ImageNotFound:
+            return None
+    stated = f"{attrs.get('Os', '?')}/{attrs.get('Architecture', '?')}"
+    return LocalImage(str(attrs.get("Id")), stated, _unpacked(attrs, platform or stated))
+
+
+def _unpacked(attrs: dict[str, Any], platform: str) -> int | None:
     if not containerd_store():
         size = attrs.get("Size")
         return int(size) if size is not None else None
-    api = client().api  # a requests session: the daemon's own URL scheme, its adapters
-    answer = api.get(
-        f"{api.base_url}/v{api.api_version}/images/{ref}/json", params={"manifests": "1"}
-    )
-    if answer.status_code != 200:
-        return None
-    detail = answer.json()
-    want = platform or f"{attrs.get('Os', '?')}/{attrs.get('Architecture', '?')}"
-    for entry in detail.get("Manifests") or []:
+    for entry in attrs.get("Manifests") or []:
         data = entry.get("ImageData") or {}
-        if entry.get("Kind") == "image" and stated_platform(data.get("Platform")) == want:
+        if entry.get("Kind") == "image" and stated_platform(data.get("Platform")) == platform:
             unpacked = (data.get("Size") or {}).get("Unpacked")
             return int(unpacked) if isinstance(unpacked, int) else None
     return None
+
+
+def held(ref: str, platform: str | None = None) -> LocalImage:
+    """The local image `ref`, pulled first when only the registry has it."""
+    found = local_image(ref, platform)
+    if found is None:
+        pull(ref, platform)
+        found = local_image(ref, platform)
+    if found is None:
+        raise BuildFailed(f"{ref} was pulled, but the Docker daemon does not hold it")
+    return found
 
 
 def containerd_store() -> bool:
     """Whether the daemon keeps images in the containerd image store (Docker 29's default
     for fresh installs) rather than the classic graph drivers: its /info says so."""
     return daemon_info().containerd_store
-
-
-def ensure_local(ref: str, platform: str | None = None) -> None:
-    """Make `ref` available to the daemon, pulling it when only the registry has it."""
-    if not image_exists_locally(ref):
-        pull(ref, platform)
-
-
-def image_platform(ref: str) -> str:
-    """'linux/arm64': the os and architecture the local image's config states."""
-    attrs = client().images.get(ref).attrs
-    return f"{attrs.get('Os', '?')}/{attrs.get('Architecture', '?')}"

@@ -69,7 +69,7 @@ def compile_tier(stack: Stack, tier: PlannedTier, builder: PlannedTier) -> dict[
     staging.mkdir(parents=True)
     cache = ccache_dir(stack, tier)
     write_if_changed(tier.folder.compile_script, tier.script, mode=0o755)
-    daemon.ensure_local(builder.image, builder.platform)
+    daemon.held(builder.image, builder.platform)
     sync = CacheSync(stack, tier, builder, cache)
     sync.restore()
     with _compiling_lock:

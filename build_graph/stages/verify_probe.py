@@ -17,6 +17,7 @@ from typing import Any
 
 from build_graph.docker import connection, containers, daemon
 from build_graph.docker.containers import Mount
+from build_graph.docker.daemon import LocalImage
 from build_graph.errors import BuildFailed, PullFailed, UntrustedAnswer
 from build_graph.fs import write_if_changed
 from build_graph.layout import PROBE_DIR, PROBE_REPORT
@@ -42,13 +43,13 @@ def probe(tier: PlannedTier, digest: Digest) -> Probed:
     want = tier.expect
     found = one_image(tier, digest)
     ref = f"{tier.repository}@{found.digest}"
-    pulled = fetch(tier, ref, found)
+    local, pulled = fetch(tier, ref, found)
     runtime = connection.gpu_runtime()
     gpu = runtime and trust.native(tier)
     output = run_probe(
         ref, probe_request(want, gpu, PROBE_REPORT, inventory=True), gpu, tier.platform
     )
-    output["image_platform"] = daemon.image_platform(ref)
+    output["image_platform"] = local.platform
     inventory = output.pop("inventory", None)  # the SBOM's, not the report's
     if not gpu:
         output["gpu_absent_reason"] = (
@@ -59,31 +60,32 @@ def probe(tier: PlannedTier, digest: Digest) -> Probed:
                 "a GPU runner of that platform verifies their kernels"
             )
         )
-    output["image_size_bytes"] = daemon.image_size(ref, tier.platform)
+    output["image_size_bytes"] = local.size
     output["layers"] = image_layers.section(tier, found)
     output["baseline"] = baseline(tier)
     output["smoke"] = [run_smoke(ref, command, tier.platform) for command in want.smoke]
     return Probed(ref, output, inventory, gpu, pulled)
 
 
-def fetch(tier: PlannedTier, ref: str, image: Contents) -> str:
+def fetch(tier: PlannedTier, ref: str, image: Contents) -> tuple[LocalImage, str]:
     """Make `ref` local to the engine that runs the probe, pulling it as a GPU node would;
-    says what that cost ('812.4 MB in 5.7 s', or that the image was here). An engine that
-    cannot read the layers' compression is said in one line, before the pull (by its
-    version) or after (its own words are "invalid tar header")."""
-    if daemon.image_exists_locally(ref):
-        return "none (the engine here has it)"
+    the local image, and what that cost ('812.4 MB in 5.7 s', or that the image was here).
+    An engine that cannot read the layers' compression is said in one line, before the
+    pull (by its version) or after (its own words are "invalid tar header")."""
+    local = daemon.local_image(ref, tier.platform)
+    if local is not None:
+        return local, "none (the engine here has it)"
     why = compression.unreadable(
         image.compressions, connection.docker_engine_version(), tier.compression
     )
     if why is None:
         started = time.monotonic()
         try:
-            daemon.pull(ref, tier.platform)
+            local = daemon.held(ref, tier.platform)
             seconds = time.monotonic() - started
             size = sum(size for _, size in image.layers)  # layers it had already, too
             figures.note(tier, "pull", {"image_bytes": size, "seconds": round(seconds, 3)})
-            return f"{figures.amount(size)} image in {seconds:.1f} s"
+            return local, f"{figures.amount(size)} image in {seconds:.1f} s"
         except PullFailed as exc:
             why = compression.unread_layer(exc.said, image.compressions, tier.compression)
             if why is None:
@@ -157,10 +159,10 @@ def baseline(tier: PlannedTier) -> dict[str, str] | None:
     tier's folder with what was asked (the image's id, the platform that runs it, the
     inventory module and the command that runs it) and used again only for that: an id
     names its content (on the containerd store, an index's: hence the platform)."""
-    daemon.ensure_local(tier.root_image, tier.platform)
+    root = daemon.held(tier.root_image, tier.platform)
     ran = tier.platform or f"native {connection.daemon_machine()}"
     module = hashlib.sha256(_INVENTORY.read_bytes() + _BASELINE.encode()).hexdigest()
-    asked = f"{daemon.image_id(tier.root_image)} {ran} {module}"
+    asked = f"{root.id} {ran} {module}"
     kept = tier.folder.baseline
     with suppress(OSError, ValueError):
         found = json.loads(kept.read_text())

@@ -131,7 +131,8 @@ def test_max_size_gives_one_verdict_on_both_stores(tmp_path: Path, classic: Engi
                 [
                     sys.executable,
                     "-c",
-                    "from build_graph.docker import daemon; print(daemon.image_size('sizes:1'))",
+                    "from build_graph.docker import daemon; "
+                    "print(daemon.local_image('sizes:1').size)",
                 ],
                 env=engine.env(),
                 check=True,

@@ -164,7 +164,7 @@ def test_verify_keeps_a_registry_outage_an_outage_on_a_zstd_stack(
     tier = plan(load_text(tmp_path, MINIMAL + '\n[layers]\ncompression = "zstd"\n'))[0]
     image = Contents(Digest.of(b"m"), "application/vnd.oci.image.manifest.v1+json", 1)
     image = dataclasses.replace(image, compressions=ZSTD_LAYERS, layers=((Digest.of(b"l"), 9),))
-    monkeypatch.setattr(daemon, "image_exists_locally", lambda ref: False)
+    monkeypatch.setattr(daemon, "local_image", lambda ref, platform=None: None)
     monkeypatch.setattr(connection, "docker_engine_version", lambda: "28.5.2")
 
     def refused(ref: str, platform: str | None) -> None:

@@ -29,8 +29,11 @@ class Engine:
 @pytest.fixture
 def engine(monkeypatch: pytest.MonkeyPatch) -> Engine:
     engine = Engine()
-    monkeypatch.setattr(daemon, "ensure_local", lambda ref, platform=None: None)
-    monkeypatch.setattr(daemon, "image_id", lambda ref: engine.image_id)
+    monkeypatch.setattr(
+        daemon,
+        "held",
+        lambda ref, platform=None: daemon.LocalImage(engine.image_id, "linux/amd64", 1),
+    )
     monkeypatch.setattr(connection, "daemon_machine", lambda: engine.machine)
 
     def list_baseline(tier: object) -> dict[str, str]:
