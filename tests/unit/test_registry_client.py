@@ -833,6 +833,42 @@ def test_the_sbom_and_report_are_listed_in_one_round_and_the_sbom_even_when_the_
     assert str(again[0].digest) in listed  # the SBOM stored before the failure is listed
 
 
+def test_of_the_sbom_and_report_listed_together_one_another_runner_replaced_is_dropped(
+    registry: OciRegistry, tmp_path: Path
+) -> None:
+    """Two runners verify one digest: right after our write listed our SBOM and report,
+    the other replaces the SBOM (its own stored, ours deleted, the tag rewritten from a
+    list read before our write). Our settling read misses both of ours: the SBOM, gone
+    from the registry, is dropped; the report is written back; theirs stays; no error."""
+    registry.referrers_api = False
+    image = subject(registry)
+    assert image.digest is not None
+    tag = fallback_tag(image.digest)
+    path = f"/v2/{REPO}/manifests/{tag}"
+    store = ReportStore(f"{registry.address}/{REPO}", TierFolder(tmp_path / "a"), "app")
+    unlisted: list[Referrer] = []
+    store.publish_sbom(image, '{"bom": 8}', unlisted)
+    [ours] = unlisted
+    theirs = foreign_artifact(registry, image.digest, SBOM)
+    replaced: list[str] = []
+
+    def other_runner(method: str, at: str) -> None:
+        if method == "PUT" and at == path and not replaced:
+            replaced.append(str(ours.digest))
+            registry.repositories[REPO].manifests.pop(str(ours.digest))
+            index = {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [theirs]}
+            registry.store_manifest(REPO, tag, json.dumps(index).encode(), OCI_INDEX)
+
+    registry.hook = other_runner
+    store.publish(image, report(image), Availability(), unlisted)
+    assert replaced
+    listed = [e["digest"] for e in fallback_index(registry, image.digest)]
+    assert str(ours.digest) not in listed and theirs["digest"] in listed
+    [mine] = [e for e in fallback_index(registry, image.digest) if e["digest"] != theirs["digest"]]
+    assert mine["artifactType"] != SBOM  # the report, written back
+    assert [s.status for s in registry.seen("PUT", path)] == [201, 201]
+
+
 # -- verify reports ---------------------------------------------------------------------------
 
 
