@@ -270,8 +270,12 @@ def local_image(ref: str, platform: str | None = None) -> LocalImage | None:
         )
         if answer.status_code == 404:
             return None
-        if answer.status_code == 200:
-            attrs = answer.json()
+        try:
+            found = answer.json() if answer.status_code == 200 else None
+        except ValueError:  # not JSON: asked again below, where docker-py words the error
+            found = None
+        if isinstance(found, dict) and isinstance(found.get("Id"), str):
+            attrs = found
     if attrs is None:  # the classic store, or an answer docker-py puts in its own words
         try:
             attrs = client().images.get(ref).attrs
@@ -285,10 +289,14 @@ def _unpacked(attrs: dict[str, Any], platform: str) -> int | None:
     if not containerd_store():
         size = attrs.get("Size")
         return int(size) if size is not None else None
-    for entry in attrs.get("Manifests") or []:
-        data = entry.get("ImageData") or {}
-        if entry.get("Kind") == "image" and stated_platform(data.get("Platform")) == platform:
-            unpacked = (data.get("Size") or {}).get("Unpacked")
+    listed = attrs.get("Manifests")
+    for entry in listed if isinstance(listed, list) else []:
+        data = entry.get("ImageData") if isinstance(entry, dict) else None
+        if not isinstance(data, dict) or entry.get("Kind") != "image":
+            continue
+        if stated_platform(data.get("Platform")) == platform:
+            size = data.get("Size")
+            unpacked = size.get("Unpacked") if isinstance(size, dict) else None
             return int(unpacked) if isinstance(unpacked, int) else None
     return None
 
