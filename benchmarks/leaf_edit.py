@@ -205,7 +205,7 @@ def main() -> None:
     )
     print(
         f"  the machine busy (core-seconds, median): doit {work:.2f}, bake {theirs_work:.2f} "
-        f"({work / theirs_work:.1f}x the work); on {cores} cores doit's work alone takes at "
+        f"({work / max(theirs_work, 0.01):.1f}x the work); on {cores} cores doit's work alone takes at "
         f"least {work / cores:.2f} s, {work / cores / b:.2f}x bake's time"
     )
 

@@ -46,6 +46,7 @@ def cli() -> tuple[str, ...] | None:
     are installed but the daemon refuses every one."""
     if os.environ.get("BUILD_GRAPH_BUILDER") == "classic":
         return None
+    check_context()  # as every CLI run does: said before any build, remembered answers or not
     found = [
         p for p in dict.fromkeys(shutil.which(c) or c for c in _CANDIDATES) if Path(p).is_file()
     ]
@@ -106,8 +107,8 @@ def _client_api(exe: str) -> tuple[int, ...]:
         return said if _version(said) else None
 
     try:
-        daemon = connection.daemon_version()
-        key = cli_memory.api_key(exe, daemon.engine, daemon.min_api)
+        version = connection.daemon_version()
+        key = cli_memory.api_key(exe, version.engine, version.min_api)
     except DaemonUnreachable:
         key = None
     return _version(cli_memory.remembered("api", key, ask) or "") or (0,)

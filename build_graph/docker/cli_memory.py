@@ -10,16 +10,20 @@ is unchanged:
 - for buildx, every `docker-buildx` the CLI could run, present or not: docker/cli looks in
   config.json's `cliPluginsExtraDirs`, then `$DOCKER_CONFIG/cli-plugins` (~/.docker without
   it), then /usr/local/lib, /usr/local/libexec, /usr/lib and /usr/libexec's
-  docker/cli-plugins (cli-plugins/manager); the CLI's own folder too, where some builds
-  look; config.json's bytes, and the variables that move either (DOCKER_CONFIG, HOME,
-  DOCKER_CLI_PLUGIN_EXTRA_DIRS);
+  docker/cli-plugins (cli-plugins/manager); and, to be safe, where patched or older CLIs
+  look (the CLI's own folder, lib/ and libexec/docker/cli-plugins under its own prefix, as
+  packagers move the system folders, and DOCKER_CLI_PLUGIN_EXTRA_DIRS of early versions);
+  config.json's bytes, and the variables that move either (DOCKER_CONFIG, HOME);
 - for the API version, DOCKER_API_VERSION (it overrides the CLI's own) and the daemon's
   engine version and API floor (the CLI settles on a version with the daemon).
 
-Only ELF binaries are remembered: a wrapper script can start a binary elsewhere that no key
-here would see, so behind one every run asks. Only answers are kept (a CLI without buildx,
-or one that could not say, is asked again next run); a damaged or unreadable memory is
-asked afresh, never trusted.
+Only a binary that is what it is named is remembered: an ELF file whose real name is
+`docker` (and `docker-buildx` for the plugin), outside /snap. A wrapper script, or an ELF
+launcher under another name (Ubuntu's snap links `docker` to `/usr/bin/snap`, which runs
+the snap's own CLI and buildx from folders no key here sees; depot links `docker-buildx` to
+`depot`), can start a binary elsewhere, so behind one every run asks. Only answers are
+kept (a CLI without buildx, or one that failed, is asked again next run); a damaged or
+unreadable memory is asked afresh, never trusted.
 """
 
 from __future__ import annotations
@@ -50,8 +54,8 @@ def remembered(what: str, key: list[str] | None, ask: Callable[[], str | None]) 
     if key is None:
         return ask()
     kept = layout.machine_cache(_KEPT) / f"{what}-{_digest(key)}"
-    with suppress(OSError, ValueError):
-        found = json.loads(kept.read_text())
+    with suppress(OSError, ValueError, RecursionError):
+        found = json.loads(kept.read_text()) if kept.is_file() else None
         if isinstance(found, dict) and found.get("key") == key:
             answer = found.get("answer")
             if isinstance(answer, str) and answer:
@@ -60,14 +64,14 @@ def remembered(what: str, key: list[str] | None, ask: Callable[[], str | None]) 
     if answer:
         with suppress(OSError):
             kept.parent.mkdir(parents=True, exist_ok=True)
-            write_if_changed(kept, json.dumps({"key": key, "answer": answer}))
+            write_if_changed(kept, json.dumps({"key": key, "answer": answer}, ensure_ascii=True))
     return answer
 
 
 def api_key(exe: str, engine: str, min_api: str) -> list[str] | None:
     """What decides the API version `exe` speaks with this daemon; None behind a wrapper,
     and for a daemon that is not Docker Engine (no engine version to tell it by)."""
-    binary = _identity(exe)
+    binary = _identity(exe, "docker")
     if binary is None or not engine:
         return None
     setting = f"DOCKER_API_VERSION={os.environ.get('DOCKER_API_VERSION', '')}"
@@ -77,10 +81,13 @@ def api_key(exe: str, engine: str, min_api: str) -> list[str] | None:
 def buildx_key(exe: str) -> list[str] | None:
     """What decides which buildx `exe buildx` runs, and so what it says; None where one of
     the binaries is not an ELF file (a wrapper) or config.json cannot be read."""
-    binary = _identity(exe)
+    binary = _identity(exe, "docker")
     if binary is None:
         return None
-    home = Path(os.environ.get("DOCKER_CONFIG") or Path.home() / ".docker")
+    try:
+        home = Path(os.environ.get("DOCKER_CONFIG") or Path.home() / ".docker")
+    except RuntimeError:  # no HOME and no passwd entry: nothing to key on
+        return None
     config = home / "config.json"
     try:
         text = config.read_bytes()
@@ -91,21 +98,23 @@ def buildx_key(exe: str) -> list[str] | None:
     else:
         try:
             listed = json.loads(text).get("cliPluginsExtraDirs") or []
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             return None
         if not isinstance(listed, list) or not all(isinstance(d, str) for d in listed):
             return None
         extra = listed
     env_dirs = [d for d in os.environ.get("DOCKER_CLI_PLUGIN_EXTRA_DIRS", "").split(":") if d]
     dirs = [*extra, *env_dirs, str(home / "cli-plugins"), *_SYSTEM_PLUGIN_DIRS]
-    dirs.append(os.path.dirname(os.path.realpath(exe)))
+    own = os.path.dirname(os.path.realpath(exe))
+    prefix = os.path.dirname(own)
+    dirs += [own, *(os.path.join(prefix, d, "docker", "cli-plugins") for d in ("lib", "libexec"))]
     plugins = []
     for folder in dict.fromkeys(dirs):
         path = os.path.join(folder, "docker-buildx")
-        if not os.path.lexists(path):
+        if not os.path.exists(path):  # a dangling link too: the CLI passes over it
             plugins.append(f"{path} absent")
             continue
-        found = _identity(path)
+        found = _identity(path, "docker-buildx")
         if found is None:
             return None
         plugins.append(f"{path} {found}")
@@ -113,10 +122,13 @@ def buildx_key(exe: str) -> list[str] | None:
     return [binary, hashlib.sha256(text).hexdigest(), *settings, *plugins]
 
 
-def _identity(path: str) -> str | None:
+def _identity(path: str, name: str) -> str | None:
     """The real file behind `path`, as 'realpath dev ino size mtime ctime'; None when it is
-    not an ELF file (a script that starts another binary) or cannot be read."""
+    not an ELF file really named `name` outside /snap (a script or launcher that starts
+    another binary), or cannot be read."""
     real = os.path.realpath(path)
+    if os.path.basename(real) != name or real.startswith("/snap/"):
+        return None
     try:
         with open(real, "rb") as handle:
             if handle.read(4) != b"\x7fELF":
@@ -131,4 +143,4 @@ def _identity(path: str) -> str | None:
 
 
 def _digest(key: list[str]) -> str:
-    return hashlib.sha256("\n".join(key).encode()).hexdigest()[:32]
+    return hashlib.sha256("\n".join(key).encode("utf-8", "surrogatepass")).hexdigest()[:32]

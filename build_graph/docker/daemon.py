@@ -281,14 +281,19 @@ def local_image(ref: str, platform: str | None = None) -> LocalImage | None:
             attrs = client().images.get(ref).attrs
         except docker.errors.ImageNotFound:
             return None
+        except docker.errors.DockerException as exc:
+            raise BuildFailed(f"inspect of {ref} failed: {short_error(exc)}") from None
+    image_id = attrs.get("Id")
+    if not isinstance(image_id, str) or not image_id.startswith("sha256:"):
+        raise BuildFailed(f"inspect of {ref}: the Docker daemon named no image id ({image_id!r})")
     stated = f"{attrs.get('Os', '?')}/{attrs.get('Architecture', '?')}"
-    return LocalImage(str(attrs.get("Id")), stated, _unpacked(attrs, platform or stated))
+    return LocalImage(image_id, stated, _unpacked(attrs, platform or stated))
 
 
 def _unpacked(attrs: dict[str, Any], platform: str) -> int | None:
     if not containerd_store():
         size = attrs.get("Size")
-        return int(size) if size is not None else None
+        return size if isinstance(size, int) else None
     listed = attrs.get("Manifests")
     for entry in listed if isinstance(listed, list) else []:
         data = entry.get("ImageData") if isinstance(entry, dict) else None
@@ -297,7 +302,8 @@ def _unpacked(attrs: dict[str, Any], platform: str) -> int | None:
         if stated_platform(data.get("Platform")) == platform:
             size = data.get("Size")
             unpacked = size.get("Unpacked") if isinstance(size, dict) else None
-            return int(unpacked) if isinstance(unpacked, int) else None
+            # 0 until a snapshot of it exists (moby's snapshot usage): not a size
+            return unpacked if isinstance(unpacked, int) and unpacked > 0 else None
     return None
 
 

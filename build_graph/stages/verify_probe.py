@@ -60,7 +60,9 @@ def probe(tier: PlannedTier, digest: Digest) -> Probed:
                 "a GPU runner of that platform verifies their kernels"
             )
         )
-    output["image_size_bytes"] = local.size
+    # read again after the probe's container: the containerd store measures a platform
+    # image only once a snapshot of it exists
+    output["image_size_bytes"] = (daemon.local_image(ref, tier.platform) or local).size
     output["layers"] = image_layers.section(tier, found)
     output["baseline"] = baseline(tier)
     output["smoke"] = [run_smoke(ref, command, tier.platform) for command in want.smoke]
@@ -81,8 +83,9 @@ def fetch(tier: PlannedTier, ref: str, image: Contents) -> tuple[LocalImage, str
     if why is None:
         started = time.monotonic()
         try:
-            local = daemon.held(ref, tier.platform)
+            daemon.pull(ref, tier.platform)
             seconds = time.monotonic() - started
+            local = daemon.held(ref, tier.platform)
             size = sum(size for _, size in image.layers)  # layers it had already, too
             figures.note(tier, "pull", {"image_bytes": size, "seconds": round(seconds, 3)})
             return local, f"{figures.amount(size)} image in {seconds:.1f} s"

@@ -56,7 +56,7 @@ def test_a_replaced_plugin_is_asked_again(cli: Path, tmp_path: Path) -> None:
     buildx(cli, ask)
     plugin = tmp_path / "system" / "cli-plugins" / "docker-buildx"
     plugin.unlink()  # an upgrade: a new file in its place
-    plugin.write_bytes(ELF + b"buildx 0.30")
+    plugin.write_bytes(ELF + b"buildx 0.30.0")  # another length: not by mtime alone
     buildx(cli, ask)
     assert ask.asked == 2
 
@@ -91,7 +91,7 @@ def test_a_replaced_cli_is_asked_again(cli: Path) -> None:
     ask = Asker()
     buildx(cli, ask)
     cli.unlink()
-    cli.write_bytes(ELF + b"docker 29.1")
+    cli.write_bytes(ELF + b"docker 29.1.0")
     buildx(cli, ask)
     assert ask.asked == 2
 
@@ -160,3 +160,50 @@ def test_the_key_holds_no_secret_of_the_config(cli: Path, tmp_path: Path) -> Non
     [kept] = (tmp_path / "cache" / "build-graph" / "docker-cli").iterdir()
     assert "c2VjcmV0OnRva2Vu" not in kept.read_text()
     assert os.stat(kept).st_size < 4096
+
+
+def test_an_elf_launcher_under_another_name_every_run_asks(cli: Path, tmp_path: Path) -> None:
+    """Ubuntu's snap links `docker` to /usr/bin/snap, an ELF file that runs the snap's own
+    CLI and buildx from folders no key sees; depot links `docker-buildx` to `depot`."""
+    snap = tmp_path / "usr" / "bin" / "snap"
+    snap.parent.mkdir(parents=True)
+    snap.write_bytes(ELF + b"snapd")
+    linked = tmp_path / "snap-bin" / "docker"
+    linked.parent.mkdir()
+    linked.symlink_to(snap)
+    assert cli_memory.buildx_key(str(linked)) is None
+    assert cli_memory.api_key(str(linked), "28.5.2", "1.24") is None
+    plugin = tmp_path / "system" / "cli-plugins" / "docker-buildx"
+    depot = tmp_path / "depot"
+    depot.write_bytes(ELF + b"depot")
+    plugin.unlink()
+    plugin.symlink_to(depot)
+    assert cli_memory.buildx_key(str(cli)) is None
+
+
+def test_a_dangling_plugin_link_is_absent_as_the_cli_finds_it(cli: Path, tmp_path: Path) -> None:
+    mine = tmp_path / "config" / "cli-plugins"
+    mine.mkdir(parents=True)
+    (mine / "docker-buildx").symlink_to(tmp_path / "uninstalled")
+    key = cli_memory.buildx_key(str(cli))
+    assert key is not None and f"{mine / 'docker-buildx'} absent" in key
+
+
+def test_names_that_are_not_utf_8_are_remembered_without_a_traceback(
+    cli: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.json").write_text('{"cliPluginsExtraDirs": ["/x/\\udc80"]}')
+    monkeypatch.setenv("HOME", "/home/\udcff")
+    ask = Asker()
+    assert buildx(cli, ask) == ask.answer
+    assert buildx(cli, ask) == ask.answer
+    assert ask.asked == 1
+
+
+def test_config_nested_past_the_parser_s_limit_asks_without_a_traceback(
+    cli: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.json").write_text("[" * 100_000)
+    assert cli_memory.buildx_key(str(cli)) is None

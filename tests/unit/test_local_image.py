@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from build_graph.docker import daemon
+from build_graph.errors import BuildFailed
 
 
 def entry(kind: str, platform: dict[str, str], unpacked: object) -> dict[str, Any]:
@@ -59,3 +60,32 @@ def test_the_classic_store_s_own_size_is_the_unpacked_one(
     monkeypatch.setattr(daemon, "containerd_store", lambda: False)
     assert daemon._unpacked({"Size": 1234, "Manifests": [entry("image", AMD64, 1)]}, "x") == 1234
     assert daemon._unpacked({}, "linux/amd64") is None
+
+
+class _Images:
+    def __init__(self, attrs: dict[str, Any]) -> None:
+        self.attrs = attrs
+
+    def get(self, ref: str) -> _Images:
+        return self
+
+
+class _Client:
+    def __init__(self, attrs: dict[str, Any]) -> None:
+        self.images = _Images(attrs)
+
+
+@pytest.mark.parametrize("image_id", [None, 7, "", "not-a-digest"])
+def test_an_answer_without_an_image_id_is_an_error_never_a_shared_key(
+    monkeypatch: pytest.MonkeyPatch, image_id: object
+) -> None:
+    """The id keys the root image's kept listing: 'None' for every such image would share
+    one listing."""
+    monkeypatch.setattr(daemon, "containerd_store", lambda: False)
+    monkeypatch.setattr(daemon, "client", lambda: _Client({"Id": image_id, "Os": "linux"}))
+    with pytest.raises(BuildFailed, match="named no image id"):
+        daemon.local_image("team/base:1")
+    ident = "sha256:" + "a" * 64
+    good = {"Id": ident, "Os": "linux", "Architecture": "amd64", "Size": 9}
+    monkeypatch.setattr(daemon, "client", lambda: _Client(good))
+    assert daemon.local_image("team/base:1") == daemon.LocalImage(ident, "linux/amd64", 9)
