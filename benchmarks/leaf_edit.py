@@ -203,9 +203,10 @@ def main() -> None:
         statistics.median(their_work),
         os.cpu_count() or 1,
     )
+    ratio = work / max(theirs_work, 0.01)
     print(
         f"  the machine busy (core-seconds, median): doit {work:.2f}, bake {theirs_work:.2f} "
-        f"({work / max(theirs_work, 0.01):.1f}x the work); on {cores} cores doit's work alone takes at "
+        f"({ratio:.1f}x the work); on {cores} cores doit's work alone takes at "
         f"least {work / cores:.2f} s, {work / cores / b:.2f}x bake's time"
     )
 

@@ -309,10 +309,13 @@ def _unpacked(attrs: dict[str, Any], platform: str) -> int | None:
 
 def held(ref: str, platform: str | None = None) -> LocalImage:
     """The local image `ref`, pulled first when only the registry has it."""
+    return local_image(ref, platform) or pulled(ref, platform)
+
+
+def pulled(ref: str, platform: str | None = None) -> LocalImage:
+    """Pull `ref`, then the local image it made (one pull, never a second)."""
+    pull(ref, platform)
     found = local_image(ref, platform)
-    if found is None:
-        pull(ref, platform)
-        found = local_image(ref, platform)
     if found is None:
         raise BuildFailed(f"{ref} was pulled, but the Docker daemon does not hold it")
     return found

@@ -83,9 +83,8 @@ def fetch(tier: PlannedTier, ref: str, image: Contents) -> tuple[LocalImage, str
     if why is None:
         started = time.monotonic()
         try:
-            daemon.pull(ref, tier.platform)
+            local = daemon.pulled(ref, tier.platform)
             seconds = time.monotonic() - started
-            local = daemon.held(ref, tier.platform)
             size = sum(size for _, size in image.layers)  # layers it had already, too
             figures.note(tier, "pull", {"image_bytes": size, "seconds": round(seconds, 3)})
             return local, f"{figures.amount(size)} image in {seconds:.1f} s"
